@@ -1,0 +1,1 @@
+"""Analysis: call graph, launch sites, axis bindings, domains and fan-out."""

@@ -1,0 +1,1 @@
+"""Build impact model: parse build logs, price TUs, replay ninja, predict builds after migration."""
