@@ -1,0 +1,142 @@
+"""The replay graph: one node per logged step (plus phony nodes), with dependencies and the edge
+order ninja breaks ties with. From build.ninja when given, else recovered from the log.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .build_ninja import Manifest
+from .ninja_log import Step
+
+
+@dataclass
+class Node:
+    index: int
+    name: str
+    duration_ms: float  # as recorded; 0 for phony and not-logged edges
+    phony: bool = False  # completes instantly and takes no job slot
+    pool: str = ""
+    deps: list[int] = field(default_factory=list)
+    order: int = 0  # ninja edge id: ties in the ready queue go to the lowest
+    step: Step | None = None
+
+
+@dataclass
+class Graph:
+    nodes: list[Node]
+    pools: dict[str, int]
+    source: str  # "build.ninja" or "log"
+    warnings: list[str] = field(default_factory=list)
+
+    def steps(self) -> list[Node]:
+        return [n for n in self.nodes if n.step is not None]
+
+
+def from_log(steps: list[Step]) -> Graph:
+    """Order = start order in the log (ninja starts ready edges in priority order, which for a flat
+    build is manifest order). Dependencies: a link/archive step depends on every step that ended at
+    or before its start (through a chain of phony barriers, O(n)); other steps are independent.
+    """
+    ordered = sorted(steps, key=lambda s: (s.start_ms, s.lineno))
+    nodes = [Node(i, s.name, float(s.elapsed_ms), order=i, step=s) for i, s in enumerate(ordered)]
+    links = sorted((n for n in nodes if n.step.is_link), key=lambda n: (n.step.start_ms, n.index))
+    if links:
+        by_end = sorted(nodes, key=lambda n: (n.step.end_ms, n.index))
+        cut, barrier = 0, None
+        for link in links:
+            new_deps = []
+            while cut < len(by_end) and by_end[cut].step.end_ms <= link.step.start_ms:
+                if by_end[cut] is not link:
+                    new_deps.append(by_end[cut].index)
+                cut += 1
+            if new_deps or barrier is None:
+                b = Node(len(nodes), f"<barrier before {link.name}>", 0.0, phony=True, order=len(nodes))
+                b.deps = new_deps + ([barrier] if barrier is not None else [])
+                nodes.append(b)
+                barrier = b.index
+            link.deps.append(barrier)
+    return Graph(nodes, {"console": 1}, "log")
+
+
+def from_manifest(manifest: Manifest, steps: list[Step]) -> Graph:
+    """Edges reachable from the default targets (all roots when none), ids from the manifest.
+    Logged steps get their durations; phony and not-logged edges take no time and no slot.
+    """
+    producer = manifest.producers()
+    by_output: dict[str, Step] = {}
+    for s in steps:
+        for o in s.outputs:
+            by_output[o] = s
+    targets = manifest.defaults or _roots(manifest)
+    wanted: set[int] = set()
+    stack = [producer[t] for t in targets if t in producer]
+    stack += [producer[o] for s in steps for o in s.outputs[:1] if o in producer]
+    while stack:
+        eid = stack.pop()
+        if eid in wanted:
+            continue
+        wanted.add(eid)
+        for i in manifest.edges[eid].inputs:
+            p = producer.get(i)
+            if p is not None and p not in wanted:
+                stack.append(p)
+    index_of: dict[int, int] = {}
+    nodes: list[Node] = []
+    seen_steps: set[int] = set()
+    warnings: list[str] = []
+    missing = 0
+    for edge in manifest.edges:
+        if edge.id not in wanted:
+            continue
+        step = next((by_output[o] for o in edge.outputs if o in by_output), None)
+        if step is not None:
+            seen_steps.add(id(step))
+        elif not edge.is_phony:
+            missing += 1
+        node = Node(len(nodes), edge.outputs[0] if edge.outputs else f"<edge {edge.id}>",
+                    float(step.elapsed_ms) if step else 0.0, phony=edge.is_phony or step is None,
+                    pool=edge.pool, order=edge.id, step=step)
+        index_of[edge.id] = node.index
+        nodes.append(node)
+    for edge in manifest.edges:
+        if edge.id not in wanted:
+            continue
+        node = nodes[index_of[edge.id]]
+        deps = {index_of[producer[i]] for i in edge.inputs if i in producer and producer[i] in index_of}
+        node.deps = sorted(deps)
+    extra = [s for s in steps if id(s) not in seen_steps]
+    for s in sorted(extra, key=lambda s: (s.start_ms, s.lineno)):
+        nodes.append(Node(len(nodes), s.name, float(s.elapsed_ms), order=len(manifest.edges) + len(nodes), step=s))
+    if missing:
+        warnings.append(f"{missing} non-phony edges of build.ninja are not in the log "
+                        "(up to date or not built): replayed as taking no time")
+    if extra:
+        warnings.append(f"{len(extra)} logged steps are not in build.ninja: replayed without dependencies")
+    return Graph(nodes, dict(manifest.pools), "build.ninja", warnings)
+
+
+def _roots(manifest: Manifest) -> list[str]:
+    consumed = {i for e in manifest.edges for i in e.inputs}
+    return [o for e in manifest.edges for o in e.outputs if o not in consumed]
+
+
+def topo_order(graph: Graph) -> list[int]:
+    """Kahn's algorithm; a cycle would leave nodes out, so callers can check the length."""
+    n = len(graph.nodes)
+    indeg = [0] * n
+    users: list[list[int]] = [[] for _ in range(n)]
+    for node in graph.nodes:
+        for d in node.deps:
+            users[d].append(node.index)
+            indeg[node.index] += 1
+    order = [i for i in range(n) if indeg[i] == 0]
+    head = 0
+    while head < len(order):
+        i = order[head]
+        head += 1
+        for u in users[i]:
+            indeg[u] -= 1
+            if indeg[u] == 0:
+                order.append(u)
+    return order

@@ -1,0 +1,319 @@
+"""`.ninja_log` v5/v6/v7 reader: lines -> cycles (one ninja run each) -> builds, with recompacted
+history detected and reported instead of being split into nonsense builds.
+
+Format and loader rules: docs/impact.md, "Inputs". Pure functions over file-like objects.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import IO, Iterable
+
+from ..errors import ParseError
+
+_HEADER = re.compile(r"#\s*ninja log v(\d+)\s*$")
+_HEX = re.compile(r"[0-9a-fA-F]+")
+
+# NOTE: tolerance for comparing mtime-derived time origins: filesystem timestamps may be as coarse
+# as 1-2 s, and ninja's origin is taken before the manifest is parsed.
+ORIGIN_TOLERANCE_MS = 2000
+
+# Outputs whose step joins many objects (link/archive); used to infer dependencies when no
+# build.ninja is given.
+LINK_SUFFIXES = (".so", ".a", ".dylib", ".dll", ".lib", ".exe", ".node", ".pyd")
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """One line of the log, as written by ninja: one output of one finished edge."""
+
+    lineno: int
+    start_ms: int
+    end_ms: int
+    mtime: int
+    output: str
+    cmdhash: str
+
+
+@dataclass
+class Step:
+    """One edge execution: the lines of one (cycle, start, end, hash) group, outputs kept in order."""
+
+    start_ms: int
+    end_ms: int
+    cmdhash: str
+    outputs: list[str]
+    lineno: int  # first line of the group
+
+    @property
+    def name(self) -> str:
+        return self.outputs[0]
+
+    @property
+    def elapsed_ms(self) -> int:
+        return self.end_ms - self.start_ms
+
+    @property
+    def is_link(self) -> bool:
+        return is_link_output(self.name)
+
+
+@dataclass
+class Cycle:
+    """Lines of one ninja cycle (one time origin): end times never go backwards within it."""
+
+    lines: list[LogLine]
+    origin_ms: float | None = None  # absolute wall-clock origin estimated from mtimes, if usable
+
+    @property
+    def first_line(self) -> int:
+        return self.lines[0].lineno
+
+    @property
+    def last_line(self) -> int:
+        return self.lines[-1].lineno
+
+    @property
+    def wall_ms(self) -> int:
+        return max(ln.end_ms for ln in self.lines)
+
+    def steps(self) -> list[Step]:
+        return group_steps(self.lines)
+
+
+@dataclass
+class Build:
+    """One ninja invocation: one cycle, or several when the manifest was regenerated."""
+
+    index: int
+    cycles: list[Cycle]
+
+    @property
+    def first_line(self) -> int:
+        return self.cycles[0].first_line
+
+    @property
+    def last_line(self) -> int:
+        return self.cycles[-1].last_line
+
+
+@dataclass
+class NinjaLog:
+    """A parsed log: version, every line, the builds found, and what could not be segmented."""
+
+    path: str
+    version: int
+    lines: list[LogLine]
+    builds: list[Build]
+    history_lines: list[LogLine] = field(default_factory=list)  # recompacted, unsegmentable
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def recompacted(self) -> bool:
+        return bool(self.history_lines)
+
+    def build(self, index: int = -1) -> Build:
+        if not self.builds:
+            hint = "the log holds only recompacted history; capture a build after `ninja -t recompact`"
+            raise ParseError("no build can be recovered from this log", where=self.path, hint=hint)
+        try:
+            return self.builds[index]
+        except IndexError:
+            raise ParseError(
+                f"build {index} requested but the log holds {len(self.builds)} build(s)", where=self.path
+            ) from None
+
+
+def is_link_output(path: str) -> bool:
+    base = path.rsplit("/", 1)[-1]
+    return base.endswith(LINK_SUFFIXES) or ".so." in base
+
+
+def parse_header(first: str, name: str) -> int:
+    m = _HEADER.match(first.strip())
+    if not m:
+        raise ParseError(
+            f"not a .ninja_log: first line is {first.strip()[:60]!r}, expected '# ninja log vN'",
+            where=f"{name}:1",
+            hint="pass the .ninja_log from the ninja build directory",
+        )
+    version = int(m.group(1))
+    if version < 5:
+        raise ParseError(
+            f"ninja log v{version} is not supported (v4 stored commands, not hashes)",
+            where=f"{name}:1",
+            hint="rebuild with ninja >= 1.0 to get a v5+ log",
+        )
+    return version
+
+
+def parse_line(text: str, lineno: int, name: str) -> LogLine | None:
+    """One data line -> LogLine; None for lines ninja itself skips (fewer than 4 tabs, comments)."""
+    if text.startswith("#") or text.count("\t") < 4:
+        return None
+    parts = text.split("\t")
+    # NOTE: tab is the only separator; an output path may hold spaces but not tabs, so extra tabs
+    # can only come from a malformed line.
+    if len(parts) != 5:
+        raise ParseError(f"expected 5 tab-separated fields, found {len(parts)}", where=f"{name}:{lineno}",
+                         hint="the file is not a ninja log or was corrupted")
+    start, end, mtime, output, cmdhash = parts
+    try:
+        start_ms, end_ms, mtime_v = int(start), int(end), int(mtime)
+    except ValueError:
+        raise ParseError(
+            f"start/end/mtime must be integers, found {start!r} {end!r} {mtime!r}",
+            where=f"{name}:{lineno}", hint="the file is not a ninja log or was corrupted",
+        ) from None
+    cmdhash = cmdhash.strip()
+    if not _HEX.fullmatch(cmdhash):
+        raise ParseError(f"command hash must be hex, found {cmdhash[:40]!r}", where=f"{name}:{lineno}")
+    if end_ms < start_ms:
+        raise ParseError(f"end {end_ms} ms is before start {start_ms} ms", where=f"{name}:{lineno}")
+    return LogLine(lineno, start_ms, end_ms, mtime_v, output, cmdhash.lower())
+
+
+def read_lines(stream: IO[str], name: str) -> tuple[int, list[LogLine], list[str]]:
+    """Header version, data lines and skip warnings of a log stream."""
+    first = stream.readline()
+    version = parse_header(first, name)
+    lines: list[LogLine] = []
+    warnings: list[str] = []
+    if version > 7:
+        warnings.append(f"{name}:1: ninja log v{version} is newer than v7; read with the v7 layout")
+    append = lines.append
+    for lineno, raw in enumerate(stream, start=2):
+        text = raw.rstrip("\n").rstrip("\r")
+        if not text:
+            continue
+        # Fast path for well-formed lines; parse_line gives the diagnostics.
+        parts = text.split("\t")
+        if len(parts) == 5:
+            try:
+                s, e, m = int(parts[0]), int(parts[1]), int(parts[2])
+                h = parts[4]
+                if e >= s and h and _HEX.fullmatch(h):
+                    append(LogLine(lineno, s, e, m, parts[3], h.lower()))
+                    continue
+            except ValueError:
+                pass
+        line = parse_line(text, lineno, name)
+        if line is None:
+            if not text.startswith("#"):
+                warnings.append(f"{name}:{lineno}: fewer than 5 fields; skipped as ninja does")
+            continue
+        append(line)
+    return version, lines, warnings
+
+
+def split_cycles(lines: list[LogLine]) -> list[Cycle]:
+    """Split at every end-time reset: within one ninja cycle end times never decrease."""
+    cycles: list[Cycle] = []
+    current: list[LogLine] = []
+    prev_end = -1
+    for ln in lines:
+        if current and ln.end_ms < prev_end:
+            cycles.append(Cycle(current))
+            current = []
+        current.append(ln)
+        prev_end = ln.end_ms
+    if current:
+        cycles.append(Cycle(current))
+    return cycles
+
+
+def line_origin(ln: LogLine, version: int) -> float | None:
+    """Absolute origin of the line's cycle from its mtime (ns): about the end for v5, the start for v6+."""
+    if ln.mtime <= 0:
+        return None
+    anchor = ln.start_ms if version >= 6 else ln.end_ms
+    return ln.mtime / 1e6 - anchor
+
+
+def _median(values: list[float]) -> float:
+    values = sorted(values)
+    return values[len(values) // 2]
+
+
+def find_history(cycles: list[Cycle], version: int) -> tuple[int, list[str]]:
+    """Number of leading cycles that are recompacted (hash-ordered) history, and why.
+
+    A genuine appended cycle has one time origin (every line's mtime agrees with its start or end)
+    and starts after everything logged before it ended. Recompaction rewrites the whole file, so
+    what fails these checks is always a prefix; everything up to the last failing cycle is history.
+    """
+    reasons: list[str] = []
+    last_bad = -1
+    horizon = float("-inf")  # latest absolute end seen so far
+    for i, cyc in enumerate(cycles):
+        origins = [o for o in (line_origin(ln, version) for ln in cyc.lines) if o is not None]
+        if not origins:
+            continue
+        origin = _median(origins)
+        cyc.origin_ms = origin
+        outliers = sum(1 for o in origins if abs(o - origin) > ORIGIN_TOLERANCE_MS)
+        if outliers * 5 > len(origins):
+            last_bad = i
+            reasons.append(f"lines {cyc.first_line}-{cyc.last_line}: mtimes disagree with one time origin")
+        elif origin < horizon - ORIGIN_TOLERANCE_MS:
+            last_bad = i
+            reasons.append(f"lines {cyc.first_line}-{cyc.last_line}: starts before earlier entries ended")
+        horizon = max(horizon, origin + cyc.wall_ms)
+    return last_bad + 1, reasons
+
+
+def group_builds(cycles: list[Cycle]) -> list[Build]:
+    """Cycles -> builds: a cycle that follows a manifest regeneration belongs to the same invocation."""
+    builds: list[Build] = []
+    for cyc in cycles:
+        prev = builds[-1].cycles[-1] if builds else None
+        if prev is not None and _regenerated(prev):
+            builds[-1].cycles.append(cyc)
+        else:
+            builds.append(Build(len(builds), [cyc]))
+    return builds
+
+
+def _regenerated(cycle: Cycle) -> bool:
+    last = cycle.lines[-1].output.rsplit("/", 1)[-1]
+    return last.endswith(".ninja")
+
+
+def group_steps(lines: Iterable[LogLine]) -> list[Step]:
+    """Lines of one cycle -> steps: an edge with N outputs writes N lines with one (start, end, hash)."""
+    steps: dict[tuple[int, int, str], Step] = {}
+    for ln in lines:
+        key = (ln.start_ms, ln.end_ms, ln.cmdhash)
+        step = steps.get(key)
+        if step is None:
+            steps[key] = Step(ln.start_ms, ln.end_ms, ln.cmdhash, [ln.output], ln.lineno)
+        else:
+            step.outputs.append(ln.output)
+    return list(steps.values())
+
+
+def parse(stream: IO[str], name: str = "<ninja_log>") -> NinjaLog:
+    """Parse a whole log stream: lines, cycles, recompacted prefix, builds."""
+    version, lines, warnings = read_lines(stream, name)
+    cycles = split_cycles(lines)
+    n_history, reasons = find_history(cycles, version)
+    history = [ln for cyc in cycles[:n_history] for ln in cyc.lines]
+    if not any(ln.mtime > 0 for ln in lines) and len(cycles) > 1:
+        warnings.append(f"{name}: the mtime column is empty; a recompacted region cannot be told from builds")
+    if history:
+        warnings.append(
+            f"{name}:{history[0].lineno}-{history[-1].lineno}: recompacted (hash-ordered) history, "
+            f"{len(history)} lines: no build recovered from it ({'; '.join(reasons[:3])})"
+        )
+    builds = group_builds(cycles[n_history:])
+    return NinjaLog(name, version, lines, builds, history, warnings)
+
+
+def parse_path(path: str, display: str | None = None) -> NinjaLog:
+    name = display or path
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape", newline="") as fh:
+            return parse(fh, name)
+    except OSError as exc:
+        raise ParseError(f"cannot read ninja log: {exc.strerror}", where=name) from None

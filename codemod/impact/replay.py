@@ -1,0 +1,180 @@
+"""Discrete-event replay of ninja's build loop (docs/impact.md, "Replay").
+
+On each completion: free the job slot (and pool slot), mark dependents ready, then start ready
+edges in priority order while slots are free. The priority is the ready-queue order of the ninja
+version (POLICIES). CPU contention is processor sharing over `cores`: with n jobs running each
+progresses at min(1, cores/n) / (1 + alpha * (n-1)/cores) of full speed; a job's work is what it
+did at the concurrency it was recorded at. With cores=None durations are replayed as recorded.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_right
+from dataclasses import dataclass
+
+from ..errors import UsageError
+from .graph import Graph, topo_order
+
+# policy -> ninja versions it models
+POLICIES = {
+    "1.11": "ninja <= 1.11: ready edges in manifest order (edge id)",
+    "1.12": "ninja 1.12-1.13: critical path with every non-phony edge weighing 1, ties to lower id",
+    "master": "ninja master (PR #2686): critical path weighted by previous durations, ties to lower id",
+}
+POLICY_FOR_LOG_VERSION = {5: "1.11", 6: "1.12", 7: "1.12"}
+
+
+@dataclass
+class Contention:
+    cores: int | None = None
+    alpha: float = 0.0
+
+    def rate(self, n: int) -> float:
+        if self.cores is None or n <= 0:
+            return 1.0
+        share = min(1.0, self.cores / n)
+        return share / (1.0 + self.alpha * max(0, n - 1) / self.cores)
+
+
+@dataclass
+class Schedule:
+    """Start and end (ms) of every node; phony nodes have start == end."""
+
+    start: list[float]
+    end: list[float]
+    jobs: int
+
+    @property
+    def wall_ms(self) -> float:
+        return max(self.end, default=0.0)
+
+
+def priorities(graph: Graph, policy: str, durations: list[float]) -> list[tuple]:
+    """Ready-queue key per node (smaller pops first)."""
+    if policy == "1.11":
+        return [(n.order,) for n in graph.nodes]
+    if policy not in POLICIES:
+        raise UsageError(f"unknown scheduling policy {policy!r}", hint=f"use one of {', '.join(POLICIES)}")
+    # w(e) = H(e) + max over consumers w(c): heaviest path from e to the targets (ninja's
+    # ComputeCriticalPath), H = 0 for phony, 1 (1.12) or the previous duration in ms (master).
+    nodes = graph.nodes
+    if policy == "1.12":
+        h = [0.0 if n.phony else 1.0 for n in nodes]
+    else:
+        h = [0.0 if n.phony else max(1.0, d) for n, d in zip(nodes, durations)]
+    w = list(h)
+    for i in reversed(topo_order(graph)):
+        for d in nodes[i].deps:
+            cand = w[i] + h[d]
+            if cand > w[d]:
+                w[d] = cand
+    return [(-w[n.index], n.order) for n in nodes]
+
+
+def replay(graph: Graph, work: list[float], jobs: int, policy: str,
+           contention: Contention | None = None) -> Schedule:
+    """Simulate `ninja -j jobs` (0 = unlimited) over `graph` with per-node work in ms."""
+    contention = contention or Contention()
+    nodes = graph.nodes
+    n = len(nodes)
+    keys = priorities(graph, policy, work)
+    users: list[list[int]] = [[] for _ in range(n)]
+    waiting = [0] * n
+    for node in nodes:
+        for d in node.deps:
+            users[d].append(node.index)
+        waiting[node.index] = len(node.deps)
+    start = [0.0] * n
+    end = [0.0] * n
+    ready: list[tuple] = [(keys[i], i) for i in range(n) if waiting[i] == 0]
+    heapq.heapify(ready)
+    pools = graph.pools
+    pool_use: dict[str, int] = {}
+    delayed: dict[str, list] = {}
+    running: list[tuple[float, int]] = []  # (virtual finish, node)
+    t = 0.0
+    v = 0.0  # virtual clock: work done by any one running job since t=0
+    capacity = jobs if jobs > 0 else n + 1
+    done = 0
+    rate = contention.rate
+    phony = [nd.phony or work[nd.index] <= 0 for nd in nodes]
+    pool_of = [nd.pool for nd in nodes]
+
+    def finish(i: int) -> None:
+        nonlocal done
+        end[i] = t
+        done += 1
+        for u in users[i]:
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                heapq.heappush(ready, (keys[u], u))
+
+    while done < n:
+        while ready and len(running) < capacity:
+            key, i = heapq.heappop(ready)
+            if phony[i]:
+                start[i] = t
+                finish(i)
+                continue
+            pool = pool_of[i]
+            if pool:
+                depth = pools.get(pool)
+                if depth is not None and depth > 0 and pool_use.get(pool, 0) >= depth:
+                    heapq.heappush(delayed.setdefault(pool, []), (key, i))
+                    continue
+                pool_use[pool] = pool_use.get(pool, 0) + 1
+            start[i] = t
+            heapq.heappush(running, (v + work[i], i))
+        if not running:
+            if done < n and not ready:
+                raise UsageError("the dependency graph has a cycle; cannot replay")
+            continue
+        vf, i = heapq.heappop(running)
+        r = rate(len(running) + 1)
+        t += (vf - v) / r
+        v = vf
+        pool = pool_of[i]
+        if pool and pool in pool_use:
+            pool_use[pool] -= 1
+            if delayed.get(pool):
+                heapq.heappush(ready, heapq.heappop(delayed[pool]))
+        finish(i)
+    return Schedule(start, end, jobs)
+
+
+def recorded_work(starts: list[float], ends: list[float], contention: Contention) -> list[float]:
+    """Work (ms at full speed) each recorded step did, under the contention model, given the
+    recorded concurrency. Identity when the model is off."""
+    if contention.cores is None:
+        return [e - s for s, e in zip(starts, ends)]
+    times, counts = concurrency_steps(starts, ends)
+    # R(t) = integral of rate(n(s)) ds at each change point
+    integral = [0.0]
+    for k in range(1, len(times)):
+        integral.append(integral[-1] + (times[k] - times[k - 1]) * contention.rate(counts[k - 1]))
+
+    def at(x: float) -> float:
+        k = bisect_right(times, x) - 1
+        if k < 0:
+            return 0.0
+        return integral[k] + (x - times[k]) * contention.rate(counts[k])
+
+    return [at(e) - at(s) for s, e in zip(starts, ends)]
+
+
+def concurrency_steps(starts: list[float], ends: list[float]) -> tuple[list[float], list[int]]:
+    """Change points of the number of running jobs: counts[k] holds on [times[k], times[k+1]).
+    Zero-length intervals are ignored; an end and a start at one instant do not overlap."""
+    events: dict[float, int] = {}
+    for s, e in zip(starts, ends):
+        if e > s:
+            events[s] = events.get(s, 0) + 1
+            events[e] = events.get(e, 0) - 1
+    times = sorted(events)
+    counts = []
+    n = 0
+    for tm in times:
+        n += events[tm]
+        counts.append(n)
+    return times, counts
