@@ -33,13 +33,22 @@ class Graph:
         return [n for n in self.nodes if n.step is not None]
 
 
-def from_log(steps: list[Step]) -> Graph:
+def from_log(steps: list[Step], cycle_starts: list[int] | None = None) -> Graph:
     """Order = start order in the log (ninja starts ready edges in priority order, which for a flat
     build is manifest order). Dependencies: a link/archive step depends on every step that ended at
     or before its start (through a chain of phony barriers, O(n)); other steps are independent.
+    With several cycles (manifest regenerated), steps of a cycle wait for all of the previous one:
+    `cycle_starts` holds the (offset) start of each cycle after the first.
     """
     ordered = sorted(steps, key=lambda s: (s.start_ms, s.lineno))
     nodes = [Node(i, s.name, float(s.elapsed_ms), order=i, step=s) for i, s in enumerate(ordered)]
+    for boundary in cycle_starts or []:
+        before = [n.index for n in nodes if n.step.end_ms <= boundary]
+        b = Node(len(nodes), f"<cycle boundary at {boundary} ms>", 0.0, phony=True, order=len(nodes), deps=before)
+        nodes.append(b)
+        for n in nodes[: len(ordered)]:
+            if n.step.start_ms >= boundary:
+                n.deps.append(b.index)
     links = sorted((n for n in nodes if n.step.is_link), key=lambda n: (n.step.start_ms, n.index))
     if links:
         by_end = sorted(nodes, key=lambda n: (n.step.end_ms, n.index))

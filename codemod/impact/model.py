@@ -1,0 +1,193 @@
+"""Measures of one schedule (recorded or replayed): summary, weighted time, concurrency profile and
+its tail, the critical chain, and lower bounds. Plain functions over Graph + Schedule.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+
+from .graph import Graph, topo_order
+from .replay import Schedule, concurrency_steps
+
+
+@dataclass
+class Summary:
+    wall_s: float
+    cpu_s: float  # sum of step durations (job-seconds)
+    steps: int
+    jobs: int
+
+    @property
+    def parallelism(self) -> float:
+        return self.cpu_s / self.wall_s if self.wall_s > 0 else 0.0
+
+    @property
+    def utilisation(self) -> float:
+        return self.parallelism / self.jobs if self.jobs > 0 else 0.0
+
+    def to_json(self) -> dict:
+        return {
+            "wall_s": r3(self.wall_s),
+            "cpu_s": r3(self.cpu_s),
+            "steps": self.steps,
+            "jobs": self.jobs,
+            "effective_parallelism": r3(self.parallelism),
+            "utilisation": r3(self.utilisation),
+        }
+
+
+def r3(x: float) -> float:
+    return round(float(x), 3)
+
+
+def real_nodes(graph: Graph, sched: Schedule) -> list[int]:
+    return [n.index for n in graph.nodes if not n.phony and sched.end[n.index] > sched.start[n.index]]
+
+
+def summarize(graph: Graph, sched: Schedule) -> Summary:
+    idx = real_nodes(graph, sched)
+    cpu = sum(sched.end[i] - sched.start[i] for i in idx)
+    return Summary(sched.wall_ms / 1000.0, cpu / 1000.0, len(idx), sched.jobs)
+
+
+def weighted_times(sched: Schedule) -> list[float]:
+    """Chromium's weighted time (ms): each instant is shared equally by the jobs running then.
+    Sums to the busy wall time."""
+    times, counts = concurrency_steps(sched.start, sched.end)
+    acc = [0.0]
+    for k in range(1, len(times)):
+        c = counts[k - 1]
+        acc.append(acc[-1] + ((times[k] - times[k - 1]) / c if c else 0.0))
+
+    def at(x: float) -> float:
+        k = bisect_right(times, x) - 1
+        if k < 0:
+            return 0.0
+        c = counts[k]
+        return acc[k] + ((x - times[k]) / c if c else 0.0)
+
+    return [at(e) - at(s) if e > s else 0.0 for s, e in zip(sched.start, sched.end)]
+
+
+def profile(sched: Schedule) -> list[list[float]]:
+    """[[t_s, running], ...] at every change of the number of running jobs."""
+    times, counts = concurrency_steps(sched.start, sched.end)
+    return [[r3(t / 1000.0), c] for t, c in zip(times, counts)]
+
+
+def tail(sched: Schedule) -> dict:
+    """Where the build stops filling its job slots: the last instant at full concurrency, the time
+    from there to the end, the job-seconds done in it, and the time spent below full / half."""
+    times, counts = concurrency_steps(sched.start, sched.end)
+    if not times:
+        return {"full_until_s": 0.0, "tail_s": 0.0, "tail_job_s": 0.0, "below_full_s": 0.0, "below_half_s": 0.0}
+    peak = max(counts)
+    full = min(sched.jobs, peak) if sched.jobs > 0 else peak
+    full_until = 0.0
+    below_full = below_half = 0.0
+    for k in range(len(times) - 1):
+        dt = times[k + 1] - times[k]
+        if counts[k] >= full:
+            full_until = times[k + 1]
+        else:
+            below_full += dt
+        if counts[k] * 2 < full:
+            below_half += dt
+    wall = times[-1]
+    job_ms = sum((times[k + 1] - times[k]) * counts[k] for k in range(len(times) - 1) if times[k] >= full_until)
+    return {
+        "full_concurrency": full,
+        "full_until_s": r3(full_until / 1000.0),
+        "tail_s": r3((wall - full_until) / 1000.0),
+        "tail_job_s": r3(job_ms / 1000.0),
+        "below_full_s": r3(below_full / 1000.0),
+        "below_half_s": r3(below_half / 1000.0),
+    }
+
+
+def critical_chain(graph: Graph, sched: Schedule, eps_ms: float = 1.0) -> list[dict]:
+    """Walk back from the step that ends last: to the dependency that finished last if the step
+    started when it finished, else to the step whose end freed its job slot. Each entry says why it
+    started: 'build start', 'dependency finished' or 'job slot freed' (by the entry before it)."""
+    nodes = graph.nodes
+    real = real_nodes(graph, sched)
+    if not real:
+        return []
+    by_end = sorted(real, key=lambda i: (sched.end[i], nodes[i].order))
+    ends = [sched.end[i] for i in by_end]
+    latest: dict[int, int | None] = {}
+
+    def last_real(i: int) -> int | None:
+        # latest-finishing real node among i's deps, looking through phony nodes (memoised)
+        if i in latest:
+            return latest[i]
+        stack, order = [i], []
+        while stack:
+            x = stack.pop()
+            if x in latest:
+                continue
+            order.append(x)
+            latest[x] = None  # placeholder
+            stack.extend(d for d in nodes[x].deps if nodes[d].phony and d not in latest)
+        for x in reversed(order):
+            best = None
+            for d in nodes[x].deps:
+                cand = latest.get(d) if nodes[d].phony else d
+                if cand is not None and (best is None or sched.end[cand] > sched.end[best]):
+                    best = cand
+            latest[x] = best
+        return latest[i]
+
+    cur = by_end[-1]
+    chain = [{"index": cur, "via": "build start"}]
+    seen = {cur}
+    while sched.start[cur] > eps_ms:
+        s = sched.start[cur]
+        dep = last_real(cur)
+        if dep is not None and sched.end[dep] >= s - eps_ms and dep not in seen:
+            cur, via = dep, "dependency finished"
+        else:
+            k = bisect_right(ends, s + eps_ms) - 1
+            while k >= 0 and by_end[k] in seen:
+                k -= 1
+            if k < 0 or ends[k] < s - max(eps_ms, 50.0):
+                break
+            cur, via = by_end[k], "job slot freed"
+        seen.add(cur)
+        # `via` is why the previous entry started: the step we just stepped back to ended
+        chain[-1]["via"] = via
+        chain.append({"index": cur, "via": "build start"})
+    chain.reverse()
+    return [
+        {
+            "name": nodes[c["index"]].name,
+            "start_s": r3(sched.start[c["index"]] / 1000.0),
+            "end_s": r3(sched.end[c["index"]] / 1000.0),
+            "elapsed_s": r3((sched.end[c["index"]] - sched.start[c["index"]]) / 1000.0),
+            "started_when": c["via"],
+        }
+        for c in chain
+    ]
+
+
+def critical_step(chain: list[dict]) -> dict | None:
+    """The longest step on the critical chain: the one that bounds the build."""
+    if not chain:
+        return None
+    best = max(chain, key=lambda c: (c["elapsed_s"], c["name"]))
+    return {"name": best["name"], "elapsed_s": best["elapsed_s"], "start_s": best["start_s"], "end_s": best["end_s"]}
+
+
+def bounds(graph: Graph, work: list[float], jobs: int) -> dict:
+    """Lower bounds on the wall: the longest dependency path (infinite -j) and work / jobs."""
+    finish = [0.0] * len(graph.nodes)
+    for i in topo_order(graph):
+        node = graph.nodes[i]
+        ready = max((finish[d] for d in node.deps), default=0.0)
+        finish[i] = ready + (0.0 if node.phony else work[i])
+    total = sum(w for n, w in zip(graph.nodes, work) if not n.phony)
+    return {
+        "critical_path_s": r3(max(finish, default=0.0) / 1000.0),
+        "work_s": r3(total / 1000.0 / jobs) if jobs > 0 else 0.0,
+    }

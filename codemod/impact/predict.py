@@ -1,0 +1,276 @@
+"""The impact pipeline: load logs -> price every step -> replay as recorded -> replay with the
+what-if applied -> one JSON document (schema in docs/impact.md). `predict_migration` is the entry
+point other stages (codemod analyze) call.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+
+from ..errors import UsageError
+from . import build_ninja, ninja_log, nvcc_time
+from .graph import Graph, from_log, from_manifest, topo_order
+from .model import bounds, critical_chain, critical_step, profile, r3, summarize, tail, weighted_times
+from .nvcc_time import DEVICE_KINDS, HOST_KINDS, Invocation
+from .replay import POLICY_FOR_LOG_VERSION, Contention, Schedule, concurrency_steps, recorded_work, replay
+
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class Loaded:
+    log: ninja_log.NinjaLog
+    build: ninja_log.Build
+    steps: list[ninja_log.Step]  # cycles laid end to end
+    cycle_starts: list[int]
+    nvcc: dict[str, Invocation] = field(default_factory=dict)  # step name -> its nvcc invocation
+    nvcc_unmatched: list[Invocation] = field(default_factory=list)
+    manifest: build_ninja.Manifest | None = None
+    inputs: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def load(log_path: str, nvcc_time_paths: list[str] | None = None, build_ninja_path: str | None = None,
+         build_index: int = -1) -> Loaded:
+    log = ninja_log.parse_path(log_path)
+    build = log.build(build_index)
+    steps, cycle_starts, offset = [], [], 0
+    for k, cyc in enumerate(build.cycles):
+        if k:
+            cycle_starts.append(offset)
+        for s in cyc.steps():
+            steps.append(ninja_log.Step(s.start_ms + offset, s.end_ms + offset, s.cmdhash, s.outputs, s.lineno)
+                         if offset else s)
+        offset += cyc.wall_ms
+    loaded = Loaded(log, build, steps, cycle_starts, warnings=list(log.warnings))
+    invocations: list[Invocation] = []
+    for path in nvcc_time_paths or []:
+        invs, warns = nvcc_time.parse_path(path)
+        invocations += invs
+        loaded.warnings += warns
+    loaded.nvcc, loaded.nvcc_unmatched = match_nvcc(steps, invocations)
+    if build_ninja_path:
+        loaded.manifest = build_ninja.parse_path(build_ninja_path, build_ninja_path)
+    loaded.inputs = {
+        "log": log_path,
+        "log_version": log.version,
+        "builds_in_log": len(log.builds),
+        "build_index": build.index,
+        "cycles": len(build.cycles),
+        "recompacted_lines": len(log.history_lines),
+        "nvcc_time": list(nvcc_time_paths or []),
+        "build_ninja": build_ninja_path,
+    }
+    return loaded
+
+
+def match_nvcc(steps: list[ninja_log.Step], invocations: list[Invocation]) -> tuple[dict[str, Invocation], list[Invocation]]:
+    """Join nvcc invocations to steps by output path (exact, else one a path-suffix of the other)."""
+    by_output: dict[str, ninja_log.Step] = {}
+    for s in steps:
+        for o in s.outputs:
+            by_output[o] = s
+    matched: dict[str, Invocation] = {}
+    unmatched: list[Invocation] = []
+    for inv in invocations:
+        step = by_output.get(inv.output) if inv.output else None
+        if step is None and inv.output:
+            tail_ = "/" + inv.output.lstrip("./")
+            step = next((s for o, s in by_output.items() if o.endswith(tail_) or inv.output.endswith("/" + o)), None)
+        if step is None:
+            unmatched.append(inv)
+            continue
+        prev = matched.get(step.name)
+        if prev is None or (inv.complete and not prev.complete) or inv.complete == prev.complete:
+            matched[step.name] = inv
+    return matched, unmatched
+
+
+def parse_scale(items: list[str]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for item in items:
+        glob, sep, factor = item.rpartition("=")
+        try:
+            value = float(factor)
+        except ValueError:
+            value = -1.0
+        if not sep or not glob or value < 0:
+            raise UsageError(f"--scale expects GLOB=FACTOR with FACTOR >= 0, got {item!r}",
+                             hint="e.g. --scale '*/cast/*=0.5'")
+        out[glob] = value
+    return out
+
+
+def _candidates(step: ninja_log.Step, inv: Invocation | None) -> list[str]:
+    out = list(step.outputs)
+    out += [o[: -len(sfx)] for o in step.outputs for sfx in (".o", ".obj") if o.endswith(sfx)]
+    if inv is not None and inv.source:
+        out.append(inv.source)
+    return out
+
+
+def glob_matches(glob: str, names: list[str]) -> bool:
+    # A relative glob may start at any directory: 'activation/*.cu' matches '.../activation/gelu.cu'.
+    return any(fnmatch.fnmatchcase(n, glob) or fnmatch.fnmatchcase(n, "*/" + glob) for n in names)
+
+
+def factors(loaded: Loaded, remove: list[str], scale: dict[str, float]) -> dict[str, float]:
+    """Step name -> duration factor (0 = removed). A glob that matches nothing is an error."""
+    out: dict[str, float] = {}
+    hits = {g: 0 for g in list(remove) + list(scale)}
+    for s in loaded.steps:
+        names = _candidates(s, loaded.nvcc.get(s.name))
+        f = 1.0
+        for g, factor in scale.items():
+            if glob_matches(g, names):
+                f, hits[g] = f * factor, hits[g] + 1
+        for g in remove:
+            if glob_matches(g, names):
+                f, hits[g] = 0.0, hits[g] + 1
+        if f != 1.0:
+            out[s.name] = f
+    missing = [g for g, n in hits.items() if n == 0]
+    if missing:
+        example = loaded.steps[0].name if loaded.steps else "(none)"
+        raise UsageError(f"no step matches {', '.join(repr(g) for g in missing)}",
+                         hint=f"globs match outputs or nvcc sources, e.g. {example!r}")
+    return out
+
+
+def build_graph(loaded: Loaded) -> Graph:
+    if loaded.manifest is not None:
+        return from_manifest(loaded.manifest, loaded.steps)
+    return from_log(loaded.steps, loaded.cycle_starts)
+
+
+def recorded_schedule(graph: Graph, jobs: int) -> Schedule:
+    n = len(graph.nodes)
+    start, end = [0.0] * n, [0.0] * n
+    for i in topo_order(graph):
+        node = graph.nodes[i]
+        if node.step is not None:
+            start[i], end[i] = float(node.step.start_ms), float(node.step.end_ms)
+        else:
+            end[i] = start[i] = max((end[d] for d in node.deps), default=0.0)
+    return Schedule(start, end, jobs)
+
+
+def analyse(loaded: Loaded, remove: list[str] | None = None, scale: dict[str, float] | None = None,
+            jobs: int | None = None, policy: str | None = None, cores: int | None = None,
+            alpha: float = 0.0) -> dict:
+    remove, scale = list(remove or []), dict(scale or {})
+    graph = build_graph(loaded)
+    step_idx = [n.index for n in graph.nodes if n.step is not None]
+    times, counts = concurrency_steps([float(s.start_ms) for s in loaded.steps], [float(s.end_ms) for s in loaded.steps])
+    peak = max(counts, default=1)
+    if jobs is None:
+        jobs, jobs_source = max(1, peak), "peak concurrency of the recorded build"
+    else:
+        if jobs < 0:
+            raise UsageError(f"-j must be >= 0, got {jobs}")
+        jobs_source = "-j"
+    policy_source = "-p/--policy" if policy else f"log v{loaded.log.version}"
+    policy = policy or POLICY_FOR_LOG_VERSION.get(loaded.log.version, "1.12")
+    contention = Contention(cores, alpha)
+
+    measured = recorded_schedule(graph, jobs)
+    work = [0.0] * len(graph.nodes)
+    rec = recorded_work([measured.start[i] for i in step_idx], [measured.end[i] for i in step_idx], contention)
+    for i, w in zip(step_idx, rec):
+        work[i] = w
+    factor_by_name = factors(loaded, remove, scale)
+    work_after = [w * factor_by_name.get(n.name, 1.0) if n.step is not None else w for n, w in zip(graph.nodes, work)]
+
+    replayed = replay(graph, work, jobs, policy, contention)
+    predicted = replay(graph, work_after, jobs, policy, contention)
+    weighted = weighted_times(measured)
+
+    sums = {name: summarize(graph, s) for name, s in (("measured", measured), ("replayed", replayed), ("predicted", predicted))}
+    sums["measured"].wall_s = max((s.end_ms for s in loaded.steps), default=0) / 1000.0
+    cpu_before = sum(s.elapsed_ms for s in loaded.steps) / 1000.0
+    cpu_after = sum(s.elapsed_ms * factor_by_name.get(s.name, 1.0) for s in loaded.steps) / 1000.0
+    measured_wall = sums["measured"].wall_s
+    replayed_wall = replayed.wall_ms / 1000.0
+    predicted_wall = predicted.wall_ms / 1000.0
+    chains = {k: critical_chain(graph, s) for k, s in (("measured", measured), ("replayed", replayed), ("predicted", predicted))}
+
+    rows = []
+    for i in step_idx:
+        node = graph.nodes[i]
+        step = node.step
+        inv = loaded.nvcc.get(step.name)
+        f = factor_by_name.get(step.name, 1.0)
+        row = {
+            "name": step.name,
+            "start_s": r3(step.start_ms / 1000.0),
+            "end_s": r3(step.end_ms / 1000.0),
+            "elapsed_s": r3(step.elapsed_ms / 1000.0),
+            "weighted_s": r3(weighted[i] / 1000.0),
+            "action": "remove" if f == 0 else ("scale" if f != 1.0 else "keep"),
+            "factor": f,
+            "replayed": {"start_s": r3(replayed.start[i] / 1000.0), "end_s": r3(replayed.end[i] / 1000.0)},
+            "predicted": {"start_s": r3(predicted.start[i] / 1000.0), "end_s": r3(predicted.end[i] / 1000.0),
+                          "elapsed_s": r3((predicted.end[i] - predicted.start[i]) / 1000.0)},
+        }
+        if len(step.outputs) > 1:
+            row["outputs"] = list(step.outputs)
+        row.update(nvcc_fields(inv))
+        rows.append(row)
+    rows.sort(key=lambda r: (-r["elapsed_s"], r["name"]))
+
+    cuda = [r for r in rows if r["nvcc"] is not None]
+    doc = {
+        "schema_version": SCHEMA_VERSION,
+        "tool": "codemod impact",
+        "inputs": loaded.inputs | {"graph_source": graph.source},
+        "options": {
+            "jobs": jobs, "jobs_source": jobs_source, "policy": policy, "policy_source": policy_source,
+            "remove": remove, "scale": scale, "cores": cores, "contention_alpha": alpha,
+        },
+        "measured_wall_s": r3(measured_wall),
+        "replayed_wall_s": r3(replayed_wall),
+        "predicted_wall_s": r3(predicted_wall),
+        "replay_error_pct": r3(100.0 * (replayed_wall - measured_wall) / measured_wall) if measured_wall else 0.0,
+        "predicted_delta_s": r3(predicted_wall - replayed_wall),
+        "predicted_delta_pct": r3(100.0 * (predicted_wall - replayed_wall) / replayed_wall) if replayed_wall else 0.0,
+        "cpu_s_before": r3(cpu_before),
+        "cpu_s_after": r3(cpu_after),
+        "summary": {k: v.to_json() for k, v in sums.items()},
+        "critical": {k: {"step": critical_step(c), "chain": c} for k, c in chains.items()},
+        "bounds": {"before": bounds(graph, work, jobs), "after": bounds(graph, work_after, jobs)},
+        "concurrency": {
+            k: {"tail": tail(s), "profile": profile(s)}
+            for k, s in (("measured", measured), ("replayed", replayed), ("predicted", predicted))
+        },
+        "nvcc": {
+            "cuda_steps": len(cuda),
+            "host_s": r3(sum(r["host_s"] for r in cuda)),
+            "device_s": r3(sum(r["device_s"] for r in cuda)),
+            "partial": sorted(r["name"] for r in cuda if r["nvcc"] == "partial"),
+            "unmatched_invocations": sorted(inv.output or inv.source for inv in loaded.nvcc_unmatched),
+        },
+        "steps": rows,
+        "warnings": list(loaded.warnings) + list(graph.warnings),
+    }
+    return doc
+
+
+def nvcc_fields(inv: Invocation | None) -> dict:
+    if inv is None:
+        return {"nvcc": None, "host_s": 0.0, "device_s": 0.0, "phases": {}, "archs": {}}
+    ms = inv.phase_ms()
+    return {
+        "nvcc": "complete" if inv.complete else "partial",
+        "host_s": r3(sum(ms[k] for k in HOST_KINDS) / 1000.0),
+        "device_s": r3(sum(ms[k] for k in DEVICE_KINDS) / 1000.0),
+        "phases": {k: r3(v / 1000.0) for k, v in ms.items() if v > 0},
+        "archs": {k: r3(v / 1000.0) for k, v in inv.arch_ms().items()},
+    }
+
+
+def predict_migration(log_path: str, nvcc_time_paths: list[str], remove_globs: list[str],
+                      scale: dict[str, float] | None = None, jobs: int | None = None) -> dict:
+    """The `codemod impact --json` document for LOG with `--nvcc-time`, `--remove`, `--scale`, `-j`."""
+    loaded = load(log_path, list(nvcc_time_paths or []))
+    return analyse(loaded, remove=list(remove_globs or []), scale=scale, jobs=jobs)
