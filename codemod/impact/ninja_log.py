@@ -207,17 +207,31 @@ def read_lines(stream: IO[str], name: str) -> tuple[int, list[LogLine], list[str
     return version, lines, warnings
 
 
-def split_cycles(lines: list[LogLine]) -> list[Cycle]:
-    """Split at every end-time reset: within one ninja cycle end times never decrease."""
+def split_cycles(lines: list[LogLine], version: int = 7) -> list[Cycle]:
+    """Split where a new ninja cycle begins: the end time goes backwards (each cycle restarts its
+    clock), an output repeats (no cycle builds an output twice), or the mtime anchor puts the line
+    after everything of the current cycle ended (a new build whose first end did not go backwards).
+    """
     cycles: list[Cycle] = []
     current: list[LogLine] = []
+    seen: set[str] = set()
     prev_end = -1
+    cur_origin: float | None = None
     for ln in lines:
-        if current and ln.end_ms < prev_end:
+        origin = line_origin(ln, version)
+        if current and (
+            ln.end_ms < prev_end
+            or ln.output in seen
+            or (origin is not None and cur_origin is not None
+                and origin > cur_origin + prev_end + ORIGIN_TOLERANCE_MS)
+        ):
             cycles.append(Cycle(current))
-            current = []
+            current, seen, cur_origin = [], set(), None
         current.append(ln)
+        seen.add(ln.output)
         prev_end = ln.end_ms
+        if cur_origin is None:
+            cur_origin = origin
     if current:
         cycles.append(Cycle(current))
     return cycles
@@ -296,7 +310,7 @@ def group_steps(lines: Iterable[LogLine]) -> list[Step]:
 def parse(stream: IO[str], name: str = "<ninja_log>") -> NinjaLog:
     """Parse a whole log stream: lines, cycles, recompacted prefix, builds."""
     version, lines, warnings = read_lines(stream, name)
-    cycles = split_cycles(lines)
+    cycles = split_cycles(lines, version)
     n_history, reasons = find_history(cycles, version)
     history = [ln for cyc in cycles[:n_history] for ln in cyc.lines]
     if not any(ln.mtime > 0 for ln in lines) and len(cycles) > 1:

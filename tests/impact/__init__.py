@@ -1,0 +1,1 @@
+"""Tests of the build impact model (codemod/impact)."""
