@@ -1,0 +1,1 @@
+"""Frontend: the clang toolchain recipe, libclang and tree-sitter parsing, and the parse cache."""

@@ -1,0 +1,649 @@
+"""Walk one libclang translation unit into plain, cacheable facts.
+
+Facts per TU: kernels (`__global__` functions and templates), host functions defined under the
+project root with their call sites, launch sites and other host uses of kernels, each at its
+spelled position, with the per-expansion bindings (type aliases and constexpr values declared
+around it) that a type-switch macro expansion gives every copy. Nothing here interprets them.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import os
+from collections import Counter
+from pathlib import Path
+
+import clang.cindex as ci
+
+from .source_text import read_macro_args, read_template_id, normalize
+
+CK = ci.CursorKind
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+LAUNCH_APIS = {
+    "cudaLaunchKernel": "cudaLaunchKernel",
+    "cudaLaunchKernelEx": "cudaLaunchKernelEx",
+    "cudaLaunchKernelExC": "cudaLaunchKernelEx",
+    "cudaLaunchCooperativeKernel": "cudaLaunchCooperativeKernel",
+    "cuLaunchKernel": "cuLaunchKernel",
+}
+USE_APIS = {
+    "cudaFuncSetAttribute": "cudaFuncSetAttribute",
+    "cudaFuncGetAttributes": "cudaFuncGetAttributes",
+    "cudaFuncSetCacheConfig": "cudaFuncSetCacheConfig",
+    "cudaOccupancyMaxActiveBlocksPerMultiprocessor": "occupancy",
+    "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags": "occupancy",
+    "cudaOccupancyMaxPotentialBlockSize": "occupancy",
+    "cudaOccupancyAvailableDynamicSMemPerBlock": "occupancy",
+}
+FUNCTION_KINDS = (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE, CK.CXX_METHOD, CK.CONSTRUCTOR)
+
+_lib_ready = False
+
+
+def _setup_lib() -> None:
+    global _lib_ready
+    if _lib_ready:
+        return
+    lib = ci.conf.lib
+    for fn in ("clang_getFileLocation", "clang_getSpellingLocation"):
+        f = getattr(lib, fn)
+        f.argtypes = [ci.SourceLocation, ctypes.POINTER(ci.c_object_p), ctypes.POINTER(ctypes.c_uint),
+                      ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint)]
+        f.restype = None
+    lib.clang_getNumOverloadedDecls.argtypes = [ci.Cursor]
+    lib.clang_getNumOverloadedDecls.restype = ctypes.c_uint
+    lib.clang_getOverloadedDecl.argtypes = [ci.Cursor, ctypes.c_uint]
+    lib.clang_getOverloadedDecl.restype = ci.Cursor
+    lib.clang_getOverloadedDecl.errcheck = ci.Cursor.from_result
+    lib.clang_Cursor_Evaluate.argtypes = [ci.Cursor]
+    lib.clang_Cursor_Evaluate.restype = ctypes.c_void_p
+    lib.clang_EvalResult_getKind.argtypes = [ctypes.c_void_p]
+    lib.clang_EvalResult_getKind.restype = ctypes.c_int
+    lib.clang_EvalResult_getAsLongLong.argtypes = [ctypes.c_void_p]
+    lib.clang_EvalResult_getAsLongLong.restype = ctypes.c_longlong
+    lib.clang_EvalResult_dispose.argtypes = [ctypes.c_void_p]
+    lib.clang_EvalResult_dispose.restype = None
+    _lib_ready = True
+
+
+def _loc(fn_name: str, loc: ci.SourceLocation) -> tuple[str | None, int, int, int]:
+    f, line, col, off = ci.c_object_p(), ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint()
+    getattr(ci.conf.lib, fn_name)(loc, ctypes.byref(f), ctypes.byref(line), ctypes.byref(col), ctypes.byref(off))
+    name = ci.File(f).name if f else None
+    return name, line.value, col.value, off.value
+
+
+def file_loc(loc):
+    return _loc("clang_getFileLocation", loc)
+
+
+def spelling_loc(loc):
+    return _loc("clang_getSpellingLocation", loc)
+
+
+def _eval_int(cursor) -> int | None:
+    lib = ci.conf.lib
+    res = lib.clang_Cursor_Evaluate(cursor)
+    if not res:
+        return None
+    try:
+        if lib.clang_EvalResult_getKind(res) == 1:  # CXEval_Int
+            return int(lib.clang_EvalResult_getAsLongLong(res))
+        return None
+    finally:
+        lib.clang_EvalResult_dispose(res)
+
+
+_REAL: dict[str, str] = {}
+
+
+def _realpath(name: str) -> str:
+    r = _REAL.get(name)
+    if r is None:
+        r = _REAL[name] = os.path.realpath(name)
+    return r
+
+
+class _Files:
+    """File text and hashes, read once per parse."""
+
+    def __init__(self, root: str):
+        self.root = _realpath(root)
+        self.text: dict[str, str] = {}
+
+    def in_project(self, name: str | None) -> bool:
+        return bool(name) and _realpath(name).startswith(self.root + os.sep)
+
+    def rel(self, name: str) -> str:
+        return os.path.relpath(_realpath(name), self.root)
+
+    def get(self, name: str) -> str:
+        real = _realpath(name)
+        if real not in self.text:
+            with open(real, "rb") as fh:
+                self.text[real] = fh.read().decode("utf-8", errors="replace")
+        return self.text[real]
+
+
+def template_params(cursor) -> list[dict]:
+    params = []
+    for ch in cursor.get_children():
+        if ch.kind == CK.TEMPLATE_TYPE_PARAMETER:
+            params.append({"name": ch.spelling, "kind": "type"})
+        elif ch.kind == CK.TEMPLATE_NON_TYPE_PARAMETER:
+            t = ch.type.spelling
+            kind = "function_pointer" if "(*)" in t.replace(" ", "") else "value"
+            params.append({"name": ch.spelling, "kind": kind, "type": t})
+        elif ch.kind == CK.TEMPLATE_TEMPLATE_PARAMETER:
+            params.append({"name": ch.spelling, "kind": "template"})
+    return params
+
+
+def _overloads(cursor) -> list:
+    lib = ci.conf.lib
+    return [lib.clang_getOverloadedDecl(cursor, i) for i in range(lib.clang_getNumOverloadedDecls(cursor))]
+
+
+def _device_only(cursor) -> bool:
+    """__device__ without __host__: cannot launch kernels (dynamic parallelism is out of scope)."""
+    kinds = {ch.kind for ch in cursor.get_children()}
+    return CK.CUDADEVICE_ATTR in kinds and CK.CUDAHOST_ATTR not in kinds
+
+
+def _is_global(cursor) -> bool:
+    return any(ch.kind == CK.CUDAGLOBAL_ATTR for ch in cursor.get_children())
+
+
+def _qualname(cursor) -> str:
+    parts = []
+    c = cursor
+    while c is not None and c.kind != CK.TRANSLATION_UNIT:
+        if c.spelling:
+            parts.append(c.spelling)
+        elif c.kind == CK.NAMESPACE:
+            parts.append("(anonymous namespace)")
+        c = c.semantic_parent
+    return "::".join(reversed(parts))
+
+
+class TUIndexer:
+    def __init__(self, tu: ci.TranslationUnit, root: str):
+        _setup_lib()
+        self.tu = tu
+        self.files = _Files(root)
+        self.kernels: dict[str, dict] = {}
+        self.functions: dict[str, dict] = {}
+        self.globals_uses: list[dict] = []
+        self.typedefs: dict[str, str] = {}
+        self.macros: dict[tuple[str, int], dict] = {}  # (file, offset) -> macro instantiation
+
+    # -- positions -------------------------------------------------------------------------
+    def pos(self, cursor):
+        """Spelled position, plus whether the cursor was made by a macro body.
+
+        A cursor whose extent starts at a macro invocation's name came from that macro's body
+        (text not in the file); one spelled in a macro argument starts after the '('.
+        """
+        fname, line, col, off = file_loc(cursor.location)
+        in_body = self.macro_at(cursor) is not None
+        return fname, line, col, off, in_body
+
+    def macro_at(self, cursor):
+        sf, _, _, soff = file_loc(cursor.extent.start)
+        if not sf:
+            return None
+        return self.macros.get((_realpath(sf), soff))
+
+    # -- top level -------------------------------------------------------------------------
+    def run(self) -> dict:
+        top = list(self.tu.cursor.get_children())
+        for cur in top:
+            if cur.kind == CK.MACRO_INSTANTIATION:
+                f, line, col, off = file_loc(cur.location)
+                if self.files.in_project(f):
+                    self.macros[(_realpath(f), off)] = {"name": cur.spelling, "file": f, "line": line, "offset": off}
+        for cur in top:
+            if cur.kind in (CK.MACRO_INSTANTIATION, CK.MACRO_DEFINITION, CK.INCLUSION_DIRECTIVE):
+                continue
+            f = cur.location.file
+            if f is None or not self.files.in_project(f.name):
+                continue
+            self._decl(cur, [])
+        return {
+            "kernels": self.kernels,
+            "functions": self.functions,
+            "global_uses": self.globals_uses,
+            "typedefs": self.typedefs,
+        }
+
+    def _decl(self, cur, ns):
+        k = cur.kind
+        if k in (CK.NAMESPACE, CK.LINKAGE_SPEC, CK.UNEXPOSED_DECL):
+            for ch in cur.get_children():
+                f = ch.location.file
+                if f is not None and self.files.in_project(f.name):
+                    self._decl(ch, ns)
+            return
+        if k in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE, CK.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION):
+            for ch in cur.get_children():
+                if ch.kind in FUNCTION_KINDS or ch.kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE):
+                    self._decl(ch, ns)
+            return
+        if k in (CK.TYPEDEF_DECL, CK.TYPE_ALIAS_DECL):
+            canon = cur.underlying_typedef_type.get_canonical().spelling
+            if "type-parameter" not in canon:
+                self.typedefs[cur.spelling] = canon
+                self.typedefs[_qualname(cur)] = canon
+            return
+        if k == CK.VAR_DECL:
+            # a kernel table at namespace scope
+            self._scan_refs_outside(cur)
+            return
+        if k in FUNCTION_KINDS:
+            if _is_global(cur):
+                self._kernel(cur)
+                return
+            if cur.is_definition() and not _device_only(cur):
+                self._function(cur)
+
+    def _kernel(self, cur):
+        usr = cur.get_usr()
+        if usr in self.kernels:
+            return
+        f, line, col, off, _ = self.pos(cur)
+        self.kernels[usr] = {
+            "usr": usr,
+            "name": cur.spelling,
+            "qualname": _qualname(cur),
+            "file": self.files.rel(f) if f else None,
+            "line": line,
+            "is_template": cur.kind == CK.FUNCTION_TEMPLATE,
+            "params": template_params(cur) if cur.kind == CK.FUNCTION_TEMPLATE else [],
+            "defined": cur.is_definition(),
+        }
+
+    # -- functions ---------------------------------------------------------------------------
+    def _function(self, cur):
+        usr = cur.get_usr()
+        if usr in self.functions:
+            return
+        f, line, col, off, _ = self.pos(cur)
+        fn = {
+            "usr": usr,
+            "name": cur.spelling,
+            "qualname": _qualname(cur),
+            "file": self.files.rel(f),
+            "line": line,
+            "is_template": cur.kind == CK.FUNCTION_TEMPLATE,
+            "tparams": template_params(cur) if cur.kind == CK.FUNCTION_TEMPLATE else [],
+            "params": [{"name": p.spelling, "type": p.type.spelling} for p in cur.get_children() if p.kind == CK.PARM_DECL],
+            "static": cur.storage_class == ci.StorageClass.STATIC,
+            "sites": {},
+        }
+        self.functions[usr] = fn
+        self._cur_fn = fn
+        self._var_kernels: dict[str, list] = {}
+        body = [ch for ch in cur.get_children() if ch.kind == CK.COMPOUND_STMT]
+        for b in body:
+            self._walk(b, [], [])
+
+    def _binding_of(self, decl) -> tuple[str, dict] | None:
+        """A local alias or constexpr declared in a compound statement: name -> value + origin."""
+        fname, line, col, off, in_body = self.pos(decl)
+        macro = None
+        m = self.macro_at(decl)
+        if m:
+            text = self.files.get(m["file"])
+            name_args = read_macro_args(text, m["offset"])
+            args = name_args[1] if name_args else []
+            macro = {"name": m["name"], "expr": args[0] if args else "", "line": m["line"],
+                     "file": self.files.rel(m["file"])}
+        if decl.kind in (CK.TYPE_ALIAS_DECL, CK.TYPEDEF_DECL):
+            if macro is not None or in_body:
+                value = decl.underlying_typedef_type.get_canonical().spelling
+                if "type-parameter" in value:
+                    value = decl.underlying_typedef_type.spelling
+            else:
+                value = self._decl_init_text(decl, alias=True) or decl.underlying_typedef_type.spelling
+            return decl.spelling, {"value": value, "kind": "type", "macro": macro}
+        if decl.kind == CK.VAR_DECL and self._is_constexpr(decl):
+            if macro is not None or in_body:
+                v = _eval_int(decl)
+                if v is None:
+                    return None
+                if decl.type.spelling.endswith("bool"):
+                    value = "true" if v else "false"
+                else:
+                    value = str(v)
+            else:
+                value = self._decl_init_text(decl)
+                if value is None:
+                    return None
+            return decl.spelling, {"value": value, "kind": "value", "macro": macro}
+        return None
+
+    def _is_constexpr(self, decl) -> bool:
+        if not decl.type.is_const_qualified():
+            return False
+        fname, line, col, off, in_body = self.pos(decl)
+        if in_body:
+            return True  # macro-made constexpr flags (e.g. a condition switch)
+        ext = decl.extent
+        sf, _, _, soff = file_loc(ext.start)
+        text = self.files.get(sf)
+        return "constexpr" in text[soff:off]
+
+    def _decl_init_text(self, decl, alias: bool = False) -> str | None:
+        """Text after '=' of a spelled declaration, up to the ';' that ends it."""
+        fname, line, col, off, _ = self.pos(decl)
+        ef, _, _, eoff = file_loc(decl.extent.end)
+        if not fname or ef != fname:
+            return None
+        text = self.files.get(fname)
+        eq = text.find("=", off, eoff + 1)
+        if eq < 0:
+            return None
+        return normalize(text[eq + 1 : eoff + 1].rstrip(";"))
+
+    def _cond_text(self, cur) -> str | None:
+        """Source text of a condition spelled in the file; None when a macro made it."""
+        if self.macro_at(cur) is not None:
+            return None
+        sf, _, _, soff = file_loc(cur.extent.start)
+        ef, _, _, eoff = file_loc(cur.extent.end)
+        if not sf or sf != ef or eoff < soff or eoff - soff > 400:
+            return None
+        return normalize(self.files.get(sf)[soff:eoff])
+
+    def _walk(self, cur, scope, branches):
+        """scope: list of (name, binding) visible here; branches: runtime conditions on the path."""
+        k = cur.kind
+        if k == CK.COMPOUND_STMT:
+            local = list(scope)
+            for ch in cur.get_children():
+                if ch.kind == CK.DECL_STMT:
+                    for d in ch.get_children():
+                        b = self._binding_of(d) if d.kind in (CK.TYPE_ALIAS_DECL, CK.TYPEDEF_DECL, CK.VAR_DECL) else None
+                        if b:
+                            local.append(b)
+                        if d.kind == CK.VAR_DECL:
+                            self._var_decl(d, local, branches)
+                            for sub in d.get_children():
+                                self._walk(sub, local, branches)
+                    continue
+                self._walk(ch, local, branches)
+            return
+        if k == CK.IF_STMT:
+            children = list(cur.get_children())
+            # NOTE: `if constexpr` is a compile-time choice, not a runtime branch.
+            cond = self._cond_text(children[0]) if children and self.macro_at(cur) is None else None
+            fname, line, col, off, in_body = self.pos(cur)
+            is_constexpr = False
+            if fname and not in_body:
+                is_constexpr = self.files.get(fname)[off : off + 40].replace(" ", "").startswith("ifconstexpr")
+            for i, ch in enumerate(children):
+                br = branches
+                if i > 0 and cond and not is_constexpr:
+                    br = branches + [cond if i == 1 else f"!({cond})"]
+                self._walk(ch, scope, br)
+            return
+        if k == CK.SWITCH_STMT:
+            children = list(cur.get_children())
+            cond = self._cond_text(children[0]) if children and self.macro_at(cur) is None else None
+            for ch in children[1:]:
+                self._walk(ch, scope, branches + ([f"switch({cond})"] if cond else []), )
+            return
+        if k == CK.CASE_STMT:
+            children = list(cur.get_children())
+            label = self._cond_text(children[0]) if children else None
+            br = branches
+            if label and branches and branches[-1].startswith("switch("):
+                br = branches[:-1] + [f"{branches[-1][7:-1]} == {label}"]
+            for ch in children[1:]:
+                self._walk(ch, scope, br)
+            return
+        if k == CK.CALL_EXPR:
+            self._call(cur, scope, branches)
+        elif k == CK.BINARY_OPERATOR:
+            self._assignment(cur, scope, branches)
+        for ch in cur.get_children():
+            self._walk(ch, scope, branches)
+
+    # -- kernel references ---------------------------------------------------------------------
+    def _kernel_ref(self, cur):
+        """If `cur` (an expression) names a kernel, return (kernel usr, position, name, targs)."""
+        stack = [cur]
+        while stack:
+            c = stack.pop()
+            if c.kind in (CK.DECL_REF_EXPR, CK.OVERLOADED_DECL_REF, CK.TEMPLATE_REF):
+                ref = c.referenced
+                cands = []
+                if c.kind == CK.OVERLOADED_DECL_REF:
+                    cands = _overloads(c)
+                elif ref is not None:
+                    cands = [ref]
+                for r in cands:
+                    if r is not None and r.kind in FUNCTION_KINDS and _is_global(r):
+                        self._kernel(r)
+                        return r.get_usr(), c
+            if c.kind in (CK.CALL_EXPR, CK.LAMBDA_EXPR):
+                continue
+            stack.extend(reversed(list(c.get_children())))
+        return None
+
+    def _var_ref(self, cur):
+        stack = [cur]
+        while stack:
+            c = stack.pop()
+            if c.kind == CK.DECL_REF_EXPR and c.referenced is not None and c.referenced.kind in (CK.VAR_DECL, CK.PARM_DECL):
+                return c.referenced
+            stack.extend(reversed(list(c.get_children())))
+        return None
+
+    def _site_base(self, cur, scope, branches, kind):
+        fname, line, col, off, in_body = self.pos(cur)
+        return {
+            "kind": kind,
+            "file": self.files.rel(fname) if fname else None,
+            "line": line,
+            "col": col,
+            "offset": off,
+            "in_macro_body": in_body,
+            "branches": branches,
+        }
+
+    def _ref_text(self, refcur):
+        fname, line, col, off, in_body = self.pos(refcur)
+        if not fname or in_body:
+            return None, None
+        got = read_template_id(self.files.get(fname), off)
+        if not got:
+            return None, None
+        return got[0], got[1]
+
+    def _scope_dict(self, scope):
+        d = {}
+        for name, b in scope:
+            d[name] = b
+        return d
+
+    def _relevant(self, scope, texts) -> dict:
+        """Only the bindings a site's text can reach (directly or through other bindings)."""
+        d = self._scope_dict(scope)
+        want = set()
+        todo = [t for t in texts if t]
+        while todo:
+            for tok in _WORD.findall(todo.pop()):
+                if tok in d and tok not in want:
+                    want.add(tok)
+                    todo.append(d[tok]["value"])
+        return {k: d[k] for k in sorted(want)}
+
+    def _record(self, site, scope, extra=None):
+        key = f"{site['kind']}@{site['file']}:{site['line']}:{site['col']}"
+        sites = self._cur_fn["sites"]
+        texts = list(site.get("targs") or []) + list((extra or {}).get("arg_types") or [])
+        copy = {"bindings": self._relevant(scope, texts), "branches": site.pop("branches")}
+        if extra:
+            copy.update(extra)
+        if key not in sites:
+            site["copies"] = []
+            sites[key] = site
+        if copy not in sites[key]["copies"]:
+            sites[key]["copies"].append(copy)
+
+    def _var_decl(self, d, scope, branches):
+        """`auto kernel = k<...>;` : remember which kernel(s) the variable holds."""
+        for sub in d.get_children():
+            got = self._kernel_ref(sub)
+            if got:
+                usr, refcur = got
+                name, targs = self._ref_text(refcur)
+                self._var_kernels.setdefault(d.get_usr(), []).append((usr, name, targs, self.pos(refcur)))
+                site = self._site_base(refcur, scope, branches, "variable")
+                site.update({"kernel": usr, "var": d.spelling, "targs": targs, "callee_text": name})
+                self._record(site, scope)
+
+    def _assignment(self, cur, scope, branches):
+        children = list(cur.get_children())
+        if len(children) != 2:
+            return
+        var = self._var_ref(children[0]) if children[0].kind == CK.DECL_REF_EXPR else None
+        if var is None or var.kind != CK.VAR_DECL:
+            return
+        got = self._kernel_ref(children[1])
+        if got:
+            usr, refcur = got
+            name, targs = self._ref_text(refcur)
+            self._var_kernels.setdefault(var.get_usr(), []).append((usr, name, targs, self.pos(refcur)))
+            site = self._site_base(refcur, scope, branches, "variable")
+            site.update({"kernel": usr, "var": var.spelling, "targs": targs, "callee_text": name})
+            self._record(site, scope)
+
+    def _resolve_kernel_expr(self, expr):
+        """A kernel expression: direct template-id, or a variable holding kernels."""
+        got = self._kernel_ref(expr)
+        if got:
+            usr, refcur = got
+            name, targs = self._ref_text(refcur)
+            return {"kernel": usr, "targs": targs, "callee_text": name, "via": None}
+        var = self._var_ref(expr)
+        if var is not None:
+            held = self._var_kernels.get(var.get_usr())
+            if held:
+                return {"kernel": held[0][0], "kernels": sorted({h[0] for h in held}), "via": var.spelling,
+                        "targs": None, "callee_text": var.spelling}
+            return {"kernel": None, "via": var.spelling, "unresolved": f"'{var.spelling}' is a "
+                    + ("function parameter" if var.kind == CK.PARM_DECL else "variable") + " not bound to a kernel template here"}
+        return None
+
+    def _call(self, cur, scope, branches):
+        children = list(cur.get_children())
+        if len(children) >= 2 and children[1].kind == CK.CALL_EXPR and children[1].spelling == "__cudaPushCallConfiguration":
+            res = self._resolve_kernel_expr(children[0]) or {"kernel": None, "unresolved": "callee is not a kernel reference"}
+            site = self._site_base(cur, scope, branches, "launch")
+            site["api"] = "<<<>>>"
+            site.update(res)
+            self._record(site, scope)
+            return
+        name = cur.spelling
+        if name in LAUNCH_APIS or name in USE_APIS:
+            for arg in children[1:]:
+                res = self._resolve_kernel_expr(arg)
+                if res and (res.get("kernel") or res.get("via")):
+                    site = self._site_base(cur, scope, branches, "launch" if name in LAUNCH_APIS else "use")
+                    site["api"] = LAUNCH_APIS.get(name) or USE_APIS[name]
+                    site.update(res)
+                    self._record(site, scope)
+                    break
+            return
+        # An ordinary call: an edge of the call graph when the callee is a project function.
+        if not children:
+            return
+        callee = children[0]
+        cands = []
+        stack = [callee]
+        while stack:
+            c = stack.pop()
+            if c.kind == CK.OVERLOADED_DECL_REF:
+                cands = _overloads(c)
+                refcur = c
+                break
+            if c.kind in (CK.DECL_REF_EXPR, CK.MEMBER_REF_EXPR) and c.referenced is not None:
+                cands = [c.referenced]
+                refcur = c
+                break
+            stack.extend(reversed(list(c.get_children())))
+        cands = [x for x in cands if x is not None and x.kind in FUNCTION_KINDS and not _is_global(x)]
+        if not cands:
+            return
+        cands = [x for x in cands if x.location.file is not None and self.files.in_project(x.location.file.name)]
+        if not cands:
+            return
+        name_text, targs = self._ref_text(refcur)
+        arg_types = []
+        for a in children[1:]:
+            t = a.type
+            arg_types.append(t.spelling if t is not None else "")
+        site = self._site_base(refcur, scope, branches, "call")
+        site.update({
+            "callees": sorted({c.get_usr() for c in cands}),
+            "callee_names": sorted({_qualname(c) for c in cands}),
+            "targs": targs,
+            "callee_text": name_text,
+        })
+        # register callee declarations so their template params are known even if defined elsewhere
+        self._record(site, scope, {"arg_types": arg_types})
+
+    def _scan_refs_outside(self, var):
+        """Kernel references at namespace scope (tables of kernel pointers)."""
+        stack = list(var.get_children())
+        while stack:
+            c = stack.pop()
+            got = self._kernel_ref(c) if c.kind in (CK.DECL_REF_EXPR, CK.OVERLOADED_DECL_REF, CK.UNEXPOSED_EXPR) else None
+            if got:
+                usr, refcur = got
+                name, targs = self._ref_text(refcur)
+                fname, line, col, off, in_body = self.pos(refcur)
+                self.globals_uses.append({"kind": "use", "api": "table", "var": var.spelling, "kernel": usr,
+                                          "targs": targs, "callee_text": name, "file": self.files.rel(fname),
+                                          "line": line, "col": col, "offset": off, "in_macro_body": in_body})
+                continue
+            stack.extend(c.get_children())
+
+
+def group_diagnostics(tu, files: _Files) -> list[dict]:
+    """Errors grouped by (message, spelled location), with counts."""
+    counter: Counter = Counter()
+    first = {}
+    for d in tu.diagnostics:
+        if d.severity < ci.Diagnostic.Error:
+            continue
+        loc = d.location
+        fname = loc.file.name if loc.file else None
+        key = (d.spelling, fname, loc.line, loc.column, d.severity)
+        counter[key] += 1
+    out = []
+    for (msg, fname, line, col, sev), n in sorted(counter.items(), key=lambda kv: (str(kv[0][1]), kv[0][2], kv[0][0])):
+        out.append({"severity": "fatal" if sev >= ci.Diagnostic.Fatal else "error", "message": msg,
+                    "file": (files.rel(fname) if files.in_project(fname) else fname), "line": line,
+                    "col": col, "count": n})
+    return out
+
+
+def index_tu(path: Path, root: Path, flags: list[str]) -> dict:
+    """Parse one TU and return its facts (JSON-serializable)."""
+    _setup_lib()
+    index = ci.Index.create()
+    opts = ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD
+    tu = index.parse(str(path), args=flags, options=opts)
+    files = _Files(str(root))
+    diags = group_diagnostics(tu, files)
+    facts = TUIndexer(tu, str(root)).run()
+    includes = sorted({_realpath(inc.include.name) for inc in tu.get_includes() if inc.include is not None})
+    facts["diagnostics"] = diags
+    facts["includes"] = [files.rel(i) for i in includes if files.in_project(i)]
+    facts["external_includes"] = [i for i in includes if not files.in_project(i)]
+    return facts

@@ -1,0 +1,160 @@
+"""Reading C++ text at spelled byte offsets: template-ids, macro arguments, token substitution.
+
+The AST gives positions; the text at those positions (template arguments, macro arguments) is
+read from the file itself, so the result is exactly what the author wrote.
+"""
+
+from __future__ import annotations
+
+import re
+
+_IDENT = re.compile(r"(?:::)?[A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*")
+_TOKEN = re.compile(r"\s*(::|->|<<|>>|<=|>=|==|!=|&&|\|\||[A-Za-z_]\w*|\d[\w.']*|\S)")
+_OPEN = {"(": ")", "[": "]", "{": "}"}
+
+
+def _skip_ws_comments(text: str, i: int) -> int:
+    n = len(text)
+    while i < n:
+        if text[i].isspace():
+            i += 1
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j + 1
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+        else:
+            break
+    return i
+
+
+def split_top_level(text: str, open_ch: str, close_ch: str, start: int) -> tuple[list[str], int] | None:
+    """Split the bracketed list opening at text[start] == open_ch by top-level commas.
+
+    Returns (arguments, index after the closing bracket) or None when unbalanced. Angle brackets
+    count only when open_ch is '<'; `>>` closes two levels.
+    """
+    if start >= len(text) or text[start] != open_ch:
+        return None
+    angle = open_ch == "<"
+    depth, stack, args, cur = 1, [], [], []
+    i, n = start + 1, len(text)
+    while i < n:
+        ch = text[i]
+        if text.startswith("//", i) or text.startswith("/*", i):
+            i = _skip_ws_comments(text, i)
+            cur.append(" ")
+            continue
+        if ch in "\"'":
+            j = i + 1
+            while j < n and text[j] != ch:
+                j += 2 if text[j] == "\\" else 1
+            cur.append(text[i : j + 1])
+            i = j + 1
+            continue
+        if ch in _OPEN:
+            stack.append(_OPEN[ch])
+        elif stack and ch == stack[-1]:
+            stack.pop()
+        elif not stack and angle and ch == "<":
+            depth += 1
+        elif not stack and angle and ch == ">":
+            depth -= 1
+            if depth == 0:
+                args.append("".join(cur))
+                return [normalize(a) for a in args if a.strip() or len(args) > 0], i + 1
+        elif not stack and not angle and ch == close_ch:
+            args.append("".join(cur))
+            return [normalize(a) for a in args], i + 1
+        elif not stack and ch == "," and depth == 1:
+            args.append("".join(cur))
+            cur = []
+            i += 1
+            continue
+        cur.append(ch)
+        i += 1
+    return None
+
+
+def read_template_id(text: str, offset: int) -> tuple[str, list[str] | None, int] | None:
+    """At `offset`, read `[::]ns::name[<args>]`; returns (name, args or None, end offset)."""
+    i = _skip_ws_comments(text, offset)
+    if text.startswith("&", i):
+        i = _skip_ws_comments(text, i + 1)
+    m = _IDENT.match(text, i)
+    if not m:
+        return None
+    name = re.sub(r"\s+", "", m.group(0))
+    j = _skip_ws_comments(text, m.end())
+    if j < len(text) and text[j] == "<" and not text.startswith("<<<", j) and not text.startswith("<=", j):
+        res = split_top_level(text, "<", ">", j)
+        if res is not None:
+            args, end = res
+            if args == [""]:
+                args = []
+            return name, args, end
+    return name, None, m.end()
+
+
+def read_macro_args(text: str, offset: int) -> tuple[str, list[str]] | None:
+    """At a macro invocation `NAME(a, b, ...)`, return (NAME, [a, b, ...])."""
+    m = _IDENT.match(text, offset)
+    if not m:
+        return None
+    j = _skip_ws_comments(text, m.end())
+    res = split_top_level(text, "(", ")", j)
+    if res is None:
+        return m.group(0), []
+    return m.group(0), res[0]
+
+
+def tokens(text: str) -> list[str]:
+    return [t for t in _TOKEN.findall(text) if t]
+
+
+def normalize(text: str) -> str:
+    """Canonical spacing of a C++ fragment: tokens joined, a space after commas only."""
+    out = []
+    for tok in tokens(text):
+        if out and _needs_space(out[-1], tok):
+            out.append(" ")
+        out.append(tok)
+    return "".join(out).strip()
+
+
+def _needs_space(prev: str, tok: str) -> bool:
+    word = lambda t: t[:1].isalnum() or t[:1] == "_"  # noqa: E731
+    if prev == ",":
+        return True
+    return word(prev) and word(tok)
+
+
+def substitute(text: str, lookup, max_depth: int = 12) -> str:
+    """Replace identifiers (qualified or not) for which lookup(name) returns text, to a fixpoint."""
+    for _ in range(max_depth):
+        toks = tokens(text)
+        out, changed, i = [], False, 0
+        while i < len(toks):
+            tok = toks[i]
+            if tok[:1].isalpha() or tok[:1] == "_":
+                # gather a qualified name a::b::c
+                j, name = i, tok
+                while j + 2 < len(toks) and toks[j + 1] == "::" and (toks[j + 2][:1].isalpha() or toks[j + 2][:1] == "_"):
+                    name += "::" + toks[j + 2]
+                    j += 2
+                prev = toks[i - 1] if i else ""
+                rep = None if prev in (".", "->") else lookup(name)
+                if rep is not None and rep != name:
+                    out.append(f" {rep} ")
+                    changed = True
+                else:
+                    out.append(f" {name} ")
+                i = j + 1
+                continue
+            out.append(f" {tok} ")
+            i += 1
+        text = normalize("".join(out))
+        if not changed:
+            break
+    return text

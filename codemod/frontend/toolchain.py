@@ -1,0 +1,189 @@
+"""The pinned clang recipe for parsing CUDA without a CUDA toolkit install.
+
+libclang (PyPI) ships no resource headers, so they come from Debian's libclang-common-16-dev
+(major <= libclang's 18); CUDA headers come from the nvidia-cuda-* wheels. Details: docs/frontend.md.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import ParseError, UsageError
+
+# Headers clang's CUDA wrapper includes unconditionally that CUDA >= 13 (or a runtime-only
+# install) no longer ships; empty stubs are enough for analysis.
+WRAPPER_STUBS = ("texture_fetch_functions.h", "curand_mtgp32_kernel.h")
+
+# NOTE: libclang 18 knows no Blackwell arch and treats CUDA 13 as an unknown SDK version, which
+# silently switches launches to the pre-9.2 `cudaConfigureCall` ABI; pinning the SDK version the
+# frontend reports keeps `<<<>>>` lowered to `__cudaPushCallConfiguration`.
+ANALYSIS_ARCH = "sm_90a"
+SDK_VERSION = "12.3"
+
+DEFAULT_FLAGS = (
+    "-x", "cuda", "-std=c++17", "-ferror-limit=0", "--cuda-device-only",
+    f"--cuda-gpu-arch={ANALYSIS_ARCH}", "-nocudalib",
+    "-Xclang", f"-target-sdk-version={SDK_VERSION}",
+    # Analysis only (kernel text is always copied from files): clang rejects under-aligned
+    # `alignas(64) CUtensorMap` that nvcc and gcc accept.
+    "-Dalignas(x)=",
+    "-Wno-unknown-cuda-version",
+)
+
+
+def cache_root() -> Path:
+    env = os.environ.get("CODEMOD_CACHE_DIR")
+    if env:
+        return Path(env)
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "codemod"
+
+
+def _site_dirs() -> list[Path]:
+    import site
+
+    dirs = [Path(p) for p in site.getsitepackages()] + [Path(site.getusersitepackages())]
+    dirs += [Path(p) for p in sys.path if p.endswith("site-packages")]
+    seen, out = set(), []
+    for d in dirs:
+        if d not in seen and d.is_dir():
+            seen.add(d)
+            out.append(d)
+    return out
+
+
+def find_resource_dir() -> Path:
+    """Clang resource dir holding `include/__clang_cuda_runtime_wrapper.h`, major <= 18."""
+    candidates = []
+    env = os.environ.get("CODEMOD_CLANG_RESOURCE_DIR")
+    if env:
+        candidates.append(Path(env))
+    repo_cache = Path(__file__).resolve().parents[2] / ".codemod-cache" / "clang-resource"
+    for major in (16, 17, 18, 15, 14):
+        candidates.append(Path(f"/usr/lib/llvm-{major}/lib/clang/{major}"))
+        candidates.append(repo_cache / f"usr/lib/llvm-{major}/lib/clang/{major}")
+    for c in candidates:
+        if (c / "include" / "__clang_cuda_runtime_wrapper.h").is_file():
+            return c
+    raise UsageError(
+        "clang resource headers for CUDA not found",
+        hint="run scripts/setup.sh (installs Debian's libclang-common-16-dev) or set "
+        "CODEMOD_CLANG_RESOURCE_DIR to a clang <= 18 resource dir",
+    )
+
+
+def find_cuda_include() -> Path:
+    """CUDA headers: $CODEMOD_CUDA_INCLUDE, else the nvidia-cuda-runtime wheel, else /usr/local/cuda."""
+    env = os.environ.get("CODEMOD_CUDA_INCLUDE")
+    candidates = [Path(env)] if env else []
+    for sp in _site_dirs():
+        candidates += sorted(Path(p) for p in glob.glob(str(sp / "nvidia" / "cu*" / "include")))
+    candidates.append(Path("/usr/local/cuda/include"))
+    for c in candidates:
+        if (c / "cuda_runtime.h").is_file() and (c / "crt" / "host_defines.h").is_file():
+            return c
+    raise UsageError(
+        "CUDA headers not found",
+        hint="pip install the nvidia-cuda-runtime and nvidia-cuda-crt wheels (scripts/setup.sh) "
+        "or set CODEMOD_CUDA_INCLUDE",
+    )
+
+
+@dataclass
+class Toolchain:
+    resource_dir: Path
+    cuda_include: Path
+    cuda_root: Path
+    stub_dir: Path
+    stubs: list[str] = field(default_factory=list)
+
+    def base_flags(self) -> list[str]:
+        flags = list(DEFAULT_FLAGS)
+        flags += [f"--cuda-path={self.cuda_root}", "-resource-dir", str(self.resource_dir)]
+        flags += [f"-I{self.stub_dir}", f"-isystem{self.cuda_include}"]
+        cccl = self.cuda_include / "cccl"
+        if cccl.is_dir():
+            flags.append(f"-isystem{cccl}")
+        return flags
+
+    def fingerprint(self) -> str:
+        """Part of every cache key: anything that changes how a file parses."""
+        import clang.cindex  # noqa: F401
+
+        data = [str(self.resource_dir), str(self.cuda_include), sorted(self.stubs), DEFAULT_FLAGS]
+        return hashlib.sha256(json.dumps(data, default=str).encode()).hexdigest()[:16]
+
+    def add_stub(self, header: str) -> None:
+        path = self.stub_dir / header
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists():
+            path.write_text("/* empty stub written by codemod: header not available for analysis */\n")
+        if header not in self.stubs:
+            self.stubs.append(header)
+
+
+def make_toolchain(extra_stubs: list[str] | tuple[str, ...] = ()) -> Toolchain:
+    resource = find_resource_dir()
+    include = find_cuda_include()
+    root = cache_root() / "toolchain"
+    # clang wants a CUDA install root with bin/ and nvvm/libdevice; the wheels have only include/.
+    cuda_root = root / "cuda-root"
+    (cuda_root / "bin").mkdir(parents=True, exist_ok=True)
+    (cuda_root / "nvvm" / "libdevice").mkdir(parents=True, exist_ok=True)
+    link = cuda_root / "include"
+    if link.is_symlink() and Path(os.readlink(link)) != include:
+        link.unlink()
+    if not link.exists():
+        link.symlink_to(include, target_is_directory=True)
+    tc = Toolchain(resource, include, cuda_root, root / "stubs")
+    for header in (*WRAPPER_STUBS, *extra_stubs):
+        tc.add_stub(header)
+    return tc
+
+
+# Flags from a compile database that carry meaning for parsing; everything else (nvcc codegen
+# options, -o, -c, arch lists) is dropped.
+_KEEP_PREFIX = ("-I", "-D", "-U", "-isystem", "-include", "-std=")
+
+
+def flags_from_compile_db(db_path: Path, source: Path) -> list[str] | None:
+    """Include/define flags of `source` from compile_commands.json, or None if not listed."""
+    try:
+        entries = json.loads(db_path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ParseError(f"cannot read compile database: {exc}", where=str(db_path),
+                         hint="pass a valid compile_commands.json or omit --compile-db") from None
+    if not isinstance(entries, list):
+        raise ParseError("compile database is not a JSON list", where=str(db_path))
+    src = source.resolve()
+    for entry in entries:
+        try:
+            directory = Path(entry["directory"])
+            file = Path(entry["file"])
+        except (KeyError, TypeError):
+            raise ParseError("compile database entry lacks directory/file", where=str(db_path)) from None
+        if not file.is_absolute():
+            file = directory / file
+        if file.resolve() != src:
+            continue
+        argv = entry.get("arguments") or shlex.split(entry.get("command", ""))
+        out, i = [], 0
+        while i < len(argv):
+            a = argv[i]
+            if a in ("-I", "-D", "-U", "-isystem", "-include") and i + 1 < len(argv):
+                a, i = a + argv[i + 1], i + 1
+            if a.startswith(_KEEP_PREFIX):
+                if a.startswith("-I") and not os.path.isabs(a[2:]):
+                    a = "-I" + str(directory / a[2:])
+                if a.startswith("-isystem") and not os.path.isabs(a[8:]):
+                    a = "-isystem" + str(directory / a[8:])
+                out.append(a)
+            i += 1
+        return out
+    return None
