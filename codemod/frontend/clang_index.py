@@ -57,6 +57,9 @@ def _setup_lib() -> None:
     lib.clang_getOverloadedDecl.argtypes = [ci.Cursor, ctypes.c_uint]
     lib.clang_getOverloadedDecl.restype = ci.Cursor
     lib.clang_getOverloadedDecl.errcheck = ci.Cursor.from_result
+    lib.clang_getSpecializedCursorTemplate.argtypes = [ci.Cursor]
+    lib.clang_getSpecializedCursorTemplate.restype = ci.Cursor
+    lib.clang_getSpecializedCursorTemplate.errcheck = ci.Cursor.from_result
     lib.clang_Cursor_Evaluate.argtypes = [ci.Cursor]
     lib.clang_Cursor_Evaluate.restype = ctypes.c_void_p
     lib.clang_EvalResult_getKind.argtypes = [ctypes.c_void_p]
@@ -146,6 +149,26 @@ def _overloads(cursor) -> list:
     return [lib.clang_getOverloadedDecl(cursor, i) for i in range(lib.clang_getNumOverloadedDecls(cursor))]
 
 
+def _candidates(c) -> list:
+    """Declarations an expression may name: overload sets are expanded."""
+    if c.kind == CK.OVERLOADED_DECL_REF:
+        return _overloads(c)
+    ref = c.referenced
+    if ref is None:
+        return []
+    if ref.kind == CK.OVERLOADED_DECL_REF:
+        return _overloads(ref)
+    return [ref]
+
+
+def _primary(cursor):
+    """The primary template of an implicit specialization; the cursor itself otherwise."""
+    if cursor is None:
+        return None
+    tmpl = ci.conf.lib.clang_getSpecializedCursorTemplate(cursor)
+    return tmpl if tmpl is not None else cursor
+
+
 def _device_only(cursor) -> bool:
     """__device__ without __host__: cannot launch kernels (dynamic parallelism is out of scope)."""
     kinds = {ch.kind for ch in cursor.get_children()}
@@ -178,6 +201,9 @@ class TUIndexer:
         self.globals_uses: list[dict] = []
         self.typedefs: dict[str, str] = {}
         self.macros: dict[tuple[str, int], dict] = {}  # (file, offset) -> macro instantiation
+        self.defs: dict[str, ci.Cursor] = {}  # usr -> function definition, walked when reached
+        self.mains = {_realpath(tu.spelling)}
+        self._queue: list[str] = []
 
     # -- positions -------------------------------------------------------------------------
     def pos(self, cursor):
@@ -211,6 +237,16 @@ class TUIndexer:
             if f is None or not self.files.in_project(f.name):
                 continue
             self._decl(cur, [])
+        # Walk only what the TU's own functions reach: the roots are the functions defined in
+        # the main file(s); callees are queued as calls are found.
+        for usr, cur in self.defs.items():
+            f = cur.location.file
+            if f is not None and self._is_main(f.name):
+                self._queue.append(usr)
+        while self._queue:
+            usr = self._queue.pop()
+            if usr not in self.functions and usr in self.defs:
+                self._function(self.defs[usr])
         return {
             "kernels": self.kernels,
             "functions": self.functions,
@@ -246,7 +282,10 @@ class TUIndexer:
                 self._kernel(cur)
                 return
             if cur.is_definition() and not _device_only(cur):
-                self._function(cur)
+                self.defs.setdefault(cur.get_usr(), cur)
+
+    def _is_main(self, name: str) -> bool:
+        return _realpath(name) in self.mains
 
     def _kernel(self, cur):
         usr = cur.get_usr()
@@ -261,6 +300,7 @@ class TUIndexer:
             "line": line,
             "is_template": cur.kind == CK.FUNCTION_TEMPLATE,
             "params": template_params(cur) if cur.kind == CK.FUNCTION_TEMPLATE else [],
+            "fn_params": [{"name": p.spelling, "type": p.type.spelling} for p in cur.get_children() if p.kind == CK.PARM_DECL],
             "defined": cur.is_definition(),
         }
 
@@ -385,8 +425,9 @@ class TUIndexer:
                 is_constexpr = self.files.get(fname)[off : off + 40].replace(" ", "").startswith("ifconstexpr")
             for i, ch in enumerate(children):
                 br = branches
-                if i > 0 and cond and not is_constexpr:
-                    br = branches + [cond if i == 1 else f"!({cond})"]
+                if i > 0 and cond:
+                    text = cond if i == 1 else f"!({cond})"
+                    br = branches + [("constexpr:" if is_constexpr else "") + text]
                 self._walk(ch, scope, br)
             return
         if k == CK.SWITCH_STMT:
@@ -418,13 +459,8 @@ class TUIndexer:
         while stack:
             c = stack.pop()
             if c.kind in (CK.DECL_REF_EXPR, CK.OVERLOADED_DECL_REF, CK.TEMPLATE_REF):
-                ref = c.referenced
-                cands = []
-                if c.kind == CK.OVERLOADED_DECL_REF:
-                    cands = _overloads(c)
-                elif ref is not None:
-                    cands = [ref]
-                for r in cands:
+                cands = _candidates(c)
+                for r in map(_primary, cands):
                     if r is not None and r.kind in FUNCTION_KINDS and _is_global(r):
                         self._kernel(r)
                         return r.get_usr(), c
@@ -432,6 +468,20 @@ class TUIndexer:
                 continue
             stack.extend(reversed(list(c.get_children())))
         return None
+
+    def _kernel_refs(self, cur) -> list:
+        """Every kernel named in an expression (both arms of a conditional, say)."""
+        out, stack = [], [cur]
+        while stack:
+            c = stack.pop()
+            got = self._kernel_ref(c) if c.kind in (CK.DECL_REF_EXPR, CK.OVERLOADED_DECL_REF, CK.TEMPLATE_REF) else None
+            if got:
+                out.append(got)
+                continue
+            if c.kind in (CK.CALL_EXPR, CK.LAMBDA_EXPR):
+                continue
+            stack.extend(reversed(list(c.get_children())))
+        return out
 
     def _var_ref(self, cur):
         stack = [cur]
@@ -485,7 +535,11 @@ class TUIndexer:
         key = f"{site['kind']}@{site['file']}:{site['line']}:{site['col']}"
         sites = self._cur_fn["sites"]
         texts = list(site.get("targs") or []) + list((extra or {}).get("arg_types") or [])
-        copy = {"bindings": self._relevant(scope, texts), "branches": site.pop("branches")}
+        branches = site.pop("branches")
+        cx = [b[len("constexpr:"):] for b in branches if b.startswith("constexpr:")]
+        copy = {"bindings": self._relevant(scope, texts + cx), "branches": [b for b in branches if not b.startswith("constexpr:")]}
+        if cx:
+            copy["constexpr"] = cx
         if extra:
             copy.update(extra)
         if key not in sites:
@@ -497,9 +551,7 @@ class TUIndexer:
     def _var_decl(self, d, scope, branches):
         """`auto kernel = k<...>;` : remember which kernel(s) the variable holds."""
         for sub in d.get_children():
-            got = self._kernel_ref(sub)
-            if got:
-                usr, refcur = got
+            for usr, refcur in self._kernel_refs(sub):
                 name, targs = self._ref_text(refcur)
                 self._var_kernels.setdefault(d.get_usr(), []).append((usr, name, targs, self.pos(refcur)))
                 site = self._site_base(refcur, scope, branches, "variable")
@@ -513,9 +565,7 @@ class TUIndexer:
         var = self._var_ref(children[0]) if children[0].kind == CK.DECL_REF_EXPR else None
         if var is None or var.kind != CK.VAR_DECL:
             return
-        got = self._kernel_ref(children[1])
-        if got:
-            usr, refcur = got
+        for usr, refcur in self._kernel_refs(children[1]):
             name, targs = self._ref_text(refcur)
             self._var_kernels.setdefault(var.get_usr(), []).append((usr, name, targs, self.pos(refcur)))
             site = self._site_base(refcur, scope, branches, "variable")
@@ -532,6 +582,13 @@ class TUIndexer:
         var = self._var_ref(expr)
         if var is not None:
             held = self._var_kernels.get(var.get_usr())
+            if not held and var.kind == CK.VAR_DECL:
+                # a table of kernel pointers (local or at namespace scope)
+                d = var.get_definition() or var
+                refs = [r for ch in d.get_children() for r in self._kernel_refs(ch)]
+                if refs:
+                    return {"kernel": refs[0][0], "kernels": sorted({u for u, _ in refs}), "via": var.spelling,
+                            "table": True, "targs": None, "callee_text": var.spelling}
             if held:
                 return {"kernel": held[0][0], "kernels": sorted({h[0] for h in held}), "via": var.spelling,
                         "targs": None, "callee_text": var.spelling}
@@ -546,18 +603,26 @@ class TUIndexer:
             site = self._site_base(cur, scope, branches, "launch")
             site["api"] = "<<<>>>"
             site.update(res)
-            self._record(site, scope)
+            arg_types = [a.type.spelling if a.type is not None else "" for a in children[2:]]
+            self._record(site, scope, {"arg_types": arg_types})
             return
         name = cur.spelling
         if name in LAUNCH_APIS or name in USE_APIS:
+            # The kernel argument: the first one naming a kernel; failing that, the first one of
+            # function-pointer type (reported as unresolved).
+            found = None
             for arg in children[1:]:
                 res = self._resolve_kernel_expr(arg)
-                if res and (res.get("kernel") or res.get("via")):
-                    site = self._site_base(cur, scope, branches, "launch" if name in LAUNCH_APIS else "use")
-                    site["api"] = LAUNCH_APIS.get(name) or USE_APIS[name]
-                    site.update(res)
-                    self._record(site, scope)
+                if res and res.get("kernel"):
+                    found = res
                     break
+                if res and found is None and "(*)" in (arg.type.spelling or "").replace(" ", ""):
+                    found = res
+            if found is not None:
+                site = self._site_base(cur, scope, branches, "launch" if name in LAUNCH_APIS else "use")
+                site["api"] = LAUNCH_APIS.get(name) or USE_APIS[name]
+                site.update(found)
+                self._record(site, scope)
             return
         # An ordinary call: an edge of the call graph when the callee is a project function.
         if not children:
@@ -567,21 +632,24 @@ class TUIndexer:
         stack = [callee]
         while stack:
             c = stack.pop()
-            if c.kind == CK.OVERLOADED_DECL_REF:
-                cands = _overloads(c)
-                refcur = c
-                break
-            if c.kind in (CK.DECL_REF_EXPR, CK.MEMBER_REF_EXPR) and c.referenced is not None:
-                cands = [c.referenced]
+            if c.kind in (CK.OVERLOADED_DECL_REF, CK.DECL_REF_EXPR, CK.MEMBER_REF_EXPR):
+                cands = _candidates(c)
                 refcur = c
                 break
             stack.extend(reversed(list(c.get_children())))
+        cands = [_primary(x) for x in cands if x is not None]
         cands = [x for x in cands if x is not None and x.kind in FUNCTION_KINDS and not _is_global(x)]
         if not cands:
             return
         cands = [x for x in cands if x.location.file is not None and self.files.in_project(x.location.file.name)]
         if not cands:
             return
+        for c in cands:
+            d = c.get_definition() or c
+            u = d.get_usr()
+            if u not in self.defs and d.is_definition() and not _device_only(d):
+                self.defs[u] = d
+            self._queue.append(u)
         name_text, targs = self._ref_text(refcur)
         arg_types = []
         for a in children[1:]:

@@ -141,8 +141,11 @@ def make_toolchain(extra_stubs: list[str] | tuple[str, ...] = ()) -> Toolchain:
         link.unlink()
     if not link.exists():
         link.symlink_to(include, target_is_directory=True)
-    tc = Toolchain(resource, include, cuda_root, root / "stubs")
-    for header in (*WRAPPER_STUBS, *extra_stubs):
+    # One stub dir per stub set, so a header stubbed in one run never leaks silently into another.
+    names = sorted({*WRAPPER_STUBS, *extra_stubs})
+    tag = hashlib.sha256("\n".join(names).encode()).hexdigest()[:10]
+    tc = Toolchain(resource, include, cuda_root, root / f"stubs-{tag}")
+    for header in names:
         tc.add_stub(header)
     return tc
 

@@ -54,8 +54,13 @@ def _write(path: str, text: str) -> None:
         raise UsageError(f"cannot write {path}: {exc.strerror}") from None
 
 
+COMPACT_ABOVE = 5000  # steps; bigger documents are written without indentation
+
+
 def dumps(doc: dict) -> str:
-    return json.dumps(doc, indent=1, sort_keys=False, ensure_ascii=False) + "\n"
+    indent = 1 if len(doc.get("steps", ())) <= COMPACT_ABOVE else None
+    seps = None if indent else (",", ":")
+    return json.dumps(doc, indent=indent, separators=seps, ensure_ascii=False) + "\n"
 
 
 def run(args) -> int:

@@ -28,6 +28,7 @@ class Graph:
     pools: dict[str, int]
     source: str  # "build.ninja" or "log"
     warnings: list[str] = field(default_factory=list)
+    _topo: list[int] | None = field(default=None, repr=False)
 
     def steps(self) -> list[Node]:
         return [n for n in self.nodes if n.step is not None]
@@ -131,7 +132,14 @@ def _roots(manifest: Manifest) -> list[str]:
 
 
 def topo_order(graph: Graph) -> list[int]:
-    """Kahn's algorithm; a cycle would leave nodes out, so callers can check the length."""
+    """Kahn's algorithm; a cycle would leave nodes out, so callers can check the length.
+    Cached on the graph: the node set and dependencies do not change after construction."""
+    if graph._topo is None:
+        graph._topo = _kahn(graph)
+    return graph._topo
+
+
+def _kahn(graph: Graph) -> list[int]:
     n = len(graph.nodes)
     indeg = [0] * n
     users: list[list[int]] = [[] for _ in range(n)]

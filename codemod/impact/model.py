@@ -70,10 +70,28 @@ def weighted_times(sched: Schedule) -> list[float]:
     return [at(e) - at(s) if e > s else 0.0 for s, e in zip(sched.start, sched.end)]
 
 
+MAX_PROFILE_POINTS = 4000
+
+
 def profile(sched: Schedule) -> list[list[float]]:
-    """[[t_s, running], ...] at every change of the number of running jobs."""
+    """[[t_s, running], ...] at every change of the number of running jobs. Beyond
+    MAX_PROFILE_POINTS changes, the time-averaged concurrency of equal time buckets (1 decimal)."""
     times, counts = concurrency_steps(sched.start, sched.end)
-    return [[r3(t / 1000.0), c] for t, c in zip(times, counts)]
+    if len(times) <= MAX_PROFILE_POINTS:
+        return [[r3(t / 1000.0), c] for t, c in zip(times, counts)]
+    t0, t1 = times[0], times[-1]
+    width = (t1 - t0) / MAX_PROFILE_POINTS
+    area = [0.0] * MAX_PROFILE_POINTS
+    for k in range(len(times) - 1):
+        a, b, c = times[k], times[k + 1], counts[k]
+        while a < b and c:
+            j = min(int((a - t0) / width), MAX_PROFILE_POINTS - 1)
+            edge = min(b, t0 + (j + 1) * width) if j < MAX_PROFILE_POINTS - 1 else b
+            area[j] += (edge - a) * c
+            a = edge
+    out = [[r3((t0 + j * width) / 1000.0), round(area[j] / width, 1)] for j in range(MAX_PROFILE_POINTS)]
+    out.append([r3(t1 / 1000.0), 0])
+    return out
 
 
 def tail(sched: Schedule) -> dict:

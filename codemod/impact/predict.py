@@ -6,6 +6,7 @@ point other stages (codemod analyze) call.
 from __future__ import annotations
 
 import fnmatch
+import re
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
@@ -110,23 +111,30 @@ def _candidates(step: ninja_log.Step, inv: Invocation | None) -> list[str]:
     return out
 
 
-def glob_matches(glob: str, names: list[str]) -> bool:
+def glob_regex(glob: str) -> re.Pattern:
     # A relative glob may start at any directory: 'activation/*.cu' matches '.../activation/gelu.cu'.
-    return any(fnmatch.fnmatchcase(n, glob) or fnmatch.fnmatchcase(n, "*/" + glob) for n in names)
+    return re.compile(f"(?:{fnmatch.translate(glob)})|(?:{fnmatch.translate('*/' + glob)})")
+
+
+def glob_matches(glob: str, names: list[str]) -> bool:
+    rx = glob_regex(glob)
+    return any(rx.match(n) for n in names)
 
 
 def factors(loaded: Loaded, remove: list[str], scale: dict[str, float]) -> dict[str, float]:
     """Step name -> duration factor (0 = removed). A glob that matches nothing is an error."""
     out: dict[str, float] = {}
     hits = {g: 0 for g in list(remove) + list(scale)}
+    scale_rx = [(g, glob_regex(g), factor) for g, factor in scale.items()]
+    remove_rx = [(g, glob_regex(g)) for g in remove]
     for s in loaded.steps:
         names = _candidates(s, loaded.nvcc.get(s.name))
         f = 1.0
-        for g, factor in scale.items():
-            if glob_matches(g, names):
+        for g, rx, factor in scale_rx:
+            if any(rx.match(n) for n in names):
                 f, hits[g] = f * factor, hits[g] + 1
-        for g in remove:
-            if glob_matches(g, names):
+        for g, rx in remove_rx:
+            if any(rx.match(n) for n in names):
                 f, hits[g] = 0.0, hits[g] + 1
         if f != 1.0:
             out[s.name] = f

@@ -166,15 +166,15 @@ def recorded_work(starts: list[float], ends: list[float], contention: Contention
 def concurrency_steps(starts: list[float], ends: list[float]) -> tuple[list[float], list[int]]:
     """Change points of the number of running jobs: counts[k] holds on [times[k], times[k+1]).
     Zero-length intervals are ignored; an end and a start at one instant do not overlap."""
-    events: dict[float, int] = {}
-    for s, e in zip(starts, ends):
-        if e > s:
-            events[s] = events.get(s, 0) + 1
-            events[e] = events.get(e, 0) - 1
-    times = sorted(events)
-    counts = []
+    events = sorted([(s, 1) for s, e in zip(starts, ends) if e > s] + [(e, -1) for s, e in zip(starts, ends) if e > s])
+    times: list[float] = []
+    counts: list[int] = []
     n = 0
-    for tm in times:
-        n += events[tm]
-        counts.append(n)
+    for tm, d in events:
+        n += d
+        if times and times[-1] == tm:
+            counts[-1] = n
+        else:
+            times.append(tm)
+            counts.append(n)
     return times, counts

@@ -1,0 +1,294 @@
+"""The analysis pipeline: TUs -> facts (frontend) -> merged call graph -> instantiations -> model."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from .. import __version__
+from ..errors import UsageError
+from ..frontend.parse import parse_all
+from ..model import (SCHEMA_VERSION, Analysis, Axis, Diagnostic, EntryPoint, Kernel, Site,
+                     TemplateParam, TranslationUnit)
+from ..rule import Rule
+from .axes import AxisClassifier, classify
+from .instantiate import UNKNOWN, Instantiator, strip_type
+
+SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")
+DEFAULT_INCLUDE_DIRS = ("include", ".", "..")
+
+
+def discover_tus(root: Path, rules: list[Rule]) -> list[str]:
+    """TUs under root: the rules' globs, or every source file when no rule is given."""
+    all_sources = sorted(
+        str(p.relative_to(root)).replace(os.sep, "/")
+        for p in root.rglob("*") if p.suffix in SOURCE_SUFFIXES and p.is_file()
+    )
+    if not rules:
+        return all_sources
+    out = []
+    for rule in rules:
+        for rel in all_sources:
+            if any(fnmatch.fnmatch(rel, g) for g in rule.translation_units) and not any(
+                fnmatch.fnmatch(rel, g) for g in rule.exclude
+            ):
+                if rel not in out:
+                    out.append(rel)
+    return out
+
+
+def _merge(facts_list: list[dict]) -> tuple[dict, dict, dict, list]:
+    kernels, functions, typedefs, global_uses = {}, {}, {}, []
+    for facts in facts_list:
+        for u in facts.get("global_uses", []):
+            if u not in global_uses:
+                global_uses.append(u)
+        typedefs.update(facts.get("typedefs", {}))
+        for usr, k in facts.get("kernels", {}).items():
+            kernels.setdefault(usr, k)
+        for usr, fn in facts.get("functions", {}).items():
+            if usr not in functions:
+                functions[usr] = {**fn, "sites": {key: {**s, "copies": list(s["copies"])} for key, s in fn["sites"].items()}}
+                continue
+            dst = functions[usr]["sites"]
+            for key, s in fn["sites"].items():
+                if key not in dst:
+                    dst[key] = {**s, "copies": list(s["copies"])}
+                else:
+                    for c in s["copies"]:
+                        if c not in dst[key]["copies"]:
+                            dst[key]["copies"].append(c)
+    return kernels, functions, typedefs, global_uses
+
+
+def _diag_id(message: str) -> str:
+    return "CM0101"
+
+
+def analyze(root: Path, rules: list[Rule], compile_db: Path | None = None, jobs: int | None = None,
+            use_cache: bool = True, progress=None) -> Analysis:
+    started = time.perf_counter()
+    root = Path(root)
+    if not root.is_dir():
+        raise UsageError(f"no such directory: {root}", hint="pass the library's source directory, e.g. transformer_engine/common")
+    tus = discover_tus(root, rules)
+    if not tus:
+        what = ", ".join(g for r in rules for g in r.translation_units) or "*.cu/*.cpp"
+        raise UsageError(f"no translation units matching {what} under {root}",
+                         hint="check the directory, or the rule's analyze/translation_units")
+    include_dirs = []
+    for r in rules:
+        include_dirs += [d for d in r.include_dirs if d not in include_dirs]
+    include_dirs = include_dirs or list(DEFAULT_INCLUDE_DIRS)
+    flags = [f"-I{(root / d).resolve()}" for d in include_dirs]
+    for r in rules:
+        flags += [f"-D{d}" for d in r.defines]
+    if progress:
+        progress(f"analyzing {len(tus)} translation units under {root}")
+    facts_list, stats = parse_all(root, tus, flags, compile_db=compile_db, jobs=jobs, use_cache=use_cache, progress=progress)
+    kernels_raw, functions, typedefs, global_uses = _merge(facts_list)
+
+    # Entry points: the rule's regex over functions defined in the TUs themselves.
+    patterns = [r.entry_regex() for r in rules] or [re.compile(r".*")]
+    tu_set = set(tus)
+    entries: dict[str, str] = {}
+    entry_info: dict[str, dict] = {}
+    for usr, fn in functions.items():
+        if fn["file"] in tu_set and not fn["is_template"] and not fn["static"] and any(p.search(fn["name"]) for p in patterns):
+            entries[usr] = fn["qualname"]
+            entry_info[fn["qualname"]] = fn
+
+    inst = Instantiator(functions, typedefs)
+    inst.add_tables(global_uses)
+    inst.run(entries)
+    classifier = AxisClassifier(functions, entries)
+
+    kernel_by_usr = {usr: k for usr, k in kernels_raw.items()}
+    kid = {usr: k["qualname"] for usr, k in kernels_raw.items()}
+    kernel_tuples: dict[str, dict[tuple, set]] = defaultdict(lambda: defaultdict(set))
+    sites: list[Site] = []
+    diags: list[Diagnostic] = []
+
+    # Literal arguments that differ between sibling launches of one kernel in one function are
+    # chosen by a runtime branch (e.g. the aligned/unaligned variants of a vectorized kernel).
+    sibling_args: dict[tuple, set] = defaultdict(set)
+    for fn in functions.values():
+        for s in fn["sites"].values():
+            if s["kind"] in ("launch", "variable") and s.get("kernel") and s.get("targs"):
+                for i, a in enumerate(s["targs"]):
+                    sibling_args[(fn["usr"], s["kernel"], i)].add(a)
+
+    for fn in functions.values():
+        for key, s in sorted(fn["sites"].items()):
+            if s["kind"] not in ("launch", "use"):
+                continue
+            site_id = f"{s['file']}:{s['line']}:{s['col']}"
+            branches = sorted({b for c in s["copies"] for b in c.get("branches", [])}, key=len)
+            site = Site(id=site_id, kind=s["kind"], api=s.get("api", "<<<>>>"), kernel=None,
+                        function=fn["qualname"], file=s["file"], line=s["line"], col=s["col"],
+                        via=s.get("via"), in_macro_body=s.get("in_macro_body", False),
+                        expansions=len(s["copies"]), branches=branches)
+            reached = fn["usr"] in inst.envs
+            kusrs = s.get("kernels") or ([s["kernel"]] if s.get("kernel") else [])
+            if not kusrs:
+                site.note = s.get("unresolved") or "kernel not resolved"
+                diags.append(Diagnostic("CM1001", "warning", f"launch through an unresolved kernel expression ({site.note}); "
+                                        "left static", s["file"], s["line"], s["col"]))
+                sites.append(site)
+                continue
+            if s.get("in_macro_body"):
+                diags.append(Diagnostic("CM1002", "warning", "kernel use spelled inside a macro body: analysed, "
+                                        "but apply will not rewrite it", s["file"], s["line"], s["col"]))
+            for kusr in kusrs:
+                k = kernel_by_usr.get(kusr)
+                if k is None:
+                    continue
+                # NOTE: a variable may hold different kernels; the site lists the first, the
+                # kernel table lists the site under each.
+                site.kernel = site.kernel or kid[kusr]
+                site.kernels = sorted({*site.kernels, kid[kusr]})
+                tuples = inst.kernel_tuples(fn, s, k) if reached else {}
+                for t, ents in tuples.items():
+                    kernel_tuples[kusr][t] |= ents
+                site.instantiations += len(tuples)
+                site.entry_points = sorted({*site.entry_points, *(e for ents in tuples.values() for e in ents)})
+                if s.get("table"):
+                    src_sites = [t for t in inst.tables.get(s["via"], []) if t.get("kernel") == kusr]
+                elif s.get("via"):
+                    src_sites = [v for v in fn["sites"].values()
+                                 if v["kind"] == "variable" and v.get("var") == s["via"] and v.get("kernel") == kusr]
+                else:
+                    src_sites = [s]
+                for i, p in enumerate(k["params"]):
+                    args = sorted({(src.get("targs") or [])[i] for src in src_sites if i < len(src.get("targs") or [])})
+                    arg = " | ".join(args)
+                    domain = sorted({t[i] for t in tuples})
+                    sources = frozenset()
+                    for src in src_sites:
+                        stargs = src.get("targs") or []
+                        for c in src["copies"]:
+                            if i < len(stargs):
+                                sources |= classifier.origins(stargs[i], fn, c.get("bindings", {}))
+                                continue
+                            # deduced from the launch arguments: inherit the origins of their types
+                            for kp, at in zip(k.get("fn_params", []), c.get("arg_types") or []):
+                                if strip_type(kp["type"]) == p["name"]:
+                                    sources |= classifier.origins(strip_type(at), fn, c.get("bindings", {}))
+                    if not sources:
+                        sources = frozenset({("unresolved", "not deducible from the launch")})
+                    varies = len(sibling_args.get((fn["usr"], kusr, i), ())) > 1 or len(args) > 1
+                    binding, disc, reason = classify(sources, domain, varies, branches)
+                    site.axes.append(Axis(param=p["name"], kind=p["kind"], arg=arg, binding=binding,
+                                          discoverable=disc, reason=reason,
+                                          sources=[{"class": c, "detail": d} for c, d in sorted(sources)],
+                                          domain=domain))
+                if reached and UNKNOWN in {v for t in tuples for v in t}:
+                    diags.append(Diagnostic("CM1003", "warning", f"some template arguments of {kid[kusr]} could not be "
+                                            "determined statically", s["file"], s["line"], s["col"]))
+            if not reached:
+                site.note = "not reached from the entry points"
+            sites.append(site)
+
+    # Kernel pointers stored in namespace-scope tables are host uses too.
+    for u in global_uses:
+        if u.get("kernel") in kid:
+            sites.append(Site(id=f"{u['file']}:{u['line']}:{u['col']}", kind="use", api="table", kernel=kid[u["kernel"]],
+                              function="(namespace scope)", file=u["file"], line=u["line"], col=u["col"], via=u["var"],
+                              in_macro_body=u.get("in_macro_body", False), note=f"entry of table '{u['var']}'"))
+
+    # Kernel table.
+    kernels: list[Kernel] = []
+    sites_by_kernel = defaultdict(list)
+    for st in sites:
+        for kname in (st.kernels or ([st.kernel] if st.kernel else [])):
+            sites_by_kernel[kname].append(st)
+    entry_file = {name: fn["file"] for name, fn in entry_info.items()}
+    for usr, k in kernels_raw.items():
+        name = kid[usr]
+        ksites = sites_by_kernel.get(name, [])
+        if not ksites:
+            continue
+        tuples = kernel_tuples.get(usr, {})
+        tus_count: dict[str, set] = defaultdict(set)
+        ents = set()
+        for t, es in tuples.items():
+            for e in es:
+                ents.add(e)
+                tus_count[entry_file[e]].add(t)
+        structural = [p["name"] for i, p in enumerate(k["params"])
+                      if all((st.axes[i].binding == "constant") for st in ksites if len(st.axes) > i)]
+        disc = all(ax.binding != "unresolved" for st in ksites for ax in st.axes) and all(st.kernel for st in ksites)
+        kernels.append(Kernel(id=name, name=k["name"], file=k["file"], line=k["line"], is_template=k["is_template"],
+                              params=[TemplateParam(p["name"], p["kind"], p.get("type")) for p in k["params"]],
+                              sites=[st.id for st in ksites], instantiations=len(tuples),
+                              tus={tu: len(v) for tu, v in sorted(tus_count.items())}, entry_points=sorted(ents),
+                              discoverable=disc, structural_params=structural))
+    kernels.sort(key=lambda k: (-k.instantiations, k.id))
+
+    # Entry points and TUs.
+    per_entry: dict[str, dict[str, set]] = defaultdict(lambda: defaultdict(set))
+    for usr, tuples in kernel_tuples.items():
+        for t, es in tuples.items():
+            for e in es:
+                per_entry[e][kid[usr]].add(t)
+    eps = []
+    for name, fn in sorted(entry_info.items(), key=lambda kv: (kv[1]["file"], kv[1]["line"])):
+        ks = per_entry.get(name, {})
+        eps.append(EntryPoint(name=name, file=fn["file"], line=fn["line"],
+                              kernels={k: len(v) for k, v in sorted(ks.items())},
+                              instantiations=sum(len(v) for v in ks.values())))
+    tu_models = []
+    for facts in facts_list:
+        tu = facts["tu"]
+        tu_eps = [e.name for e in eps if e.file == tu]
+        ks: dict[str, set] = defaultdict(set)
+        for e in tu_eps:
+            for k, ts in per_entry.get(e, {}).items():
+                ks[k] |= ts
+        errors = sum(d["count"] for d in facts["diagnostics"] if d["severity"] in ("error", "fatal"))
+        tu_models.append(TranslationUnit(file=tu, entry_points=tu_eps, kernels={k: len(v) for k, v in sorted(ks.items())},
+                                         instantiations=sum(len(v) for v in ks.values()),
+                                         parse_seconds=facts.get("parse_seconds", 0.0), errors=errors))
+        for d in facts["diagnostics"]:
+            diags.append(Diagnostic(d.get("id", "CM0101"), "error" if d["severity"] in ("error", "fatal") else d["severity"],
+                                    d["message"], d.get("file"), d.get("line"), d.get("col"), d.get("count", 1)))
+    for usr in sorted(inst.truncated):
+        fn = functions[usr]
+        diags.append(Diagnostic("CM1004", "warning", f"more than the analysed maximum of instantiations of {fn['qualname']}; "
+                                "fan-out is a lower bound", fn["file"], fn["line"]))
+    tu_models.sort(key=lambda t: (-t.instantiations, t.file))
+    sites.sort(key=lambda s: (s.file, s.line, s.col))
+    diags = _dedupe(diags)
+
+    totals = {
+        "translation_units": len(tu_models),
+        "entry_points": len(eps),
+        "kernels": len(kernels),
+        "kernel_templates": sum(1 for k in kernels if k.is_template),
+        "launch_sites": sum(1 for s in sites if s.kind == "launch"),
+        "use_sites": sum(1 for s in sites if s.kind == "use"),
+        "instantiations": sum(k.instantiations for k in kernels),
+        "runtime_discoverable_kernels": sum(1 for k in kernels if k.discoverable),
+        "errors": sum(1 for d in diags if d.severity == "error"),
+        "warnings": sum(1 for d in diags if d.severity == "warning"),
+    }
+    stats["seconds"] = round(time.perf_counter() - started, 2)
+    return Analysis(schema_version=SCHEMA_VERSION, tool_version=__version__, root=root.name,
+                    target=",".join(r.id for r in rules) or None, translation_units=tu_models,
+                    entry_points=eps, kernels=kernels, sites=sites, diagnostics=diags, totals=totals, stats=stats)
+
+
+def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
+    seen = {}
+    for d in diags:
+        key = (d.id, d.message, d.file, d.line, d.col)
+        if key in seen:
+            seen[key].count += d.count
+        else:
+            seen[key] = d
+    return sorted(seen.values(), key=lambda d: (d.severity != "error", d.file or "", d.line or 0, d.id))

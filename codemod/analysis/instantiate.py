@@ -1,0 +1,191 @@
+"""Symbolic instantiation: which template arguments reach each function and each kernel launch.
+
+libclang does not walk template instantiations, so bindings are propagated here: an entry point
+starts with an empty environment; each call site binds the callee's template parameters from its
+explicit arguments (or by deduction from argument types), evaluated under the caller's
+environment and the per-expansion bindings of type-switch macros. A launch site's set of argument
+tuples is its instantiation fan-out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from ..frontend.source_text import normalize, substitute
+
+MAX_ENVS_PER_FUNCTION = 50_000
+UNKNOWN = "?"
+_CV = re.compile(r"\b(const|volatile|struct|class|typename)\b|[&*]")
+
+
+def strip_type(text: str) -> str:
+    """`const T *` -> `T`: the part of a parameter type that deduction binds."""
+    return normalize(_CV.sub(" ", text or ""))
+
+
+def _key(env: dict) -> tuple:
+    return tuple(sorted(env.items()))
+
+
+class Evaluator:
+    def __init__(self, typedefs: dict[str, str]):
+        self.typedefs = typedefs
+
+    def evaluate(self, text: str, env: dict, bindings: dict) -> str:
+        def lookup(name: str):
+            bare = name.lstrip(":")
+            if bare in bindings:
+                return bindings[bare]["value"]
+            if bare in env:
+                return env[bare]
+            if bare in self.typedefs:
+                return self.typedefs[bare]
+            return None
+
+        return substitute(text, lookup)
+
+
+_SIZEOF = {"float": 4, "double": 8, "__half": 2, "__nv_bfloat16": 2, "__nv_fp8_e4m3": 1, "__nv_fp8_e5m2": 1,
+           "__nv_fp8_e8m0": 1, "__nv_fp4_e2m1": 1, "int": 4, "unsigned int": 4, "char": 1, "short": 2,
+           "long": 8, "int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4, "uint32_t": 4,
+           "int64_t": 8, "uint64_t": 8, "size_t": 8, "bool": 1}
+_IS_SAME = re.compile(r"(?:::)?std::is_same(?:_v<(?P<a>[^<>]*(?:<[^<>]*>[^<>]*)*)>|<(?P<b>[^<>]*(?:<[^<>]*>[^<>]*)*)>::value)")
+_SIZEOF_RE = re.compile(r"sizeof\(([^()]*)\)")
+_SAFE = re.compile(r"^[\s\d()!&|=<>+\-*/%TrueFalsenotandor]*$")
+
+
+def eval_condition(text: str) -> bool | None:
+    """Evaluate a substituted constant condition; None when it is not understood (kept)."""
+    def same(m):
+        args = m.group("a") or m.group("b")
+        parts = [normalize(x) for x in args.split(",")] if args else []
+        return "true" if len(parts) == 2 and parts[0] == parts[1] else ("false" if len(parts) == 2 else m.group(0))
+
+    t = _IS_SAME.sub(same, text)
+    t = _SIZEOF_RE.sub(lambda m: str(_SIZEOF.get(normalize(m.group(1)), m.group(0))), t)
+    t = re.sub(r"\btrue\b", " True ", t)
+    t = re.sub(r"\bfalse\b", " False ", t)
+    t = re.sub(r"\b(\d+)[uUlL]+\b", r"\1", t)
+    t = t.replace("&&", " and ").replace("||", " or ")
+    t = re.sub(r"!(?!=)", " not ", t)
+    if not _SAFE.match(t):
+        return None
+    try:
+        return bool(eval(t, {"__builtins__": {}}, {}))  # noqa: S307 - only literals and operators pass _SAFE
+    except Exception:  # noqa: BLE001
+        return None
+
+
+class Instantiator:
+    def __init__(self, functions: dict[str, dict], typedefs: dict[str, str]):
+        self.functions = functions
+        self.ev = Evaluator(typedefs)
+        # usr -> env key -> [env, set(entry names)]
+        self.envs: dict[str, dict[tuple, list]] = defaultdict(dict)
+        self.truncated: set[str] = set()
+        self.tables: dict[str, list[dict]] = defaultdict(list)  # namespace-scope kernel tables
+
+    def add_tables(self, global_uses: list[dict]) -> None:
+        for u in global_uses:
+            if u.get("api") == "table" and u not in self.tables[u["var"]]:
+                self.tables[u["var"]].append({**u, "copies": [{"bindings": {}}]})
+
+    def _pick_callees(self, site: dict, copy: dict) -> list[dict]:
+        cands = [self.functions[u] for u in site.get("callees", []) if u in self.functions]
+        if len(cands) <= 1:
+            return cands
+        nargs = len(copy.get("arg_types") or [])
+        ntargs = len(site.get("targs") or [])
+        fit = [c for c in cands if len(c["params"]) == nargs and len(c["tparams"]) >= ntargs]
+        return fit or cands
+
+    def bind(self, callee: dict, site: dict, copy: dict, env: dict) -> dict:
+        bindings = copy.get("bindings", {})
+        targs = site.get("targs") or []
+        tparams = callee["tparams"]
+        cenv = {}
+        for i, p in enumerate(tparams):
+            if i < len(targs):
+                cenv[p["name"]] = self.ev.evaluate(targs[i], env, bindings)
+        names = {p["name"] for p in tparams}
+        for param, at in zip(callee["params"], copy.get("arg_types") or []):
+            pname = strip_type(param["type"])
+            if pname in names and pname not in cenv and at:
+                cenv[pname] = self.ev.evaluate(strip_type(at), env, bindings)
+        for p in tparams:
+            cenv.setdefault(p["name"], UNKNOWN)
+        return cenv
+
+    def run(self, entries: dict[str, str]) -> None:
+        """entries: function usr -> entry point name."""
+        work = [(usr, {}, {name}) for usr, name in entries.items()]
+        while work:
+            usr, env, ents = work.pop()
+            table = self.envs[usr]
+            k = _key(env)
+            rec = table.get(k)
+            if rec is not None:
+                new = ents - rec[1]
+                if not new:
+                    continue
+                rec[1] |= new
+                ents = new
+            else:
+                if len(table) >= MAX_ENVS_PER_FUNCTION:
+                    self.truncated.add(usr)
+                    continue
+                table[k] = [env, set(ents)]
+            fn = self.functions.get(usr)
+            if fn is None:
+                continue
+            for site in fn["sites"].values():
+                if site["kind"] != "call":
+                    continue
+                for copy in site["copies"]:
+                    if not self.live(copy, env):
+                        continue
+                    for callee in self._pick_callees(site, copy):
+                        cenv = self.bind(callee, site, copy, env)
+                        work.append((callee["usr"], cenv, set(ents)))
+
+    def live(self, copy: dict, env: dict) -> bool:
+        """False when an `if constexpr` on the path is false for this environment."""
+        for cond in copy.get("constexpr", ()):
+            if eval_condition(self.ev.evaluate(cond, env, copy.get("bindings", {}))) is False:
+                return False
+        return True
+
+    # -- launch sites --------------------------------------------------------------------------
+    def kernel_tuples(self, fn: dict, site: dict, kernel: dict) -> dict[tuple, set]:
+        """Argument tuples of a launch/use site: tuple -> entry points that reach it."""
+        out: dict[tuple, set] = defaultdict(set)
+        envs = self.envs.get(fn["usr"], {})
+        if site.get("table") and site.get("via") in self.tables:
+            sources = [t for t in self.tables[site["via"]] if t.get("kernel") == kernel["usr"]]
+        elif site.get("via"):
+            sources = [s for s in fn["sites"].values() if s["kind"] == "variable" and s.get("var") == site["via"]
+                       and s.get("kernel") == kernel["usr"]]
+        else:
+            sources = [site]
+        params = kernel["params"]
+        for env, ents in envs.values():
+            for src in sources:
+                targs = src.get("targs") or []
+                for copy in src["copies"]:
+                    if not self.live(copy, env):
+                        continue
+                    b = copy.get("bindings", {})
+                    vals = {}
+                    for i, p in enumerate(params):
+                        if i < len(targs):
+                            vals[p["name"]] = self.ev.evaluate(targs[i], env, b)
+                    # deduction from the launch arguments (kernel<<<...>>>(args)) for the rest
+                    if len(vals) < len(params) and not site.get("via"):
+                        kparams = kernel.get("fn_params", [])
+                        for kp, at in zip(kparams, copy.get("arg_types") or []):
+                            pname = strip_type(kp["type"])
+                            if pname in {p["name"] for p in params} and pname not in vals and at:
+                                vals[pname] = self.ev.evaluate(strip_type(at), env, b)
+                    out[tuple(vals.get(p["name"], UNKNOWN) for p in params)] |= ents
+        return out

@@ -1,0 +1,121 @@
+"""The analysis model: plain dataclasses that serialize to the documented JSON (docs/analysis-schema.md).
+
+Nothing downstream re-parses source: apply, reports and the impact join read this model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+SCHEMA_VERSION = "1.0"
+
+# Binding classes of a template argument at a launch site (docs/analysis-schema.md).
+RUNTIME_CLASSES = ("type_switch", "value_switch", "entry_param", "runtime_branch", "derived")
+STRUCTURAL_CLASSES = ("constant", "unresolved")
+
+
+@dataclass
+class TemplateParam:
+    name: str
+    kind: str                     # type | value | function_pointer | template
+    type: str | None = None       # for value / function_pointer parameters
+
+
+@dataclass
+class Axis:
+    param: str
+    kind: str
+    arg: str                      # the argument as spelled at the site ('' when deduced)
+    binding: str                  # one of RUNTIME_CLASSES + STRUCTURAL_CLASSES
+    discoverable: bool
+    reason: str
+    sources: list[dict] = field(default_factory=list)  # macro / entry point / branch details
+    domain: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Site:
+    id: str                       # file:line:col of the spelled expression
+    kind: str                     # launch | use
+    api: str                      # <<<>>> | cudaLaunchKernelEx | cudaFuncSetAttribute | occupancy | table ...
+    kernel: str | None            # kernel id (qualified name) or None when unresolved
+    function: str                 # enclosing function (qualified name)
+    file: str
+    line: int
+    col: int
+    via: str | None = None        # variable holding the kernel (`auto kernel = k<...>`)
+    in_macro_body: bool = False
+    expansions: int = 1           # macro-expanded copies of this spelled site
+    branches: list[str] = field(default_factory=list)
+    axes: list[Axis] = field(default_factory=list)
+    instantiations: int = 0
+    entry_points: list[str] = field(default_factory=list)
+    note: str | None = None
+    kernels: list[str] = field(default_factory=list)  # every kernel the site may launch
+
+
+@dataclass
+class Kernel:
+    id: str                       # qualified name
+    name: str
+    file: str
+    line: int
+    is_template: bool
+    params: list[TemplateParam]
+    sites: list[str] = field(default_factory=list)
+    instantiations: int = 0
+    tus: dict[str, int] = field(default_factory=dict)
+    entry_points: list[str] = field(default_factory=list)
+    discoverable: bool = True
+    structural_params: list[str] = field(default_factory=list)
+
+
+@dataclass
+class EntryPoint:
+    name: str
+    file: str
+    line: int
+    kernels: dict[str, int] = field(default_factory=dict)   # kernel id -> instantiations reached
+    instantiations: int = 0
+
+
+@dataclass
+class TranslationUnit:
+    file: str
+    entry_points: list[str]
+    kernels: dict[str, int]
+    instantiations: int
+    parse_seconds: float
+    errors: int
+    from_cache: bool = False
+    price: dict | None = None     # filled when build logs are given
+
+
+@dataclass
+class Diagnostic:
+    id: str
+    severity: str                 # error | warning | note
+    message: str
+    file: str | None = None
+    line: int | None = None
+    col: int | None = None
+    count: int = 1
+
+
+@dataclass
+class Analysis:
+    schema_version: str
+    tool_version: str
+    root: str
+    target: str | None
+    translation_units: list[TranslationUnit]
+    entry_points: list[EntryPoint]
+    kernels: list[Kernel]
+    sites: list[Site]
+    diagnostics: list[Diagnostic]
+    totals: dict
+    stats: dict = field(default_factory=dict)
+    impact: dict | None = None
+
+    def to_json(self) -> dict:
+        return asdict(self)

@@ -1,0 +1,1 @@
+"""Reports of an analysis: terminal text, JSON, HTML."""
