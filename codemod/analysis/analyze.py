@@ -17,7 +17,7 @@ from ..model import (SCHEMA_VERSION, Analysis, Axis, Diagnostic, EntryPoint, Ker
                      TemplateParam, TranslationUnit)
 from ..rule import Rule
 from .axes import AxisClassifier, classify
-from .instantiate import UNKNOWN, Instantiator, strip_type
+from .instantiate import UNKNOWN, Instantiator, expansions, strip_type
 
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")
 DEFAULT_INCLUDE_DIRS = ("include", ".", "..")
@@ -96,6 +96,7 @@ def analyze(root: Path, rules: list[Rule], compile_db: Path | None = None, jobs:
     # Entry points: the rule's regex over functions defined in the TUs themselves.
     patterns = [r.entry_regex() for r in rules] or [re.compile(r".*")]
     tu_set = set(tus)
+    stats["tus"] = len(tus)
     entries: dict[str, str] = {}
     entry_info: dict[str, dict] = {}
     for usr, fn in functions.items():
@@ -132,7 +133,7 @@ def analyze(root: Path, rules: list[Rule], compile_db: Path | None = None, jobs:
             site = Site(id=site_id, kind=s["kind"], api=s.get("api", "<<<>>>"), kernel=None,
                         function=fn["qualname"], file=s["file"], line=s["line"], col=s["col"],
                         via=s.get("via"), in_macro_body=s.get("in_macro_body", False),
-                        expansions=len(s["copies"]), branches=branches)
+                        expansions=sum(len(expansions(c)) for c in s["copies"]), branches=branches)
             reached = fn["usr"] in inst.envs
             kusrs = s.get("kernels") or ([s["kernel"]] if s.get("kernel") else [])
             if not kusrs:
@@ -244,16 +245,22 @@ def analyze(root: Path, rules: list[Rule], compile_db: Path | None = None, jobs:
                               instantiations=sum(len(v) for v in ks.values())))
     tu_models = []
     for facts in facts_list:
-        tu = facts["tu"]
-        tu_eps = [e.name for e in eps if e.file == tu]
-        ks: dict[str, set] = defaultdict(set)
-        for e in tu_eps:
-            for k, ts in per_entry.get(e, {}).items():
-                ks[k] |= ts
-        errors = sum(d["count"] for d in facts["diagnostics"] if d["severity"] in ("error", "fatal"))
-        tu_models.append(TranslationUnit(file=tu, entry_points=tu_eps, kernels={k: len(v) for k, v in sorted(ks.items())},
-                                         instantiations=sum(len(v) for v in ks.values()),
-                                         parse_seconds=facts.get("parse_seconds", 0.0), errors=errors))
+        members = facts.get("members", [facts["tu"]])
+        # Diagnostics of a shared parse are charged to the TU whose file they are in, else the first.
+        charged: dict[str, int] = defaultdict(int)
+        for d in facts["diagnostics"]:
+            if d["severity"] in ("error", "fatal"):
+                charged[d["file"] if d["file"] in members else members[0]] += d["count"]
+        for tu in members:
+            tu_eps = [e.name for e in eps if e.file == tu]
+            ks: dict[str, set] = defaultdict(set)
+            for e in tu_eps:
+                for k, ts in per_entry.get(e, {}).items():
+                    ks[k] |= ts
+            tu_models.append(TranslationUnit(file=tu, entry_points=tu_eps, kernels={k: len(v) for k, v in sorted(ks.items())},
+                                             instantiations=sum(len(v) for v in ks.values()),
+                                             parse_seconds=round(facts.get("parse_seconds", 0.0) / len(members), 3),
+                                             errors=charged.get(tu, 0), from_cache=bool(facts.get("from_cache"))))
         for d in facts["diagnostics"]:
             diags.append(Diagnostic(d.get("id", "CM0101"), "error" if d["severity"] in ("error", "fatal") else d["severity"],
                                     d["message"], d.get("file"), d.get("line"), d.get("col"), d.get("count", 1)))

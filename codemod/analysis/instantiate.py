@@ -24,6 +24,32 @@ def strip_type(text: str) -> str:
     return normalize(_CV.sub(" ", text or ""))
 
 
+def expansions(copy: dict) -> list[dict]:
+    """The per-expansion views of a recorded copy: one per combination of multi-valued bindings.
+
+    The indexer walks the arms of a type-switch macro once and records every arm's value; this
+    multiplies them back out. Views share arg types and constexpr conditions with the copy.
+    """
+    cached = copy.get("_views")
+    if cached is not None:
+        return cached
+    bindings = copy.get("bindings", {})
+    multi = [(n, b) for n, b in bindings.items() if len(b.get("values") or ()) > 1]
+    views = []
+    if not multi:
+        views.append(copy)
+    else:
+        from itertools import product
+
+        for combo in product(*[b["values"] for _, b in multi]):
+            nb = dict(bindings)
+            for (n, b), v in zip(multi, combo):
+                nb[n] = {**b, "value": v, "values": None}
+            views.append({**copy, "bindings": nb, "_views": None})
+    copy["_views"] = views
+    return views
+
+
 def _key(env: dict) -> tuple:
     return tuple(sorted(env.items()))
 
@@ -142,7 +168,7 @@ class Instantiator:
             for site in fn["sites"].values():
                 if site["kind"] != "call":
                     continue
-                for copy in site["copies"]:
+                for copy in (v for c in site["copies"] for v in expansions(c)):
                     if not self.live(copy, env):
                         continue
                     for callee in self._pick_callees(site, copy):
@@ -172,7 +198,7 @@ class Instantiator:
         for env, ents in envs.values():
             for src in sources:
                 targs = src.get("targs") or []
-                for copy in src["copies"]:
+                for copy in (v for c in src["copies"] for v in expansions(c)):
                     if not self.live(copy, env):
                         continue
                     b = copy.get("bindings", {})

@@ -397,23 +397,94 @@ class TUIndexer:
             return None
         return normalize(self.files.get(sf)[soff:eoff])
 
+    def _walk_stmts(self, stmts, scope, branches):
+        """Statements of one block: declarations extend the scope of the statements after them."""
+        local = list(scope)
+        for ch in stmts:
+            if ch.kind == CK.DECL_STMT:
+                for d in ch.get_children():
+                    b = self._binding_of(d) if d.kind in (CK.TYPE_ALIAS_DECL, CK.TYPEDEF_DECL, CK.VAR_DECL) else None
+                    if b:
+                        local.append(b)
+                    if d.kind == CK.VAR_DECL:
+                        self._var_decl(d, local, branches)
+                        for sub in d.get_children():
+                            self._walk(sub, local, branches)
+                continue
+            self._walk(ch, local, branches)
+
+    def _signature(self, cur, depth=0):
+        """Where a statement's text lives: equal signatures mean the same spelled source."""
+        if cur.kind == CK.COMPOUND_STMT and self.macro_at(cur) is not None and depth < 4:
+            return tuple(self._signature(ch, depth + 1) for ch in cur.get_children())
+        sf, _, _, so = file_loc(cur.extent.start)
+        ef, _, _, eo = file_loc(cur.extent.end)
+        return (sf, so, ef, eo)
+
+    def _macro_arms(self, cur) -> bool:
+        """A switch/if made by a macro (a type or value switch): walk its body once.
+
+        Each arm of such a statement declares the switch's binding (`using T = float;`,
+        `constexpr bool F = true;`) and then repeats the same spelled macro argument. Arms with
+        the same spelled body are walked once, with a binding that holds every arm's value; the
+        consumers expand the product. Arms that differ are walked on their own.
+        """
+        children = list(cur.get_children())
+        if not children:
+            return False
+        comps, others = [], []
+        if cur.kind == CK.SWITCH_STMT:
+            body = children[-1]
+            self._walk(children[0], [], [])  # calls inside the switched expression
+            for st in (body.get_children() if body.kind == CK.COMPOUND_STMT else [body]):
+                c = st
+                while c is not None and c.kind in (CK.CASE_STMT, CK.DEFAULT_STMT):
+                    sub = list(c.get_children())
+                    c = sub[-1] if sub else None
+                (comps if c is not None and c.kind == CK.COMPOUND_STMT else others).append(c if c is not None and c.kind == CK.COMPOUND_STMT else st)
+        else:
+            self._walk(children[0], [], [])
+            for ch in children[1:]:
+                (comps if ch.kind == CK.COMPOUND_STMT else others).append(ch)
+        return comps, others
+
+    def _walk_macro_switch(self, cur, scope, branches) -> None:
+        comps, others = self._macro_arms(cur)
+        groups: dict = {}
+        for comp in comps:
+            kids = list(comp.get_children())
+            binds, i = [], 0
+            while i < len(kids) and kids[i].kind == CK.DECL_STMT:
+                decls = list(kids[i].get_children())
+                got = [self._binding_of(d) for d in decls if d.kind in (CK.TYPE_ALIAS_DECL, CK.TYPEDEF_DECL, CK.VAR_DECL)]
+                if not got or any(g is None for g in got) or len(got) != len(decls):
+                    break
+                binds += got
+                i += 1
+            rest = kids[i:]
+            if not binds:
+                others.append(comp)
+                continue
+            key = (tuple(n for n, _ in binds), tuple(self._signature(r) for r in rest))
+            groups.setdefault(key, []).append((binds, rest))
+        for (names, _), arms in groups.items():
+            merged = []
+            for j, name in enumerate(names):
+                first = arms[0][0][j][1]
+                values = [a[0][j][1]["value"] for a in arms]
+                merged.append((name, {**first, "values": values} if len(arms) > 1 else first))
+            self._walk_stmts(arms[0][1], scope + merged, branches)
+        for st in others:
+            self._walk(st, scope, branches)
+
     def _walk(self, cur, scope, branches):
         """scope: list of (name, binding) visible here; branches: runtime conditions on the path."""
         k = cur.kind
         if k == CK.COMPOUND_STMT:
-            local = list(scope)
-            for ch in cur.get_children():
-                if ch.kind == CK.DECL_STMT:
-                    for d in ch.get_children():
-                        b = self._binding_of(d) if d.kind in (CK.TYPE_ALIAS_DECL, CK.TYPEDEF_DECL, CK.VAR_DECL) else None
-                        if b:
-                            local.append(b)
-                        if d.kind == CK.VAR_DECL:
-                            self._var_decl(d, local, branches)
-                            for sub in d.get_children():
-                                self._walk(sub, local, branches)
-                    continue
-                self._walk(ch, local, branches)
+            self._walk_stmts(cur.get_children(), scope, branches)
+            return
+        if k in (CK.SWITCH_STMT, CK.IF_STMT) and self.macro_at(cur) is not None:
+            self._walk_macro_switch(cur, scope, branches)
             return
         if k == CK.IF_STMT:
             children = list(cur.get_children())
@@ -701,15 +772,21 @@ def group_diagnostics(tu, files: _Files) -> list[dict]:
     return out
 
 
-def index_tu(path: Path, root: Path, flags: list[str]) -> dict:
-    """Parse one TU and return its facts (JSON-serializable)."""
+def index_tu(path: Path, root: Path, flags: list[str], mains: list[Path] | None = None) -> dict:
+    """Parse one TU (or an umbrella file including several) and return its facts (JSON-serializable).
+
+    `mains`: the files whose functions are the roots of the walk (default: the TU itself).
+    """
     _setup_lib()
     index = ci.Index.create()
     opts = ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD
     tu = index.parse(str(path), args=flags, options=opts)
     files = _Files(str(root))
     diags = group_diagnostics(tu, files)
-    facts = TUIndexer(tu, str(root)).run()
+    indexer = TUIndexer(tu, str(root))
+    if mains:
+        indexer.mains = {_realpath(str(m)) for m in mains}
+    facts = indexer.run()
     includes = sorted({_realpath(inc.include.name) for inc in tu.get_includes() if inc.include is not None})
     facts["diagnostics"] = diags
     facts["includes"] = [files.rel(i) for i in includes if files.in_project(i)]

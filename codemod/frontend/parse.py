@@ -19,9 +19,10 @@ CACHE_FORMAT = 3
 
 @dataclass
 class ParseJob:
-    tu: str            # path relative to root
+    tu: str            # path relative to root (for a group: the group's name)
     root: str
     flags: list[str]
+    members: list[str] | None = None   # TUs parsed together through one umbrella file
 
 
 def _sha(path: Path) -> str:
@@ -41,8 +42,9 @@ def _indexer_hash() -> str:
 
 
 def _cache_key(job: ParseJob, fingerprint: str) -> str:
+    members = job.members or [job.tu]
     data = json.dumps([CACHE_FORMAT, __version__, _indexer_hash(), fingerprint, job.tu, job.flags,
-                       _sha(Path(job.root) / job.tu)])
+                       [(m, _sha(Path(job.root) / m)) for m in members]])
     return hashlib.sha256(data.encode()).hexdigest()
 
 
@@ -59,8 +61,18 @@ def _run_job(job: ParseJob) -> dict:
     from .clang_index import index_tu
 
     started = time.perf_counter()
+    root = Path(job.root)
+    path = root / job.tu
+    mains = None
+    if job.members:
+        # One parse for TUs that share their headers: an umbrella file including each of them.
+        mains = [root / m for m in job.members]
+        umbrella = cache_root() / "umbrella" / (hashlib.sha256(job.tu.encode() + job.root.encode()).hexdigest()[:16] + ".cu")
+        umbrella.parent.mkdir(parents=True, exist_ok=True)
+        umbrella.write_text("".join(f'#include "{m.resolve()}"\n' for m in mains))
+        path = umbrella
     try:
-        facts = index_tu(Path(job.root) / job.tu, Path(job.root), job.flags)
+        facts = index_tu(path, root, job.flags, mains)
     except Exception as exc:  # noqa: BLE001 - a TU that cannot be loaded is a diagnostic
         hint = ""
         if any("sm_100" in f or "sm_120" in f for f in job.flags):
@@ -70,10 +82,20 @@ def _run_job(job: ParseJob) -> dict:
                  "diagnostics": [{"severity": "fatal", "message": f"libclang could not load the TU: {exc}{hint}",
                                   "file": job.tu, "line": 1, "col": 1, "count": 1}]}
     facts["tu"] = job.tu
+    facts["members"] = job.members or [job.tu]
     facts["parse_seconds"] = round(time.perf_counter() - started, 3)
-    root = Path(job.root)
-    facts["closure"] = {rel: _sha(root / rel) for rel in [job.tu, *facts.get("includes", [])] if (root / rel).is_file()}
+    facts["closure"] = {rel: _sha(root / rel) for rel in [*facts["members"], *facts.get("includes", [])]
+                        if (root / rel).is_file()}
     return facts
+
+
+_CONFLICT = ("redefinition", "conflicting", "redeclar", "already defined", "ambiguous")
+
+
+def _umbrella_conflict(facts: dict) -> bool:
+    """TUs that cannot share one parse (file-local names clash): parse them one by one."""
+    return any(d["severity"] in ("error", "fatal") and any(c in d["message"] for c in _CONFLICT)
+               for d in facts.get("diagnostics", []))
 
 
 def _missing_headers(facts: dict) -> list[str]:
@@ -85,75 +107,112 @@ def _missing_headers(facts: dict) -> list[str]:
     return out
 
 
-def parse_all(root: Path, tus: list[str], extra_flags: list[str], compile_db: Path | None = None,
-              jobs: int | None = None, use_cache: bool = True, stub_headers: list[str] = (),
-              progress=None) -> tuple[list[dict], dict]:
-    """Parse TUs (relative to root); returns (facts per TU, stats)."""
-    tc: Toolchain = make_toolchain(list(stub_headers))
-    base = tc.base_flags()
-    job_list = []
-    for tu in tus:
-        flags = None
-        if compile_db is not None:
-            flags = flags_from_compile_db(compile_db, root / tu)
-        if flags is None:
-            flags = list(extra_flags)
-        job_list.append(ParseJob(tu, str(root), base + flags))
+def _group_jobs(root: Path, tus: list[str], flags_of: dict[str, list[str]], group: bool) -> list[ParseJob]:
+    """One job per directory of TUs with identical flags (an umbrella parse), else one per TU."""
+    if not group:
+        return [ParseJob(t, str(root), flags_of[t]) for t in tus]
+    buckets: dict[tuple, list[str]] = {}
+    for t in tus:
+        key = (os.path.dirname(t), tuple(flags_of[t]))
+        buckets.setdefault(key, []).append(t)
+    jobs = []
+    for (d, flags), members in buckets.items():
+        if len(members) == 1:
+            jobs.append(ParseJob(members[0], str(root), list(flags)))
+        else:
+            jobs.append(ParseJob(f"{d or '.'}/*", str(root), list(flags), members))
+    return jobs
+
+
+def _run_jobs(job_list: list[ParseJob], root: Path, fp: str, jobs: int | None, use_cache: bool, progress):
     cache_dir = cache_root() / "parse"
     cache_dir.mkdir(parents=True, exist_ok=True)
     results: dict[str, dict] = {}
     todo = []
-    fp = tc.fingerprint()
     for job in job_list:
-        key = _cache_key(job, fp)
-        path = cache_dir / f"{key}.json"
+        path = cache_dir / f"{_cache_key(job, fp)}.json"
         if use_cache and path.is_file():
             try:
                 entry = json.loads(path.read_text())
                 if _cache_valid(entry, root):
+                    entry["from_cache"] = True
                     results[job.tu] = entry
                     continue
             except ValueError:
                 pass
         todo.append((job, path))
-    stats = {"tus": len(job_list), "parsed": len(todo), "cached": len(job_list) - len(todo)}
+    done = 0
+
+    def finish(job, path, facts):
+        nonlocal done
+        done += 1
+        if progress:
+            n = len(job.members or [job.tu])
+            progress(f"[{done}/{len(todo)}] parsed {job.tu}" + (f" ({n} TUs together)" if n > 1 else "")
+                     + f" in {facts['parse_seconds']:.1f}s")
+        results[job.tu] = facts
+        if not any(d["severity"] == "fatal" for d in facts["diagnostics"]) and not _umbrella_conflict(facts):
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(facts))
+            os.replace(tmp, path)
+
     if todo:
+        # Largest groups first so that the two workers finish together.
+        todo.sort(key=lambda jp: -len(jp[0].members or [1]))
         workers = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
-        done = 0
-
-        def finish(job, path, facts):
-            nonlocal done
-            done += 1
-            if progress:
-                progress(f"[{done}/{len(todo)}] parsed {job.tu} ({facts['parse_seconds']:.1f}s)")
-            results[job.tu] = facts
-            if not any(d["severity"] == "fatal" for d in facts["diagnostics"]):
-                tmp = path.with_suffix(".tmp")
-                tmp.write_text(json.dumps(facts))
-                os.replace(tmp, path)
-
         if workers == 1:
             for job, path in todo:
                 finish(job, path, _run_job(job))
         else:
             with ProcessPoolExecutor(max_workers=workers) as pool:
-                futs = [(job, path, pool.submit(_run_job, job)) for job, path in todo]
-                for job, path, fut in futs:
+                futs = {pool.submit(_run_job, job): (job, path) for job, path in todo}
+                from concurrent.futures import as_completed
+
+                for fut in as_completed(futs):
+                    job, path = futs[fut]
                     finish(job, path, fut.result())
-        # A header the environment lacks (e.g. cuBLAS, cuDNN) stops clang at once; retry such TUs
-        # with empty stubs for the missing headers until none is missing, and say so.
-        missing = sorted({h for job, _ in todo for h in _missing_headers(results[job.tu])})
-        if missing and len(stub_headers) < 64:
-            retry = [job.tu for job, _ in todo if _missing_headers(results[job.tu])]
-            stubs = sorted(set(stub_headers) | set(missing))
-            again, st2 = parse_all(root, retry, extra_flags, compile_db, jobs, use_cache, stubs, progress)
-            for facts in again:
-                if not any(d.get("id") == "CM0102" for d in facts["diagnostics"]):
-                    facts["diagnostics"].insert(0, {
-                        "severity": "warning", "id": "CM0102",
-                        "message": "headers not found were replaced by empty stubs: " + ", ".join(stubs)
-                        + "; analysis of code using them may be incomplete",
-                        "file": facts["tu"], "line": 1, "col": 1, "count": 1})
-                results[facts["tu"]] = facts
-            stats["stubbed_headers"] = sorted(set(st2.get("stubbed_headers", [])) | set(stubs))
-    return [results[t] for t in tus], stats
+    return [results[j.tu] for j in job_list], len(todo)
+
+
+def parse_all(root: Path, tus: list[str], extra_flags: list[str], compile_db: Path | None = None,
+              jobs: int | None = None, use_cache: bool = True, stub_headers: list[str] = (),
+              progress=None, group: bool = True) -> tuple[list[dict], dict]:
+    """Parse TUs (relative to root). Returns (facts per parse: a TU or a group of TUs, stats)."""
+    tc: Toolchain = make_toolchain(list(stub_headers))
+    base = tc.base_flags()
+    flags_of = {}
+    for tu in tus:
+        flags = flags_from_compile_db(compile_db, root / tu) if compile_db is not None else None
+        flags_of[tu] = base + (flags if flags is not None else list(extra_flags))
+    fp = tc.fingerprint()
+    facts_list, parsed = _run_jobs(_group_jobs(root, tus, flags_of, group), root, fp, jobs, use_cache, progress)
+    # Umbrella parses whose TUs clash (file-local names defined twice) are redone one TU at a time.
+    clashing = [f for f in facts_list if len(f.get("members", [])) > 1 and _umbrella_conflict(f)]
+    if clashing:
+        singles = [m for f in clashing for m in f["members"]]
+        if progress:
+            progress(f"{len(singles)} TUs clash when parsed together; parsing them one by one")
+        again, n2 = _run_jobs(_group_jobs(root, singles, flags_of, False), root, fp, jobs, use_cache, progress)
+        facts_list = [f for f in facts_list if f not in clashing] + again
+        parsed += n2
+    stats = {"tus": len(tus), "parses": len(facts_list), "parsed": parsed,
+             "cached": sum(1 for f in facts_list if f.get("from_cache"))}
+    # A header the environment lacks (cuBLAS, cuDNN, ...) stops clang at once: redo such parses
+    # with empty stubs for the missing headers until none is missing, and say so.
+    missing = sorted({h for f in facts_list for h in _missing_headers(f)})
+    if missing and len(stub_headers) < 64:
+        retry_tus = [m for f in facts_list if _missing_headers(f) for m in f["members"]]
+        stubs = sorted(set(stub_headers) | set(missing))
+        again, st2 = parse_all(root, retry_tus, extra_flags, compile_db, jobs, use_cache, stubs, progress, group)
+        for f in again:
+            if not any(d.get("id") == "CM0102" for d in f["diagnostics"]):
+                f["diagnostics"].insert(0, {
+                    "severity": "warning", "id": "CM0102",
+                    "message": "headers not found were replaced by empty stubs: " + ", ".join(stubs)
+                    + "; analysis of code using them may be incomplete",
+                    "file": f["members"][0], "line": 1, "col": 1, "count": 1})
+        facts_list = [f for f in facts_list if not _missing_headers(f)] + again
+        stats = {"tus": len(tus), "parses": len(facts_list), "parsed": stats["parsed"] + st2["parsed"],
+                 "cached": sum(1 for f in facts_list if f.get("from_cache")),
+                 "stubbed_headers": sorted(set(st2.get("stubbed_headers", [])) | set(stubs))}
+    return facts_list, stats

@@ -51,10 +51,10 @@ def summarize(graph: Graph, sched: Schedule) -> Summary:
     return Summary(sched.wall_ms / 1000.0, cpu / 1000.0, len(idx), sched.jobs)
 
 
-def weighted_times(sched: Schedule) -> list[float]:
+def weighted_times(sched: Schedule, conc: tuple | None = None) -> list[float]:
     """Chromium's weighted time (ms): each instant is shared equally by the jobs running then.
-    Sums to the busy wall time."""
-    times, counts = concurrency_steps(sched.start, sched.end)
+    Sums to the busy wall time. `conc` = concurrency_steps(...) of the schedule, if already known."""
+    times, counts = conc or concurrency_steps(sched.start, sched.end)
     acc = [0.0]
     for k in range(1, len(times)):
         c = counts[k - 1]
@@ -73,31 +73,39 @@ def weighted_times(sched: Schedule) -> list[float]:
 MAX_PROFILE_POINTS = 4000
 
 
-def profile(sched: Schedule) -> list[list[float]]:
+def profile(sched: Schedule, conc: tuple | None = None) -> list[list[float]]:
     """[[t_s, running], ...] at every change of the number of running jobs. Beyond
     MAX_PROFILE_POINTS changes, the time-averaged concurrency of equal time buckets (1 decimal)."""
-    times, counts = concurrency_steps(sched.start, sched.end)
+    times, counts = conc or concurrency_steps(sched.start, sched.end)
     if len(times) <= MAX_PROFILE_POINTS:
         return [[r3(t / 1000.0), c] for t, c in zip(times, counts)]
     t0, t1 = times[0], times[-1]
     width = (t1 - t0) / MAX_PROFILE_POINTS
     area = [0.0] * MAX_PROFILE_POINTS
+    last = MAX_PROFILE_POINTS - 1
     for k in range(len(times) - 1):
         a, b, c = times[k], times[k + 1], counts[k]
-        while a < b and c:
-            j = min(int((a - t0) / width), MAX_PROFILE_POINTS - 1)
-            edge = min(b, t0 + (j + 1) * width) if j < MAX_PROFILE_POINTS - 1 else b
-            area[j] += (edge - a) * c
-            a = edge
+        if not c:
+            continue
+        j = min(int((a - t0) / width), last)
+        while True:
+            # NOTE: advance by bucket index, not by float edges, so rounding cannot stall the loop
+            edge = b if j >= last else min(b, t0 + (j + 1) * width)
+            if edge > a:
+                area[j] += (edge - a) * c
+                a = edge
+            if a >= b or j >= last:
+                break
+            j += 1
     out = [[r3((t0 + j * width) / 1000.0), round(area[j] / width, 1)] for j in range(MAX_PROFILE_POINTS)]
     out.append([r3(t1 / 1000.0), 0])
     return out
 
 
-def tail(sched: Schedule) -> dict:
+def tail(sched: Schedule, conc: tuple | None = None) -> dict:
     """Where the build stops filling its job slots: the last instant at full concurrency, the time
     from there to the end, the job-seconds done in it, and the time spent below full / half."""
-    times, counts = concurrency_steps(sched.start, sched.end)
+    times, counts = conc or concurrency_steps(sched.start, sched.end)
     if not times:
         return {"full_until_s": 0.0, "tail_s": 0.0, "tail_job_s": 0.0, "below_full_s": 0.0, "below_half_s": 0.0}
     peak = max(counts)

@@ -192,7 +192,9 @@ def analyse(loaded: Loaded, remove: list[str] | None = None, scale: dict[str, fl
 
     replayed = replay(graph, work, jobs, policy, contention)
     predicted = replay(graph, work_after, jobs, policy, contention)
-    weighted = weighted_times(measured)
+    schedules = {"measured": measured, "replayed": replayed, "predicted": predicted}
+    conc = {k: concurrency_steps(s.start, s.end) for k, s in schedules.items()}
+    weighted = weighted_times(measured, conc["measured"])
 
     sums = {name: summarize(graph, s) for name, s in (("measured", measured), ("replayed", replayed), ("predicted", predicted))}
     sums["measured"].wall_s = max((s.end_ms for s in loaded.steps), default=0) / 1000.0
@@ -248,8 +250,7 @@ def analyse(loaded: Loaded, remove: list[str] | None = None, scale: dict[str, fl
         "critical": {k: {"step": critical_step(c), "chain": c} for k, c in chains.items()},
         "bounds": {"before": bounds(graph, work, jobs), "after": bounds(graph, work_after, jobs)},
         "concurrency": {
-            k: {"tail": tail(s), "profile": profile(s)}
-            for k, s in (("measured", measured), ("replayed", replayed), ("predicted", predicted))
+            k: {"tail": tail(s, conc[k]), "profile": profile(s, conc[k])} for k, s in schedules.items()
         },
         "nvcc": {
             "cuda_steps": len(cuda),
@@ -264,9 +265,12 @@ def analyse(loaded: Loaded, remove: list[str] | None = None, scale: dict[str, fl
     return doc
 
 
+_NO_NVCC = {"nvcc": None, "host_s": 0.0, "device_s": 0.0, "phases": {}, "archs": {}}
+
+
 def nvcc_fields(inv: Invocation | None) -> dict:
     if inv is None:
-        return {"nvcc": None, "host_s": 0.0, "device_s": 0.0, "phases": {}, "archs": {}}
+        return _NO_NVCC
     ms = inv.phase_ms()
     return {
         "nvcc": "complete" if inv.complete else "partial",
