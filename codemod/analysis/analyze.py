@@ -129,7 +129,7 @@ def analyze(root: Path, rules: list[Rule], compile_db: Path | None = None, jobs:
             if s["kind"] not in ("launch", "use"):
                 continue
             site_id = f"{s['file']}:{s['line']}:{s['col']}"
-            branches = sorted({b for c in s["copies"] for b in c.get("branches", [])}, key=len)
+            branches = sorted({b for c in s["copies"] for b in c.get("branches", [])}, key=lambda b: (len(b), b))
             site = Site(id=site_id, kind=s["kind"], api=s.get("api", "<<<>>>"), kernel=None,
                         function=fn["qualname"], file=s["file"], line=s["line"], col=s["col"],
                         via=s.get("via"), in_macro_body=s.get("in_macro_body", False),
@@ -183,7 +183,8 @@ def analyze(root: Path, rules: list[Rule], compile_db: Path | None = None, jobs:
                     if not sources:
                         sources = frozenset({("unresolved", "not deducible from the launch")})
                     varies = len(sibling_args.get((fn["usr"], kusr, i), ())) > 1 or len(args) > 1
-                    binding, disc, reason = classify(sources, domain, varies, branches)
+                    site_branches = branches + ([f"the index into '{s['via']}'"] if s.get("table") else [])
+                    binding, disc, reason = classify(sources, domain, varies, site_branches)
                     site.axes.append(Axis(param=p["name"], kind=p["kind"], arg=arg, binding=binding,
                                           discoverable=disc, reason=reason,
                                           sources=[{"class": c, "detail": d} for c, d in sorted(sources)],

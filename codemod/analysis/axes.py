@@ -32,7 +32,7 @@ class AxisClassifier:
                         self.callers[u].append((fn, site))
         self._memo: dict[tuple[str, str], frozenset] = {}
 
-    def origins(self, text: str, fn: dict, bindings: dict, depth: int = 0) -> frozenset:
+    def origins(self, text: str, fn: dict, bindings: dict, depth: int = 0, via_param: bool = False) -> frozenset:
         """Set of (class, detail) sources of an argument's value."""
         if depth > 12:
             return frozenset({("unresolved", "binding chain too deep")})
@@ -46,18 +46,22 @@ class AxisClassifier:
             if bare in bindings:
                 b = bindings[bare]
                 m = b.get("macro")
-                if m:
+                if b["kind"] == "macro_arg":
+                    out.add(("macro_arg", f"{m['name']}({m['expr']}) at {m['file']}:{m['line']}"))
+                elif m:
                     cls = "type_switch" if b["kind"] == "type" else "value_switch"
                     out.add((cls, f"{m['name']}({m['expr']}) at {m['file']}:{m['line']}"))
                 else:
                     derived = True
-                    out |= self.origins(b["value"], fn, bindings, depth + 1)
+                    out |= self.origins(b["value"], fn, bindings, depth + 1, via_param)
             elif bare in tparams:
                 out |= self.param_origins(fn, bare, depth + 1)
         if derived:
             out = {("derived", "") } | out
         if not out:
-            if fn["usr"] in self.entries:
+            # A literal passed down from an entry point binds a parameter per entry point; one
+            # spelled at the launch itself is just a constant.
+            if via_param and fn["usr"] in self.entries:
                 out.add(("entry_param", f"{self.entries[fn['usr']]}: {text}"))
             else:
                 out.add(("constant", text))
@@ -84,7 +88,7 @@ class AxisClassifier:
                 if text is None:
                     out.add(("unresolved", f"'{param}' of {fn['qualname']} not bound at {site['file']}:{site['line']}"))
                     continue
-                out |= self.origins(text, caller, copy.get("bindings", {}), depth)
+                out |= self.origins(text, caller, copy.get("bindings", {}), depth, True)
         res = frozenset(out or {("unresolved", f"no caller binds '{param}' of {fn['qualname']}")})
         self._memo[key] = res
         return res
@@ -93,6 +97,11 @@ class AxisClassifier:
 def classify(sources: frozenset, domain: list[str], literal_varies_by_branch: bool, branches: list[str]) -> tuple[str, bool, str]:
     """Primary binding class, discoverability and a one-line reason."""
     classes = {c for c, _ in sources}
+    if "macro_arg" in classes:
+        # a launch spelled in a macro body: each invocation passes its own value
+        classes = (classes - {"macro_arg"}) | {"constant"}
+        if len(domain) > 1:
+            return "runtime_branch", True, "each macro invocation passes its own value: " + ", ".join(domain)
     if "derived" in classes and classes - {"derived"} <= {"constant"}:
         classes = {"constant"}  # computed only from constants: still structural
     if UNKNOWN in domain:

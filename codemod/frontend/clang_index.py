@@ -161,6 +161,19 @@ def _candidates(c) -> list:
     return [ref]
 
 
+def _callee_name(c) -> str:
+    """Name of a dependent call's callee (such calls have no spelling of their own)."""
+    stack = [c] if c is not None else []
+    while stack:
+        x = stack.pop()
+        if x.kind in (CK.OVERLOADED_DECL_REF, CK.DECL_REF_EXPR) and x.spelling:
+            return x.spelling
+        if x.kind == CK.DECL_REF_EXPR and x.referenced is not None and x.referenced.kind == CK.OVERLOADED_DECL_REF:
+            return x.referenced.spelling
+        stack.extend(reversed(list(x.get_children())))
+    return ""
+
+
 def _primary(cursor):
     """The primary template of an implicit specialization; the cursor itself otherwise."""
     if cursor is None:
@@ -229,7 +242,14 @@ class TUIndexer:
             if cur.kind == CK.MACRO_INSTANTIATION:
                 f, line, col, off = file_loc(cur.location)
                 if self.files.in_project(f):
-                    self.macros[(_realpath(f), off)] = {"name": cur.spelling, "file": f, "line": line, "offset": off}
+                    m = {"name": cur.spelling, "file": f, "line": line, "offset": off}
+                    d = cur.referenced
+                    if d is not None and d.kind == CK.MACRO_DEFINITION:
+                        df, _, _, doff = file_loc(d.extent.start)
+                        _, _, _, dend = file_loc(d.extent.end)
+                        if df and self.files.in_project(df):
+                            m["def"] = (df, doff, dend)
+                    self.macros[(_realpath(f), off)] = m
         for cur in top:
             if cur.kind in (CK.MACRO_INSTANTIATION, CK.MACRO_DEFINITION, CK.INCLUSION_DIRECTIVE):
                 continue
@@ -336,7 +356,7 @@ class TUIndexer:
         m = self.macro_at(decl)
         if m:
             text = self.files.get(m["file"])
-            name_args = read_macro_args(text, m["offset"])
+            name_args = read_macro_args(text, m["offset"], limit=2)
             args = name_args[1] if name_args else []
             macro = {"name": m["name"], "expr": args[0] if args else "", "line": m["line"],
                      "file": self.files.rel(m["file"])}
@@ -563,8 +583,40 @@ class TUIndexer:
             stack.extend(reversed(list(c.get_children())))
         return None
 
-    def _site_base(self, cur, scope, branches, kind):
+    def _in_definition(self, cur, name: str):
+        """For a cursor made by a macro body: where `name` is spelled in the #define, and the
+        invocation's arguments by parameter. None when it cannot be located."""
+        m = self.macro_at(cur)
+        if not m or "def" not in m or not name:
+            return None
+        df, doff, dend = m["def"]
+        text = self.files.get(df)
+        body = text[doff:dend + 1]
+        head = re.match(r"\s*(\w+)\s*(\(([^)]*)\))?", body)
+        params = [p.strip() for p in head.group(3).split(",")] if head and head.group(2) else []
+        start = head.end() if head else 0
+        hit = re.search(r"\b" + re.escape(name) + r"\b", body[start:])
+        if not hit:
+            return None
+        off = doff + start + hit.start()
+        line = text.count("\n", 0, off) + 1
+        col = off - (text.rfind("\n", 0, off) + 1) + 1
+        inv = read_macro_args(self.files.get(m["file"]), m["offset"])
+        args = dict(zip(params, inv[1] if inv else []))
+        return {"file": df, "line": line, "col": col, "offset": off, "macro": m, "args": args}
+
+    def _site_base(self, cur, scope, branches, kind, name: str = ""):
         fname, line, col, off, in_body = self.pos(cur)
+        if in_body:
+            d = self._in_definition(cur, name)
+            if d:
+                m = d["macro"]
+                return {"kind": kind, "file": self.files.rel(d["file"]), "line": d["line"], "col": d["col"],
+                        "offset": d["offset"], "in_macro_body": True, "branches": branches,
+                        "macro_args": {p: {"value": a, "kind": "macro_arg",
+                                           "macro": {"name": m["name"], "expr": a, "line": m["line"],
+                                                     "file": self.files.rel(m["file"])}}
+                                       for p, a in d["args"].items()}}
         return {
             "kind": kind,
             "file": self.files.rel(fname) if fname else None,
@@ -577,7 +629,13 @@ class TUIndexer:
 
     def _ref_text(self, refcur):
         fname, line, col, off, in_body = self.pos(refcur)
-        if not fname or in_body:
+        if in_body:
+            d = self._in_definition(refcur, refcur.spelling or (refcur.referenced.spelling if refcur.referenced else ""))
+            if not d:
+                return None, None
+            got = read_template_id(self.files.get(d["file"]), d["offset"])
+            return (got[0], got[1]) if got else (None, None)
+        if not fname:
             return None, None
         got = read_template_id(self.files.get(fname), off)
         if not got:
@@ -607,6 +665,9 @@ class TUIndexer:
         sites = self._cur_fn["sites"]
         texts = list(site.get("targs") or []) + list((extra or {}).get("arg_types") or [])
         branches = site.pop("branches")
+        margs = site.pop("macro_args", None)
+        if margs:
+            scope = list(scope) + list(margs.items())
         cx = [b[len("constexpr:"):] for b in branches if b.startswith("constexpr:")]
         copy = {"bindings": self._relevant(scope, texts + cx), "branches": [b for b in branches if not b.startswith("constexpr:")]}
         if cx:
@@ -671,13 +732,13 @@ class TUIndexer:
         children = list(cur.get_children())
         if len(children) >= 2 and children[1].kind == CK.CALL_EXPR and children[1].spelling == "__cudaPushCallConfiguration":
             res = self._resolve_kernel_expr(children[0]) or {"kernel": None, "unresolved": "callee is not a kernel reference"}
-            site = self._site_base(cur, scope, branches, "launch")
+            site = self._site_base(cur, scope, branches, "launch", _callee_name(children[0]))
             site["api"] = "<<<>>>"
             site.update(res)
             arg_types = [a.type.spelling if a.type is not None else "" for a in children[2:]]
             self._record(site, scope, {"arg_types": arg_types})
             return
-        name = cur.spelling
+        name = cur.spelling or _callee_name(children[0] if children else None)
         if name in LAUNCH_APIS or name in USE_APIS:
             # The kernel argument: the first one naming a kernel; failing that, the first one of
             # function-pointer type (reported as unresolved).
@@ -757,8 +818,10 @@ def group_diagnostics(tu, files: _Files) -> list[dict]:
     """Errors grouped by (message, spelled location), with counts."""
     counter: Counter = Counter()
     first = {}
+    from .toolchain import DEPTH_DIAGNOSTIC
+
     for d in tu.diagnostics:
-        if d.severity < ci.Diagnostic.Error:
+        if d.severity < ci.Diagnostic.Error or DEPTH_DIAGNOSTIC in d.spelling:
             continue
         loc = d.location
         fname = loc.file.name if loc.file else None

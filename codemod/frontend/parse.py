@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import glob
 import hashlib
+import re
 import json
 import os
 import sys
@@ -174,10 +176,33 @@ def _run_jobs(job_list: list[ParseJob], root: Path, fp: str, jobs: int | None, u
     return [results[j.tu] for j in job_list], len(todo)
 
 
+_INCLUDE = re.compile(rb'^\s*#\s*include\s*<([^>]+)>', re.M)
+
+
+def missing_system_headers(root: Path, flags: list[str], tc: Toolchain) -> list[str]:
+    """`#include <...>` names in the project that no known include dir holds (to be stubbed).
+
+    Stubs sit behind every real include dir (-idirafter), so a false positive is harmless.
+    """
+    dirs = [Path(f[2:]) for f in flags if f.startswith("-I")] + [Path(f[8:]) for f in flags if f.startswith("-isystem")]
+    dirs += [tc.cuda_include, tc.cuda_include / "cccl", tc.resource_dir / "include", Path("/usr/include"),
+             Path("/usr/local/include"), Path("/usr/include/x86_64-linux-gnu"), Path("/usr/include/aarch64-linux-gnu")]
+    dirs += [Path(p) for p in glob.glob("/usr/include/c++/*")] + [Path(p) for p in glob.glob("/usr/include/*-linux-gnu/c++/*")]
+    dirs = [d for d in dirs if d.is_dir()]
+    names = set()
+    for p in root.rglob("*"):
+        if p.suffix in (".h", ".hpp", ".cuh", ".cu", ".cpp", ".cc", ".inl") and p.is_file():
+            names.update(m.decode(errors="replace") for m in _INCLUDE.findall(p.read_bytes()))
+    return sorted(n for n in names if not any((d / n).is_file() for d in dirs))
+
+
 def parse_all(root: Path, tus: list[str], extra_flags: list[str], compile_db: Path | None = None,
-              jobs: int | None = None, use_cache: bool = True, stub_headers: list[str] = (),
+              jobs: int | None = None, use_cache: bool = True, stub_headers: list[str] | None = None,
               progress=None, group: bool = True) -> tuple[list[dict], dict]:
     """Parse TUs (relative to root). Returns (facts per parse: a TU or a group of TUs, stats)."""
+    if stub_headers is None:
+        probe = make_toolchain([])
+        stub_headers = missing_system_headers(root, probe.base_flags() + list(extra_flags), probe)
     tc: Toolchain = make_toolchain(list(stub_headers))
     base = tc.base_flags()
     flags_of = {}
@@ -197,22 +222,32 @@ def parse_all(root: Path, tus: list[str], extra_flags: list[str], compile_db: Pa
         parsed += n2
     stats = {"tus": len(tus), "parses": len(facts_list), "parsed": parsed,
              "cached": sum(1 for f in facts_list if f.get("from_cache"))}
+    _note_stubs(facts_list, tc)
     # A header the environment lacks (cuBLAS, cuDNN, ...) stops clang at once: redo such parses
     # with empty stubs for the missing headers until none is missing, and say so.
-    missing = sorted({h for f in facts_list for h in _missing_headers(f)})
-    if missing and len(stub_headers) < 64:
+    missing = sorted({h for f in facts_list for h in _missing_headers(f)} - set(stub_headers))
+    if missing and len(stub_headers) < 256:
         retry_tus = [m for f in facts_list if _missing_headers(f) for m in f["members"]]
         stubs = sorted(set(stub_headers) | set(missing))
         again, st2 = parse_all(root, retry_tus, extra_flags, compile_db, jobs, use_cache, stubs, progress, group)
-        for f in again:
-            if not any(d.get("id") == "CM0102" for d in f["diagnostics"]):
-                f["diagnostics"].insert(0, {
-                    "severity": "warning", "id": "CM0102",
-                    "message": "headers not found were replaced by empty stubs: " + ", ".join(stubs)
-                    + "; analysis of code using them may be incomplete",
-                    "file": f["members"][0], "line": 1, "col": 1, "count": 1})
         facts_list = [f for f in facts_list if not _missing_headers(f)] + again
         stats = {"tus": len(tus), "parses": len(facts_list), "parsed": stats["parsed"] + st2["parsed"],
                  "cached": sum(1 for f in facts_list if f.get("from_cache")),
-                 "stubbed_headers": sorted(set(st2.get("stubbed_headers", [])) | set(stubs))}
+                 "stubbed_headers": st2.get("stubbed_headers", [])}
+    else:
+        stats["stubbed_headers"] = sorted({h for f in facts_list for h in f.get("stubs_used", [])})
     return facts_list, stats
+
+
+def _note_stubs(facts_list: list[dict], tc: Toolchain) -> None:
+    """CM0102 for every parse that really included a stubbed header."""
+    stub_dir = str(tc.stub_dir.resolve())
+    for f in facts_list:
+        used = sorted(os.path.relpath(i, stub_dir) for i in f.get("external_includes", []) if i.startswith(stub_dir + os.sep))
+        f["stubs_used"] = used
+        if used and not any(d.get("id") == "CM0102" for d in f["diagnostics"]):
+            f["diagnostics"].insert(0, {
+                "severity": "warning", "id": "CM0102",
+                "message": "headers not found were replaced by empty stubs: " + ", ".join(used)
+                + "; analysis of code using them may be incomplete",
+                "file": f["members"][0], "line": 1, "col": 1, "count": 1})

@@ -29,7 +29,7 @@ def _skip_ws_comments(text: str, i: int) -> int:
     return i
 
 
-def split_top_level(text: str, open_ch: str, close_ch: str, start: int) -> tuple[list[str], int] | None:
+def split_top_level(text: str, open_ch: str, close_ch: str, start: int, limit: int | None = None) -> tuple[list[str], int] | None:
     """Split the bracketed list opening at text[start] == open_ch by top-level commas.
 
     Returns (arguments, index after the closing bracket) or None when unbalanced. Angle brackets
@@ -71,6 +71,8 @@ def split_top_level(text: str, open_ch: str, close_ch: str, start: int) -> tuple
             args.append("".join(cur))
             cur = []
             i += 1
+            if limit is not None and len(args) >= limit:
+                return [normalize(a) for a in args], i
             continue
         cur.append(ch)
         i += 1
@@ -97,13 +99,13 @@ def read_template_id(text: str, offset: int) -> tuple[str, list[str] | None, int
     return name, None, m.end()
 
 
-def read_macro_args(text: str, offset: int) -> tuple[str, list[str]] | None:
-    """At a macro invocation `NAME(a, b, ...)`, return (NAME, [a, b, ...])."""
+def read_macro_args(text: str, offset: int, limit: int | None = None) -> tuple[str, list[str]] | None:
+    """At a macro invocation `NAME(a, b, ...)`, return (NAME, [a, b, ...]) (the first `limit`)."""
     m = _IDENT.match(text, offset)
     if not m:
         return None
     j = _skip_ws_comments(text, m.end())
-    res = split_top_level(text, "(", ")", j)
+    res = split_top_level(text, "(", ")", j, limit)
     if res is None:
         return m.group(0), []
     return m.group(0), res[0]
