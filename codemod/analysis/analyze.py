@@ -16,7 +16,9 @@ from ..frontend.parse import parse_all
 from ..model import (SCHEMA_VERSION, Analysis, Axis, Diagnostic, EntryPoint, Kernel, Site,
                      TemplateParam, TranslationUnit)
 from ..rule import Rule
+from ..frontend.treesitter import scan_tree
 from .axes import AxisClassifier, classify
+from .crosscheck import crosscheck
 from .instantiate import UNKNOWN, Instantiator, expansions, strip_type
 
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")
@@ -269,6 +271,14 @@ def analyze(root: Path, rules: list[Rule], compile_db: Path | None = None, jobs:
         fn = functions[usr]
         diags.append(Diagnostic("CM1004", "warning", f"more than the analysed maximum of instantiations of {fn['qualname']}; "
                                 "fan-out is a lower bound", fn["file"], fn["line"]))
+    # Cross-check spelled launch sites and __global__ templates with tree-sitter (the other parser).
+    closure = sorted({rel for facts in facts_list for rel in facts.get("closure", {})})
+    clang_sites = [{"file": st.file, "line": st.line, "col": st.col, "kind": st.kind, "kernel": st.kernel,
+                    "in_macro_body": st.in_macro_body} for st in sites]
+    clang_kernels = [{"name": k["qualname"], "file": k["file"], "line": k["line"], "is_template": k["is_template"]}
+                     for k in kernels_raw.values()]
+    for d in crosscheck(scan_tree(root, closure), clang_sites, clang_kernels, files=closure):
+        diags.append(Diagnostic(**d))
     tu_models.sort(key=lambda t: (-t.instantiations, t.file))
     sites.sort(key=lambda s: (s.file, s.line, s.col))
     diags = _dedupe(diags)

@@ -54,11 +54,43 @@ def _key(env: dict) -> tuple:
     return tuple(sorted(env.items()))
 
 
+_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
 class Evaluator:
     def __init__(self, typedefs: dict[str, str]):
         self.typedefs = typedefs
+        self._names: dict[str, frozenset] = {}
+        self._memo: dict[tuple, str] = {}
+
+    def _closure_key(self, text: str, env: dict, bindings: dict) -> tuple:
+        """Everything the result depends on: the values of the names reachable from `text`."""
+        key, todo, seen = [], [text], set()
+        while todo:
+            t = todo.pop()
+            names = self._names.get(t)
+            if names is None:
+                names = self._names[t] = frozenset(_NAME.findall(t))
+            for n in names:
+                if n in seen:
+                    continue
+                seen.add(n)
+                if n in bindings:
+                    v = bindings[n]["value"]
+                    key.append((n, 0, v))
+                    todo.append(v)
+                elif n in env:
+                    key.append((n, 1, env[n]))
+        return tuple(sorted(key))
 
     def evaluate(self, text: str, env: dict, bindings: dict) -> str:
+        key = (text, self._closure_key(text, env, bindings))
+        got = self._memo.get(key)
+        if got is None:
+            got = self._memo[key] = self._evaluate(text, env, bindings)
+        return got
+
+    def _evaluate(self, text: str, env: dict, bindings: dict) -> str:
         def lookup(name: str):
             bare = name.lstrip(":")
             if bare in bindings:
