@@ -20,8 +20,10 @@ def _commands():
     # Each stage package exposes add_parser(subparsers) -> sets args.run(args) -> int.
     from .analysis import command as analyze_command
     from .impact import command as impact_command
+    from .verify import command as verify_command
+    from .apply import command as apply_command
 
-    return [analyze_command, impact_command]
+    return [analyze_command, impact_command, verify_command, apply_command]
 
 
 class _Parser(argparse.ArgumentParser):

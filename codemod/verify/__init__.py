@@ -1,0 +1,1 @@
+"""Verify stage: compile generated kernel strings with NVRTC and generated host code with nvcc."""

@@ -137,19 +137,21 @@ class Nvrtc:
         self._lib.nvrtcGetSupportedArchs(archs)
         return list(archs)
 
-    def default_options(self) -> list[str]:
-        return list(BASE_OPTIONS) + [f"-I{d}" for d in self.include_dirs]
+    def default_options(self, options=(), include_cuda: bool = True) -> list[str]:
+        """`--std=c++17` unless `options` choose a standard, and `-I` for the CUDA headers."""
+        base = [] if any(o.startswith(("--std", "-std")) for o in options) else list(BASE_OPTIONS)
+        return base + ([f"-I{d}" for d in self.include_dirs] if include_cuda else [])
 
     def compile(self, source: str, name: str, headers: dict[str, str] | None = None,
                 options: list[str] | tuple[str, ...] = (), name_expressions: list[str] | tuple[str, ...] = (),
-                arch: str = "sm_90") -> CompileResult:
+                arch: str = "sm_90", include_cuda: bool = True) -> CompileResult:
         """Compile one program for `arch` with every name expression added.
 
-        `options` come after `--std=c++17 -I<cuda headers>`, so they may override the standard.
-        A failed compile is a result with `compiled=False` and the log, never an exception.
+        `options` follow `--std=c++17 -I<CUDA headers> --gpu-architecture=<arch>`. A failed
+        compile is a result with `compiled=False` and the log, never an exception.
         """
         headers = headers or {}
-        all_options = self.default_options() + arch_options(arch) + list(options)
+        all_options = self.default_options(options, include_cuda) + arch_options(arch) + list(options)
         lib = self._lib
         prog = ctypes.c_void_p()
         names = (ctypes.c_char_p * len(headers))(*[k.encode() for k in headers])
@@ -274,6 +276,6 @@ def load(library: Path | None = None) -> Nvrtc:
 
 def compile(source: str, name: str, headers: dict[str, str] | None = None,
             options: list[str] | tuple[str, ...] = (), name_expressions: list[str] | tuple[str, ...] = (),
-            arch: str = "sm_90") -> CompileResult:
+            arch: str = "sm_90", include_cuda: bool = True) -> CompileResult:
     """Compile with the process's NVRTC; see `Nvrtc.compile`."""
-    return load().compile(source, name, headers, options, name_expressions, arch=arch)
+    return load().compile(source, name, headers, options, name_expressions, arch=arch, include_cuda=include_cuda)

@@ -1,0 +1,106 @@
+"""`codemod verify`: compile every generated kernel string with NVRTC for the target archs and the
+generated host code with the library's flags.
+
+Exit codes: 0 everything compiled (host compile may be skipped, with the reason printed);
+1 a kernel variant or a host unit failed; 2 usage error, missing manifest or missing NVRTC.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+from ..errors import UsageError
+from .nvrtc import ARCHS
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("verify", help="compile the generated kernel strings with NVRTC and the host code with nvcc",
+                       description="Compile every migrated kernel of a patched library with NVRTC (no GPU needed) "
+                                   "and its generated host code with the library's flags.")
+    p.add_argument("directory", nargs="?", default=".", type=Path,
+                   help="patched library root holding codemod_manifest.json files (default: .)")
+    p.add_argument("--manifest", action="append", type=Path, default=[], metavar="FILE",
+                   help="a manifest written by `codemod apply` (repeatable; default: every one under DIR)")
+    p.add_argument("--arch", action="append", default=[], metavar="ARCH",
+                   help=f"target architecture, repeatable (default: {' '.join(ARCHS)})")
+    p.add_argument("--all-variants", action="store_true",
+                   help="compile every variant (default: a greedy cover using each axis value at least once)")
+    p.add_argument("--kernel", action="append", default=[], metavar="ID", help="only this kernel id (repeatable)")
+    p.add_argument("-j", "--jobs", type=int, default=None, help="worker processes (default: CPU count)")
+    p.add_argument("--json", type=Path, metavar="FILE", help="write the codemod-verify/1 JSON report")
+    p.add_argument("--no-host", action="store_true", help="skip the host compile")
+    p.add_argument("--compile-db", type=Path, metavar="FILE",
+                   help="compile_commands.json of a build of the patched tree (default: configure it with CMake)")
+    p.add_argument("--cmake-arg", action="append", default=[], metavar="ARG",
+                   help="extra argument for that CMake configure, e.g. -DLIB_NVRTC_ROOT=DIR (repeatable)")
+    p.add_argument("--host-all", action="store_true",
+                   help="compile every unit of the compile database, not only generated / rewritten ones")
+    p.add_argument("--nvcc", metavar="PATH", help="nvcc to use (default: $CUDACXX, PATH, CUDA toolkit, wheel)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    p.set_defaults(run=run)
+
+
+def _check_archs(archs: list[str], supported: list[int]) -> None:
+    for arch in archs:
+        match = re.fullmatch(r"(sm|compute)_(\d+)[af]?", arch)
+        if not match:
+            raise UsageError(f"unknown architecture {arch!r}", hint="use names like sm_90 or sm_100a")
+        if int(match.group(2)) not in supported:
+            raise UsageError(f"{arch} is not supported by this NVRTC",
+                             hint="supported: " + ", ".join(f"sm_{a}" for a in supported))
+
+
+def run(args) -> int:
+    from . import host, nvrtc, programs
+    from .manifest import find_manifests, load_manifest
+    from .report import VerifyReport, render
+
+    start = time.perf_counter()
+    progress = None if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    root: Path = args.directory
+    if not root.is_dir():
+        raise UsageError(f"not a directory: {root}")
+    paths = args.manifest or find_manifests(root)
+    if not paths:
+        raise UsageError(f"no codemod_manifest.json under {root}",
+                         hint="run `codemod apply --target NAME --write` first, or pass --manifest FILE")
+    for path in paths:
+        if not path.is_file():
+            raise UsageError(f"manifest not found: {path}")
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    manifests = [load_manifest(p) for p in paths]
+    known = {k.id for m in manifests for k in m.kernels}
+    unknown = [k for k in args.kernel if k not in known]
+    if unknown:
+        raise UsageError(f"unknown kernel id(s): {', '.join(unknown)}", hint="ids: " + ", ".join(sorted(known)))
+    archs = args.arch or list(ARCHS)
+    lib = nvrtc.load()
+    _check_archs(archs, lib.supported_archs())
+    jobs = args.jobs or os.cpu_count() or 1
+
+    plan = programs.plan(manifests, archs, all_variants=args.all_variants, only=args.kernel)
+    if progress:
+        progress(f"verify: {len(plan)} NVRTC program(s) on {min(jobs, max(1, len(plan)))} process(es), "
+                 f"NVRTC {lib.version[0]}.{lib.version[1]}")
+    results = programs.run_all(plan, jobs, progress)
+    if args.no_host:
+        host_report = host.HostReport("skipped", reason="--no-host")
+    else:
+        host_report = host.verify_host(manifests, manifests[0].root, jobs, compile_db=args.compile_db,
+                                       nvcc=args.nvcc, cmake_args=args.cmake_arg, all_units=args.host_all,
+                                       progress=progress)
+    selected = [k for m in manifests for k in m.kernels if not args.kernel or k.id in args.kernel]
+    report = VerifyReport(manifests=[str(p) for p in paths], archs=archs, all_variants=args.all_variants,
+                          nvrtc_version=f"{lib.version[0]}.{lib.version[1]}", jobs=jobs, programs=results,
+                          host=host_report, seconds=time.perf_counter() - start, kernels=len(selected),
+                          variants_total=sum(len(k.variants) for k in selected))
+    print(render(report))
+    if args.json:
+        args.json.write_text(json.dumps(report.to_json(), indent=1) + "\n")
+    return 0 if report.ok else 1

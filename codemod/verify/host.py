@@ -1,0 +1,212 @@
+"""Host-side check: compile the generated stubs and the rewritten launchers with the library's
+own flags (its compile database; a CMake library is configured into a scratch build to get one).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .manifest import Manifest
+
+LOG_HEAD_LINES = 12
+_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+# Flags that write outside our scratch object (dependency files): dropped, with their argument.
+_DEP_FLAGS_WITH_ARG = {"-MF", "-MT", "-MQ"}
+_DEP_FLAGS = {"-MD", "-MMD"}
+
+
+@dataclass
+class HostUnit:
+    file: str                   # relative to the library root when inside it
+    arguments: list[str]
+    directory: str
+
+
+@dataclass
+class HostResult:
+    file: str
+    ok: bool
+    seconds: float
+    log_head: str = ""
+
+    def to_json(self) -> dict:
+        return {"file": self.file, "ok": self.ok, "seconds": round(self.seconds, 3), "log": self.log_head}
+
+
+@dataclass
+class HostReport:
+    status: str                 # "passed", "failed", "skipped"
+    reason: str = ""
+    compiler: str = ""
+    configure_seconds: float = 0.0
+    results: list[HostResult] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.status != "failed"
+
+    def to_json(self) -> dict:
+        return {"status": self.status, "reason": self.reason, "compiler": Path(self.compiler).name if self.compiler else "",
+                "configure_seconds": round(self.configure_seconds, 3), "units": [r.to_json() for r in self.results]}
+
+
+def find_nvcc(explicit: str | None = None) -> str | None:
+    """--nvcc, $CUDACXX, nvcc on PATH, a CUDA toolkit, then the nvidia-cuda-nvcc wheel."""
+    candidates = [explicit, os.environ.get("CUDACXX"), shutil.which("nvcc")]
+    candidates += [str(Path(r) / "bin" / "nvcc") for r in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"),
+                                                             "/usr/local/cuda") if r]
+    candidates += [str(Path(p) / "nvidia" / flavour / "bin" / "nvcc") for p in sys.path
+                   for flavour in ("cu13", "cuda_nvcc")]
+    for candidate in candidates:
+        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def _head(text: str, lines: int = LOG_HEAD_LINES) -> str:
+    kept = [line for line in text.splitlines() if line.strip()]
+    return "\n".join(kept[:lines]) + (f"\n... ({len(kept) - lines} more lines)" if len(kept) > lines else "")
+
+
+def configure(root: Path, build: Path, nvcc: str, manifests: list[Manifest], cmake_args: list[str]) -> tuple[bool, str]:
+    """Configure the patched library with CMake (legacy static kernels OFF) to get its compile database."""
+    cmd = ["cmake", "-S", str(root), "-B", str(build), "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+           f"-DCMAKE_CUDA_COMPILER={nvcc}", "-DCMAKE_BUILD_TYPE=Release"]
+    if shutil.which("ninja"):
+        cmd += ["-G", "Ninja"]
+    cmd += [f"-D{m.legacy_option}=OFF" for m in manifests if m.legacy_option]
+    cmd += list(cmake_args)
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    return proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def load_units(compile_db: Path) -> list[HostUnit]:
+    entries = json.loads(compile_db.read_text())
+    units = []
+    for entry in entries:
+        args = entry.get("arguments") or shlex.split(entry["command"])
+        units.append(HostUnit(file=entry["file"], arguments=list(args), directory=entry["directory"]))
+    return units
+
+
+def _include_dirs(unit: HostUnit) -> list[Path]:
+    dirs, args = [], unit.arguments
+    for i, arg in enumerate(args):
+        if arg in ("-I", "-isystem", "--include-path") and i + 1 < len(args):
+            dirs.append(args[i + 1])
+        elif arg.startswith("-I") and len(arg) > 2:
+            dirs.append(arg[2:])
+        elif arg.startswith("--include-path="):
+            dirs.append(arg.split("=", 1)[1])
+    return [Path(unit.directory, d).resolve() for d in dirs]
+
+
+def _reaches(path: Path, targets: set[Path], include_dirs: list[Path], seen: set[Path]) -> bool:
+    """Whether `path` is, or quote-includes (transitively), one of `targets`."""
+    if path in targets:
+        return True
+    if path in seen or not path.is_file():
+        return False
+    seen.add(path)
+    for name in _INCLUDE.findall(path.read_text(errors="replace")):
+        for base in [path.parent, *include_dirs]:
+            candidate = (base / name).resolve()
+            if candidate.is_file():
+                if _reaches(candidate, targets, include_dirs, seen):
+                    return True
+                break
+    return False
+
+
+def select_units(units: list[HostUnit], manifests: list[Manifest]) -> list[HostUnit]:
+    """Units that are generated (inside an output_dir) or that include a rewritten launch site."""
+    out_dirs = [(m.root / m.output_dir).resolve() for m in manifests]
+    targets = {(m.root / site.split(":")[0]).resolve() for m in manifests for k in m.kernels for site in k.sites}
+    chosen = []
+    for unit in units:
+        path = Path(unit.directory, unit.file).resolve()
+        if any(path.is_relative_to(d) for d in out_dirs) or _reaches(path, targets, _include_dirs(unit), set()):
+            chosen.append(unit)
+    return chosen
+
+
+def _scratch_command(unit: HostUnit, obj: Path) -> list[str]:
+    """The unit's command writing only `obj`: its output and dependency-file flags replaced."""
+    args, it = [], iter(unit.arguments)
+    for arg in it:
+        if arg in ("-o", "--output-file") or arg in _DEP_FLAGS_WITH_ARG:
+            next(it, None)
+        elif arg in _DEP_FLAGS or arg.startswith("--output-file=") or (len(arg) > 3 and arg[:3] in _DEP_FLAGS_WITH_ARG):
+            continue
+        else:
+            args.append(arg)
+    return args + ["-o", str(obj)]
+
+
+def compile_units(units: list[HostUnit], root: Path, jobs: int, scratch: Path,
+                  progress: Callable[[str], None] | None = None) -> list[HostResult]:
+    def one(index: int) -> HostResult:
+        unit = units[index]
+        cmd = _scratch_command(unit, scratch / f"unit{index}.o")
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, cwd=unit.directory, capture_output=True, text=True)
+        path = Path(unit.directory, unit.file).resolve()
+        name = str(path.relative_to(root.resolve())) if path.is_relative_to(root.resolve()) else unit.file
+        result = HostResult(file=name, ok=proc.returncode == 0, seconds=time.perf_counter() - start,
+                            log_head="" if proc.returncode == 0 else _head(proc.stderr + proc.stdout))
+        if progress:
+            progress(f"verify: host {name}: {'ok' if result.ok else 'FAILED'} in {result.seconds:.1f} s")
+        return result
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(pool.map(one, range(len(units))))
+
+
+def verify_host(manifests: list[Manifest], root: Path, jobs: int, compile_db: Path | None = None,
+                nvcc: str | None = None, cmake_args: list[str] | None = None, all_units: bool = False,
+                progress: Callable[[str], None] | None = None) -> HostReport:
+    """Compile the generated host code; skipped (not failed) when no nvcc or no flags source exists."""
+    compiler = find_nvcc(nvcc)
+    if compiler is None:
+        return HostReport("skipped", reason="no nvcc found (looked at --nvcc, $CUDACXX, PATH, CUDA_HOME, "
+                                            "/usr/local/cuda and the nvidia-cuda-nvcc wheel)")
+    with tempfile.TemporaryDirectory(prefix="codemod-verify-") as tmp:
+        scratch = Path(tmp)
+        configure_seconds = 0.0
+        if compile_db is None:
+            if not (root / "CMakeLists.txt").is_file():
+                return HostReport("skipped", compiler=compiler,
+                                  reason="no compile database: pass --compile-db FILE (or verify a CMake library root)")
+            if shutil.which("cmake") is None:
+                return HostReport("skipped", compiler=compiler, reason="cmake not found; pass --compile-db FILE")
+            if progress:
+                progress("verify: host: configuring the patched library with CMake")
+            start = time.perf_counter()
+            ok, log = configure(root, scratch / "build", compiler, manifests, cmake_args or [])
+            configure_seconds = time.perf_counter() - start
+            if not ok:
+                return HostReport("failed", compiler=compiler, configure_seconds=configure_seconds,
+                                  reason="CMake configure of the patched tree failed:\n" + _head(log, 20))
+            compile_db = scratch / "build" / "compile_commands.json"
+        units = load_units(compile_db)
+        if not all_units:
+            units = select_units(units, manifests)
+        if not units:
+            return HostReport("skipped", compiler=compiler, configure_seconds=configure_seconds,
+                              reason="no translation unit in the compile database is generated or includes a rewritten site")
+        (scratch / "obj").mkdir()
+        results = compile_units(units, root, jobs, scratch / "obj", progress)
+    status = "passed" if all(r.ok for r in results) else "failed"
+    return HostReport(status, compiler=compiler, configure_seconds=configure_seconds, results=results)

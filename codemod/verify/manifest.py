@@ -1,0 +1,122 @@
+"""Read the migration manifest `codemod apply` writes (`codemod-manifest/1`, docs/apply.md) into
+plain dataclasses: per kernel its program source, in-memory headers, options and variants.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import UsageError, VerifyError
+
+SCHEMA = "codemod-manifest/1"
+MANIFEST_NAME = "codemod_manifest.json"
+
+
+@dataclass
+class Variant:
+    name_expression: str
+    axes: dict[str, str]
+    sites: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ConditionalOption:
+    option: str
+    cmake_option: str
+
+
+@dataclass
+class KernelEntry:
+    """One migrated `__global__` template: everything needed to compile it with NVRTC."""
+
+    id: str
+    program_path: str          # relative to the library root; the NVRTC program name
+    symbol: str
+    headers: dict[str, str]    # include name -> path relative to the library root
+    include_cuda_toolkit: bool
+    nvrtc_options: list[str]
+    conditional_options: list[ConditionalOption]
+    sites: list[str]
+    variants: list[Variant]
+
+
+@dataclass
+class Manifest:
+    path: Path                 # the manifest file
+    root: Path                 # the library root its paths are relative to
+    rule: str
+    output_dir: str
+    legacy_option: str | None
+    kernels: list[KernelEntry]
+
+    def read(self, relative: str) -> str:
+        """Text of a file named by a manifest path; VerifyError naming the manifest if missing."""
+        target = self.root / relative
+        try:
+            return target.read_text()
+        except OSError as exc:
+            raise VerifyError(f"file named by the manifest cannot be read: {relative} ({exc.strerror})",
+                              where=str(self.path), hint="re-run `codemod apply --write` on this tree") from None
+
+
+def find_manifests(root: Path) -> list[Path]:
+    """Every manifest under `root` (one per applied rule), in a stable order."""
+    skip = {".git", "build", "node_modules"}
+    found = [p for p in sorted(root.rglob(MANIFEST_NAME)) if not skip.intersection(p.relative_to(root).parts)]
+    return found
+
+
+def load_manifest(path: Path, root: Path | None = None) -> Manifest:
+    """Parse and check one manifest. The root defaults to the manifest's folder minus `output_dir`."""
+    where = str(path)
+    try:
+        doc = json.loads(path.read_text())
+    except OSError as exc:
+        raise UsageError(f"cannot read manifest {path}: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise VerifyError(f"manifest is not JSON: {exc.msg}", where=f"{path}:{exc.lineno}") from None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        found = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
+        raise VerifyError(f"expected schema {SCHEMA!r}, found {found!r}", where=where,
+                          hint="this codemod reads manifests written by the same version of `codemod apply`")
+    output_dir = _get(doc, "output_dir", str, where)
+    if root is None:
+        root = path.parent
+        for _ in Path(output_dir).parts:
+            root = root.parent
+    kernels = [_kernel(k, f"{where}: kernels[{i}]") for i, k in enumerate(_get(doc, "kernels", list, where))]
+    return Manifest(path=path, root=root, rule=_get(doc, "rule", str, where), output_dir=output_dir,
+                    legacy_option=doc.get("legacy_option"), kernels=kernels)
+
+
+def _kernel(doc: dict, where: str) -> KernelEntry:
+    if not isinstance(doc, dict):
+        raise VerifyError("expected an object", where=where)
+    string = _get(doc, "kernel_string", dict, where)
+    headers = _get(doc, "headers", dict, where)
+    variants = []
+    for i, v in enumerate(_get(doc, "variants", list, where)):
+        vw = f"{where}.variants[{i}]"
+        if not isinstance(v, dict):
+            raise VerifyError("expected an object", where=vw)
+        variants.append(Variant(name_expression=_get(v, "name_expression", str, vw),
+                                axes={str(k): str(x) for k, x in _get(v, "axes", dict, vw).items()},
+                                sites=list(v.get("sites", []))))
+    conditional = [ConditionalOption(option=_get(c, "option", str, where), cmake_option=_get(c, "cmake_option", str, where))
+                   for c in doc.get("conditional_options", [])]
+    return KernelEntry(id=_get(doc, "id", str, where), program_path=_get(string, "path", str, where + ".kernel_string"),
+                       symbol=string.get("symbol", ""), headers={str(k): str(v) for k, v in headers.items()},
+                       include_cuda_toolkit=bool(doc.get("include_cuda_toolkit", True)),
+                       nvrtc_options=[str(o) for o in doc.get("nvrtc_options", [])],
+                       conditional_options=conditional, sites=list(doc.get("sites", [])), variants=variants)
+
+
+def _get(doc: dict, key: str, kind: type, where: str):
+    if key not in doc:
+        raise VerifyError(f"missing key {key!r}", where=where, hint=f"see the {SCHEMA} table in docs/apply.md")
+    value = doc[key]
+    if not isinstance(value, kind):
+        raise VerifyError(f"{key!r} should be {kind.__name__}, found {type(value).__name__}", where=where)
+    return value

@@ -1,0 +1,180 @@
+"""NVRTC programs to verify: one per kernel x arch x option set, holding the chosen variants'
+name expressions, run in worker processes; a failing program is bisected to name its variants.
+"""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+
+from .cover import greedy_cover
+from .manifest import KernelEntry, Manifest
+
+MAX_ISOLATED = 3  # failing variants named per program; the rest are counted
+
+
+@dataclass
+class Program:
+    """One NVRTC program: a kernel string with the name expressions of the chosen variants."""
+
+    kernel: str
+    arch: str
+    config: str                 # "default", or the CMake options turned ON ("FAST_MATH=ON")
+    name: str                   # program name: the kernel string's path in the library
+    source: str
+    headers: dict[str, str]
+    options: list[str]
+    include_cuda: bool
+    variants: list[str]
+    variants_total: int
+
+    @property
+    def label(self) -> str:
+        config = "" if self.config == "default" else f" {self.config}"
+        return f"{self.kernel} [{self.arch}{config}]"
+
+
+@dataclass
+class Failure:
+    variant: str | None         # None: the kernel string fails without any name expression
+    reason: str                 # "compile", "variant", "lowered_name"
+    log_head: str
+
+
+@dataclass
+class ProgramResult:
+    kernel: str
+    arch: str
+    config: str
+    variants: int
+    variants_total: int
+    ok: bool
+    seconds: float              # the batched compile
+    isolate_seconds: float = 0.0
+    cubin_size: int = 0
+    failures: list[Failure] = field(default_factory=list)
+    unisolated: int = 0         # variants in failing halves left unexamined after MAX_ISOLATED
+
+    def to_json(self) -> dict:
+        return {"kernel": self.kernel, "arch": self.arch, "config": self.config, "ok": self.ok,
+                "variants": self.variants, "variants_total": self.variants_total,
+                "seconds": round(self.seconds, 3), "isolate_seconds": round(self.isolate_seconds, 3),
+                "cubin_size": self.cubin_size, "unisolated": self.unisolated,
+                "failures": [{"variant": f.variant, "reason": f.reason, "log": f.log_head} for f in self.failures]}
+
+
+def option_sets(kernel: KernelEntry) -> list[tuple[str, list[str]]]:
+    """Every combination of the kernel's conditional options: [("default", []), ("X=ON", [...]), ...]."""
+    sets = []
+    conds = kernel.conditional_options
+    for n in range(len(conds) + 1):
+        for chosen in itertools.combinations(conds, n):
+            label = ",".join(f"{c.cmake_option}=ON" for c in chosen) or "default"
+            sets.append((label, [c.option for c in chosen]))
+    return sets
+
+
+def plan(manifests: list[Manifest], archs: list[str], all_variants: bool = False,
+         only: list[str] | None = None) -> list[Program]:
+    """The programs to compile, in manifest, kernel, option-set, arch order."""
+    programs = []
+    for manifest in manifests:
+        for kernel in manifest.kernels:
+            if only and kernel.id not in only:
+                continue
+            chosen = range(len(kernel.variants)) if all_variants else greedy_cover([v.axes for v in kernel.variants])
+            names = [kernel.variants[i].name_expression for i in chosen]
+            source = manifest.read(kernel.program_path)
+            headers = {include: manifest.read(path) for include, path in kernel.headers.items()}
+            for config, extra in option_sets(kernel):
+                for arch in archs:
+                    programs.append(Program(kernel=kernel.id, arch=arch, config=config, name=kernel.program_path,
+                                            source=source, headers=headers, options=kernel.nvrtc_options + extra,
+                                            include_cuda=kernel.include_cuda_toolkit, variants=names,
+                                            variants_total=len(kernel.variants)))
+    return programs
+
+
+def run_program(program: Program) -> ProgramResult:
+    """Compile one program (in a worker process); on failure, find which variants fail."""
+    from . import nvrtc
+
+    def compile_with(names: list[str]):
+        return nvrtc.compile(program.source, program.name, program.headers, program.options, names,
+                             arch=program.arch, include_cuda=program.include_cuda)
+
+    first = compile_with(program.variants)
+    result = ProgramResult(kernel=program.kernel, arch=program.arch, config=program.config,
+                           variants=len(program.variants), variants_total=program.variants_total,
+                           ok=first.ok, seconds=first.seconds, cubin_size=first.cubin_size)
+    if first.ok:
+        return result
+    start = time.perf_counter()
+    if first.compiled:
+        result.failures = [Failure(v, "lowered_name", "nvrtcGetLoweredName failed") for v in first.unlowered]
+    else:
+        bare = compile_with([]) if program.variants else first
+        if not bare.compiled:
+            result.failures = [Failure(None, "compile", bare.log_head())]
+        else:
+            result.failures, result.unisolated = _bisect(program.variants, compile_with)
+            if not result.failures:  # each half compiles alone: report the batch's log as is
+                result.failures = [Failure(None, "compile", first.log_head())]
+    result.isolate_seconds = time.perf_counter() - start
+    return result
+
+
+def _bisect(names: list[str], compile_with: Callable) -> tuple[list[Failure], int]:
+    """Halve failing groups of name expressions down to single variants, naming at most MAX_ISOLATED."""
+    failures: list[Failure] = []
+    unisolated = 0
+    pending = [names[: len(names) // 2], names[len(names) // 2:]]
+    while pending:
+        group = pending.pop(0)
+        if not group:
+            continue
+        if len(failures) >= MAX_ISOLATED:
+            unisolated += len(group)  # NOTE: counted as suspect, not known to fail
+            continue
+        result = compile_with(group)
+        if result.ok:
+            continue
+        if len(group) == 1:
+            reason = "variant" if not result.compiled else "lowered_name"
+            failures.append(Failure(group[0], reason, result.log_head()))
+        else:
+            pending[:0] = [group[: len(group) // 2], group[len(group) // 2:]]
+    return failures, unisolated
+
+
+def run_all(programs: list[Program], jobs: int, progress: Callable[[str], None] | None = None) -> list[ProgramResult]:
+    """Run every program on `jobs` worker processes; results in the order of `programs`."""
+    results: list[ProgramResult | None] = [None] * len(programs)
+    # Largest programs first, so the slowest one does not start last.
+    order = sorted(range(len(programs)), key=lambda i: -len(programs[i].variants))
+    done = 0
+
+    def report(index: int, result: ProgramResult) -> None:
+        nonlocal done
+        done += 1
+        results[index] = result
+        if progress:
+            status = "ok" if result.ok else f"FAILED ({len(result.failures)} failure(s))"
+            progress(f"verify: [{done}/{len(programs)}] {programs[index].label}: "
+                     f"{result.variants} variant(s) {status} in {result.seconds:.2f} s")
+
+    if jobs <= 1 or len(programs) <= 1:
+        for index in order:
+            report(index, run_program(programs[index]))
+        return results  # type: ignore[return-value]
+    # NOTE: spawn, not fork: each worker loads its own libnvrtc; forking a loaded NVRTC is not safe.
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=min(jobs, len(programs)), mp_context=context) as pool:
+        futures = {pool.submit(run_program, programs[i]): i for i in order}
+        for future in as_completed(futures):
+            report(futures[future], future.result())
+    return results  # type: ignore[return-value]

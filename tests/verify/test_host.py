@@ -1,0 +1,51 @@
+"""Host compile: the minilib fixture configured with CMake, generated and rewritten units chosen
+from its compile database and compiled with its flags; skips when no nvcc exists."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from codemod.cli import main
+from codemod.verify.host import HostUnit, _scratch_command, find_nvcc
+
+needs_toolchain = pytest.mark.skipif(find_nvcc() is None or shutil.which("cmake") is None,
+                                     reason="host compile needs nvcc and cmake")
+
+
+@needs_toolchain
+def test_host_units_compile_with_library_flags(minilib, tmp_path, capsys):
+    out = tmp_path / "verify.json"
+    rc = main(["verify", str(minilib), "--arch", "sm_90", "-q", "--json", str(out)])
+    assert rc == 0, capsys.readouterr().out
+    host = json.loads(out.read_text())["host"]
+    assert host["status"] == "passed"
+    # the stub (inside output_dir) and the TU including the rewritten launcher, nothing else
+    assert sorted(u["file"] for u in host["units"]) == ["ops/launch.cu", "rtc/scale/scale_stub.cpp"]
+
+
+@needs_toolchain
+def test_host_failure_names_the_unit(minilib, capsys):
+    stub = minilib / "rtc/scale/scale_stub.cpp"
+    stub.write_text(stub.read_text().replace("return names", "return nams"))
+    rc = main(["verify", str(minilib), "--arch", "sm_90", "-q"])
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert "- host rtc/scale/scale_stub.cpp: compile failed" in out
+    assert "nams" in out
+
+
+def test_no_nvcc_skips_host_with_reason(minilib, monkeypatch, capsys):
+    monkeypatch.setattr("codemod.verify.host.find_nvcc", lambda explicit=None: None)
+    rc = main(["verify", str(minilib), "--arch", "sm_90", "-q"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "host code: skipped: no nvcc found" in out
+
+
+def test_scratch_command_replaces_output_and_drops_dependency_files(tmp_path):
+    unit = HostUnit(file="a.cu", directory=str(tmp_path),
+                    arguments=["nvcc", "-MD", "-MT", "a.o", "-MF", "a.d", "-x", "cu", "-c", "a.cu", "-o", "a.o"])
+    assert _scratch_command(unit, tmp_path / "x.o") == ["nvcc", "-x", "cu", "-c", "a.cu", "-o", str(tmp_path / "x.o")]
