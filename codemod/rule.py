@@ -73,7 +73,11 @@ def load_rule_file(path: Path) -> Rule:
     errors = sorted(jsonschema.Draft202012Validator(_schema()).iter_errors(data), key=lambda e: list(e.path))
     if errors:
         err = errors[0]
-        line = _line_of(node, list(err.path))
+        path_ = list(err.path)
+        extra = re.findall(r"'([^']+)' (?:was|were) unexpected", err.message)
+        if err.validator == "additionalProperties" and extra:
+            path_.append(extra[0])  # point at the unexpected key itself
+        line = _line_of(node, path_)
         field_name = "/".join(str(p) for p in err.path) or "(top level)"
         raise RuleError(f"{field_name}: {err.message}", where=f"{path}:{line}",
                         hint="see docs/rules.md for the rule format")

@@ -185,7 +185,11 @@ def analyze(root: Path, rules: list[Rule], compile_db: Path | None = None, jobs:
                     if not sources:
                         sources = frozenset({("unresolved", "not deducible from the launch")})
                     varies = len(sibling_args.get((fn["usr"], kusr, i), ())) > 1 or len(args) > 1
-                    site_branches = branches + ([f"the index into '{s['via']}'"] if s.get("table") else [])
+                    site_branches = list(branches)
+                    if s.get("table"):
+                        site_branches.append(f"the index into '{s['via']}'")
+                    elif s.get("via") and len(args) > 1:
+                        site_branches.append(f"which kernel '{s['via']}' holds (conditional initialization)")
                     binding, disc, reason = classify(sources, domain, varies, site_branches)
                     site.axes.append(Axis(param=p["name"], kind=p["kind"], arg=arg, binding=binding,
                                           discoverable=disc, reason=reason,

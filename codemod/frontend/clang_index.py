@@ -20,6 +20,8 @@ from .source_text import read_macro_args, read_template_id, normalize
 
 CK = ci.CursorKind
 _WORD = re.compile(r"[A-Za-z_]\w*")
+_INT_KINDS = {ci.TypeKind.INT, ci.TypeKind.UINT, ci.TypeKind.LONG, ci.TypeKind.ULONG, ci.TypeKind.LONGLONG,
+              ci.TypeKind.ULONGLONG, ci.TypeKind.SHORT, ci.TypeKind.USHORT, ci.TypeKind.CHAR_S, ci.TypeKind.UCHAR}
 
 LAUNCH_APIS = {
     "cudaLaunchKernel": "cudaLaunchKernel",
@@ -294,7 +296,12 @@ class TUIndexer:
                 self.typedefs[_qualname(cur)] = canon
             return
         if k == CK.VAR_DECL:
-            # a kernel table at namespace scope
+            # a kernel table at namespace scope, or a named constant (`constexpr int kVec = 4;`)
+            if cur.type.is_const_qualified() and cur.type.get_canonical().kind in _INT_KINDS:
+                v = _eval_int(cur)
+                if v is not None:
+                    self.typedefs[cur.spelling] = str(v)
+                    self.typedefs[_qualname(cur)] = self.typedefs[cur.spelling]
             self._scan_refs_outside(cur)
             return
         if k in FUNCTION_KINDS:
@@ -599,6 +606,10 @@ class TUIndexer:
         if not hit:
             return None
         off = doff + start + hit.start()
+        # include the qualifiers (`ns::kernel`) so the position is the expression's first byte
+        q = re.search(r"(?:(?:::)?[A-Za-z_]\w*\s*::\s*)+$", text[doff:off])
+        if q:
+            off = doff + q.start()
         line = text.count("\n", 0, off) + 1
         col = off - (text.rfind("\n", 0, off) + 1) + 1
         inv = read_macro_args(self.files.get(m["file"]), m["offset"])

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import __version__
-from .toolchain import Toolchain, cache_root, flags_from_compile_db, make_toolchain
+from .toolchain import WRAPPER_STUBS, Toolchain, cache_root, flags_from_compile_db, make_toolchain
 
 CACHE_FORMAT = 3
 
@@ -91,13 +91,11 @@ def _run_job(job: ParseJob) -> dict:
     return facts
 
 
-_CONFLICT = ("redefinition", "conflicting", "redeclar", "already defined", "ambiguous")
-
-
 def _umbrella_conflict(facts: dict) -> bool:
-    """TUs that cannot share one parse (file-local names clash): parse them one by one."""
-    return any(d["severity"] in ("error", "fatal") and any(c in d["message"] for c in _CONFLICT)
-               for d in facts.get("diagnostics", []))
+    """A shared parse with any error is redone one TU at a time: file-local names may clash, and
+    one TU's broken syntax must not be charged to the next (results then equal per-TU parses)."""
+    return len(facts.get("members", [])) > 1 and any(
+        d["severity"] in ("error", "fatal") for d in facts.get("diagnostics", []))
 
 
 def _missing_headers(facts: dict) -> list[str]:
@@ -216,7 +214,7 @@ def parse_all(root: Path, tus: list[str], extra_flags: list[str], compile_db: Pa
     if clashing:
         singles = [m for f in clashing for m in f["members"]]
         if progress:
-            progress(f"{len(singles)} TUs clash when parsed together; parsing them one by one")
+            progress(f"{len(singles)} TUs had errors when parsed together; parsing them one by one")
         again, n2 = _run_jobs(_group_jobs(root, singles, flags_of, False), root, fp, jobs, use_cache, progress)
         facts_list = [f for f in facts_list if f not in clashing] + again
         parsed += n2
@@ -243,7 +241,9 @@ def _note_stubs(facts_list: list[dict], tc: Toolchain) -> None:
     """CM0102 for every parse that really included a stubbed header."""
     stub_dir = str(tc.stub_dir.resolve())
     for f in facts_list:
-        used = sorted(os.path.relpath(i, stub_dir) for i in f.get("external_includes", []) if i.startswith(stub_dir + os.sep))
+        # The two headers clang's CUDA wrapper always wants are stubbed by design, not reported.
+        used = sorted(h for h in (os.path.relpath(i, stub_dir) for i in f.get("external_includes", [])
+                                  if i.startswith(stub_dir + os.sep)) if h not in WRAPPER_STUBS)
         f["stubs_used"] = used
         if used and not any(d.get("id") == "CM0102" for d in f["diagnostics"]):
             f["diagnostics"].insert(0, {

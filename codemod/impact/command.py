@@ -6,6 +6,7 @@ import json
 import sys
 
 from ..errors import UsageError
+from .predict import STEPS_LISTED, limit_steps
 from .replay import POLICIES
 
 
@@ -39,6 +40,8 @@ def add_parser(sub) -> None:
     p.add_argument("--json", metavar="FILE", help="write the JSON document ('-' for stdout)")
     p.add_argument("--html", metavar="FILE", help="write the self-contained HTML report")
     p.add_argument("--trace", metavar="FILE", help="write a Chrome/Perfetto trace (JSON)")
+    p.add_argument("--all-steps", action="store_true",
+                   help=f"list every step in the JSON steps[] table (default: the {STEPS_LISTED} longest)")
     p.add_argument("--top", type=int, default=20, metavar="N", help="rows of the step table on stdout (default 20)")
     p.set_defaults(run=run)
 
@@ -81,10 +84,13 @@ def run(args) -> int:
         if not quiet:
             sys.stdout.write(report_text.render_compare(doc, args.top))
         return 0
+    # the HTML report and the trace draw every step; the JSON lists STEPS_LISTED unless --all-steps
+    every_row = args.all_steps or bool(args.html or args.trace)
     doc = analyse(loaded, remove=args.remove, scale=parse_scale(args.scale), jobs=args.jobs,
-                  policy=args.policy, cores=args.cores, alpha=args.contention)
+                  policy=args.policy, cores=args.cores, alpha=args.contention,
+                  max_steps=None if every_row else STEPS_LISTED)
     if args.json:
-        _write(args.json, dumps(doc))
+        _write(args.json, dumps(doc if args.all_steps else limit_steps(doc, STEPS_LISTED)))
     if args.html:
         from .report_html import render
 

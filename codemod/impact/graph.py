@@ -5,12 +5,13 @@ order ninja breaks ties with. From build.ninja when given, else recovered from t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from .build_ninja import Manifest
-from .ninja_log import Step
+from .ninja_log import LINK_SUFFIXES, Step, is_link_output
 
 
-@dataclass
+@dataclass(slots=True)
 class Node:
     index: int
     name: str
@@ -29,9 +30,24 @@ class Graph:
     source: str  # "build.ninja" or "log"
     warnings: list[str] = field(default_factory=list)
     _topo: list[int] | None = field(default=None, repr=False)
+    _users: list[list[int]] | None = field(default=None, repr=False)
+    _ranks: dict = field(default_factory=dict, repr=False)  # policy -> ready-queue ranks (replay.py)
 
     def steps(self) -> list[Node]:
         return [n for n in self.nodes if n.step is not None]
+
+    def users(self) -> list[list[int]]:
+        """Dependents of each node (cached: nodes and dependencies do not change after construction)."""
+        if self._users is None:
+            users: list = [()] * len(self.nodes)  # most nodes have no dependents: share one tuple
+            for node in self.nodes:
+                for d in node.deps:
+                    if users[d]:
+                        users[d].append(node.index)
+                    else:
+                        users[d] = [node.index]
+            self._users = users
+        return self._users
 
 
 def from_log(steps: list[Step], cycle_starts: list[int] | None = None) -> Graph:
@@ -41,18 +57,20 @@ def from_log(steps: list[Step], cycle_starts: list[int] | None = None) -> Graph:
     With several cycles (manifest regenerated), steps of a cycle wait for all of the previous one:
     `cycle_starts` holds the (offset) start of each cycle after the first.
     """
-    ordered = sorted(steps, key=lambda s: (s.start_ms, s.lineno))
-    nodes = [Node(i, s.name, float(s.elapsed_ms), order=i, step=s) for i, s in enumerate(ordered)]
+    ordered = sorted(sorted(steps, key=attrgetter("lineno")), key=attrgetter("start_ms"))  # (start, line)
+    nodes = [Node(i, s.outputs[0], float(s.end_ms - s.start_ms), False, "", [], i, s) for i, s in enumerate(ordered)]
     for boundary in cycle_starts or []:
-        before = [n.index for n in nodes if n.step.end_ms <= boundary]
+        before = [n.index for n in nodes[: len(ordered)] if n.step.end_ms <= boundary]
         b = Node(len(nodes), f"<cycle boundary at {boundary} ms>", 0.0, phony=True, order=len(nodes), deps=before)
         nodes.append(b)
         for n in nodes[: len(ordered)]:
             if n.step.start_ms >= boundary:
                 n.deps.append(b.index)
-    links = sorted((n for n in nodes if n.step.is_link), key=lambda n: (n.step.start_ms, n.index))
+    # step nodes are in (start, index) order already; cycle boundaries have no step
+    stepped = nodes[: len(ordered)]
+    links = [n for n in stepped if (n.name.endswith(LINK_SUFFIXES) or ".so." in n.name) and is_link_output(n.name)]
     if links:
-        by_end = sorted(nodes, key=lambda n: (n.step.end_ms, n.index))
+        by_end = sorted(stepped, key=lambda n: n.step.end_ms)  # stable: ties keep index order
         cut, barrier = 0, None
         for link in links:
             new_deps = []
@@ -140,14 +158,9 @@ def topo_order(graph: Graph) -> list[int]:
 
 
 def _kahn(graph: Graph) -> list[int]:
-    n = len(graph.nodes)
-    indeg = [0] * n
-    users: list[list[int]] = [[] for _ in range(n)]
-    for node in graph.nodes:
-        for d in node.deps:
-            users[d].append(node.index)
-            indeg[node.index] += 1
-    order = [i for i in range(n) if indeg[i] == 0]
+    indeg = [len(node.deps) for node in graph.nodes]
+    users = graph.users()
+    order = [i for i, k in enumerate(indeg) if k == 0]
     head = 0
     while head < len(order):
         i = order[head]

@@ -5,6 +5,9 @@ its tail, the critical chain, and lower bounds. Plain functions over Graph + Sch
 from __future__ import annotations
 
 from bisect import bisect_right
+from functools import reduce
+from itertools import accumulate, compress, repeat
+from operator import add, and_, ge, lt, mul, sub
 from dataclasses import dataclass
 
 from .graph import Graph, topo_order
@@ -42,18 +45,22 @@ def r3(x: float) -> float:
 
 
 def real_nodes(graph: Graph, sched: Schedule) -> list[int]:
-    return [n.index for n in graph.nodes if not n.phony and sched.end[n.index] > sched.start[n.index]]
+    """Non-phony nodes that ran for some time (C-level maps: this runs on every node)."""
+    not_phony = [not n.phony for n in graph.nodes]
+    return list(compress(range(len(not_phony)), map(and_, map(lt, sched.start, sched.end), not_phony)))
 
 
 def summarize(graph: Graph, sched: Schedule) -> Summary:
     idx = real_nodes(graph, sched)
-    cpu = sum(sched.end[i] - sched.start[i] for i in idx)
+    start, end = sched.start, sched.end
+    cpu = sum([end[i] - start[i] for i in idx])
     return Summary(sched.wall_ms / 1000.0, cpu / 1000.0, len(idx), sched.jobs)
 
 
-def weighted_times(sched: Schedule, conc: tuple | None = None) -> list[float]:
+def weighted_times(sched: Schedule, conc: tuple | None = None, only: list[int] | None = None) -> list[float]:
     """Chromium's weighted time (ms): each instant is shared equally by the jobs running then.
-    Sums to the busy wall time. `conc` = concurrency_steps(...) of the schedule, if already known."""
+    Sums to the busy wall time. `conc` = concurrency_steps(...) of the schedule, if already known;
+    `only`: the nodes to price (default all), in that order."""
     times, counts = conc or concurrency_steps(sched.start, sched.end)
     acc = [0.0]
     for k in range(1, len(times)):
@@ -67,7 +74,10 @@ def weighted_times(sched: Schedule, conc: tuple | None = None) -> list[float]:
         c = counts[k]
         return acc[k] + ((x - times[k]) / c if c else 0.0)
 
-    return [at(e) - at(s) if e > s else 0.0 for s, e in zip(sched.start, sched.end)]
+    start, end = sched.start, sched.end
+    if only is not None:
+        return [at(end[i]) - at(start[i]) if end[i] > start[i] else 0.0 for i in only]
+    return [at(e) - at(s) if e > s else 0.0 for s, e in zip(start, end)]
 
 
 MAX_PROFILE_POINTS = 4000
@@ -81,23 +91,17 @@ def profile(sched: Schedule, conc: tuple | None = None) -> list[list[float]]:
         return [[r3(t / 1000.0), c] for t, c in zip(times, counts)]
     t0, t1 = times[0], times[-1]
     width = (t1 - t0) / MAX_PROFILE_POINTS
-    area = [0.0] * MAX_PROFILE_POINTS
-    last = MAX_PROFILE_POINTS - 1
-    for k in range(len(times) - 1):
-        a, b, c = times[k], times[k + 1], counts[k]
-        if not c:
-            continue
-        j = min(int((a - t0) / width), last)
-        while True:
-            # NOTE: advance by bucket index, not by float edges, so rounding cannot stall the loop
-            edge = b if j >= last else min(b, t0 + (j + 1) * width)
-            if edge > a:
-                area[j] += (edge - a) * c
-                a = edge
-            if a >= b or j >= last:
-                break
-            j += 1
-    out = [[r3((t0 + j * width) / 1000.0), round(area[j] / width, 1)] for j in range(MAX_PROFILE_POINTS)]
+    # job-ms done up to each change point; a bucket's area is the difference at its two edges
+    acc = list(accumulate(map(mul, map(sub, times[1:], times[:-1]), counts), initial=0.0))
+    last = len(times) - 1
+
+    def area_at(x: float) -> float:
+        k = bisect_right(times, x) - 1
+        return acc[-1] if k >= last else acc[k] + (x - times[k]) * counts[k]
+
+    edges = [area_at(t0 + j * width) for j in range(MAX_PROFILE_POINTS)] + [acc[-1]]
+    out = [[r3((t0 + j * width) / 1000.0), round((edges[j + 1] - edges[j]) / width, 1)]
+           for j in range(MAX_PROFILE_POINTS)]
     out.append([r3(t1 / 1000.0), 0])
     return out
 
@@ -110,18 +114,15 @@ def tail(sched: Schedule, conc: tuple | None = None) -> dict:
         return {"full_until_s": 0.0, "tail_s": 0.0, "tail_job_s": 0.0, "below_full_s": 0.0, "below_half_s": 0.0}
     peak = max(counts)
     full = min(sched.jobs, peak) if sched.jobs > 0 else peak
-    full_until = 0.0
-    below_full = below_half = 0.0
-    for k in range(len(times) - 1):
-        dt = times[k + 1] - times[k]
-        if counts[k] >= full:
-            full_until = times[k + 1]
-        else:
-            below_full += dt
-        if counts[k] * 2 < full:
-            below_half += dt
+    # NOTE: C-level maps over the change points; the sums add in the same order as a plain loop
+    head = counts[:-1]
+    dts = list(map(sub, times[1:], times[:-1]))
+    last_full = next((k for k in range(len(head) - 1, -1, -1) if head[k] >= full), None)
+    full_until = times[last_full + 1] if last_full is not None else 0.0
+    below_full = reduce(add, compress(dts, map(lt, head, repeat(full))), 0.0)
+    below_half = reduce(add, compress(dts, map(lt, map(mul, head, repeat(2)), repeat(full))), 0.0)
     wall = times[-1]
-    job_ms = sum((times[k + 1] - times[k]) * counts[k] for k in range(len(times) - 1) if times[k] >= full_until)
+    job_ms = sum(compress(map(mul, dts, head), map(ge, times, repeat(full_until))))
     return {
         "full_concurrency": full,
         "full_until_s": r3(full_until / 1000.0),
@@ -140,7 +141,11 @@ def critical_chain(graph: Graph, sched: Schedule, eps_ms: float = 1.0) -> list[d
     real = real_nodes(graph, sched)
     if not real:
         return []
-    by_end = sorted(real, key=lambda i: (sched.end[i], nodes[i].order))
+    # (end, order): a stable sort by end of the nodes in edge-id order
+    orders = [n.order for n in nodes]
+    by_end = sorted(sorted(real, key=orders.__getitem__), key=sched.end.__getitem__)
+    phony = [n.phony for n in nodes]
+    end = sched.end
     ends = [sched.end[i] for i in by_end]
     latest: dict[int, int | None] = {}
 
@@ -155,14 +160,11 @@ def critical_chain(graph: Graph, sched: Schedule, eps_ms: float = 1.0) -> list[d
                 continue
             order.append(x)
             latest[x] = None  # placeholder
-            stack.extend(d for d in nodes[x].deps if nodes[d].phony and d not in latest)
+            stack.extend([d for d in nodes[x].deps if phony[d] and d not in latest])
         for x in reversed(order):
-            best = None
-            for d in nodes[x].deps:
-                cand = latest.get(d) if nodes[d].phony else d
-                if cand is not None and (best is None or sched.end[cand] > sched.end[best]):
-                    best = cand
-            latest[x] = best
+            # the first of the latest-ending candidates, as max() picks it
+            cands = [c for c in [latest.get(d) if phony[d] else d for d in nodes[x].deps] if c is not None]
+            latest[x] = max(cands, key=end.__getitem__) if cands else None
         return latest[i]
 
     cur = by_end[-1]
@@ -207,12 +209,13 @@ def critical_step(chain: list[dict]) -> dict | None:
 
 def bounds(graph: Graph, work: list[float], jobs: int) -> dict:
     """Lower bounds on the wall: the longest dependency path (infinite -j) and work / jobs."""
-    finish = [0.0] * len(graph.nodes)
+    nodes = graph.nodes
+    finish = [0.0 if n.phony else w for n, w in zip(nodes, work)]
     for i in topo_order(graph):
-        node = graph.nodes[i]
-        ready = max((finish[d] for d in node.deps), default=0.0)
-        finish[i] = ready + (0.0 if node.phony else work[i])
-    total = sum(w for n, w in zip(graph.nodes, work) if not n.phony)
+        deps = nodes[i].deps
+        if deps:
+            finish[i] += max([finish[d] for d in deps])
+    total = sum([w for n, w in zip(nodes, work) if not n.phony])
     return {
         "critical_path_s": r3(max(finish, default=0.0) / 1000.0),
         "work_s": r3(total / 1000.0 / jobs) if jobs > 0 else 0.0,

@@ -6,7 +6,12 @@ point other stages (codemod analyze) call.
 from __future__ import annotations
 
 import fnmatch
+import gc
+import heapq
 import re
+from contextlib import contextmanager
+from itertools import repeat
+from operator import mul, sub
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
@@ -32,8 +37,27 @@ class Loaded:
     warnings: list[str] = field(default_factory=list)
 
 
+@contextmanager
+def gc_paused():
+    """NOTE: the pipeline allocates ~10 objects per step, none in reference cycles; on a 100k-step
+    log the cyclic collector would re-scan them dozens of times (about half the run time)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def load(log_path: str, nvcc_time_paths: list[str] | None = None, build_ninja_path: str | None = None,
          build_index: int = -1) -> Loaded:
+    with gc_paused():
+        return _load(log_path, nvcc_time_paths, build_ninja_path, build_index)
+
+
+def _load(log_path: str, nvcc_time_paths: list[str] | None, build_ninja_path: str | None,
+          build_index: int) -> Loaded:
     log = ninja_log.parse_path(log_path)
     build = log.build(build_index)
     steps, cycle_starts, offset = [], [], 0
@@ -121,26 +145,46 @@ def glob_matches(glob: str, names: list[str]) -> bool:
     return any(rx.match(n) for n in names)
 
 
+def _literal(glob: str) -> str:
+    """The longest literal run of `glob`: every name it matches contains it ('' if unsure)."""
+    if "[" in glob:
+        return ""
+    return max(re.split(r"[*?]", glob), key=len)
+
+
 def factors(loaded: Loaded, remove: list[str], scale: dict[str, float]) -> dict[str, float]:
-    """Step name -> duration factor (0 = removed). A glob that matches nothing is an error."""
-    out: dict[str, float] = {}
+    """Step name -> duration factor (0 = removed). A glob that matches nothing is an error.
+    NOTE: a substring test on each glob's literal part rules most steps out before any regex runs."""
+    steps = loaded.steps
+    nvcc = loaded.nvcc
+    hay = []  # every candidate name of a step, one per line; each candidate is a substring of it
+    for s in steps:
+        inv = nvcc.get(s.outputs[0]) if nvcc else None
+        text = s.outputs[0] if len(s.outputs) == 1 else "\n".join(s.outputs)
+        hay.append(text + "\n" + inv.source if inv is not None and inv.source else text)
+    rules = [(g, factor) for g, factor in scale.items()] + [(g, 0.0) for g in remove]
     hits = {g: 0 for g in list(remove) + list(scale)}
-    scale_rx = [(g, glob_regex(g), factor) for g, factor in scale.items()]
-    remove_rx = [(g, glob_regex(g)) for g in remove]
-    for s in loaded.steps:
-        names = _candidates(s, loaded.nvcc.get(s.name))
+    matched: list[set[int]] = []
+    for g, _ in rules:
+        rx, lit = glob_regex(g), _literal(g)
+        found = set()
+        for k in (range(len(steps)) if not lit else [k for k, h in enumerate(hay) if lit in h]):
+            s = steps[k]
+            if any(rx.match(n) for n in _candidates(s, nvcc.get(s.name))):
+                found.add(k)
+        matched.append(found)
+        hits[g] += len(found)
+    out: dict[str, float] = {}
+    for k in sorted(set().union(*matched)) if matched else []:
         f = 1.0
-        for g, rx, factor in scale_rx:
-            if any(rx.match(n) for n in names):
-                f, hits[g] = f * factor, hits[g] + 1
-        for g, rx in remove_rx:
-            if any(rx.match(n) for n in names):
-                f, hits[g] = 0.0, hits[g] + 1
+        for (g, factor), found in zip(rules, matched):
+            if k in found:
+                f = f * factor if factor else 0.0
         if f != 1.0:
-            out[s.name] = f
+            out[steps[k].name] = f
     missing = [g for g, n in hits.items() if n == 0]
     if missing:
-        example = loaded.steps[0].name if loaded.steps else "(none)"
+        example = steps[0].name if steps else "(none)"
         raise UsageError(f"no step matches {', '.join(repr(g) for g in missing)}",
                          hint=f"globs match outputs or nvcc sources, e.g. {example!r}")
     return out
@@ -153,70 +197,106 @@ def build_graph(loaded: Loaded) -> Graph:
 
 
 def recorded_schedule(graph: Graph, jobs: int) -> Schedule:
-    n = len(graph.nodes)
-    start, end = [0.0] * n, [0.0] * n
-    for i in topo_order(graph):
-        node = graph.nodes[i]
-        if node.step is not None:
-            start[i], end[i] = float(node.step.start_ms), float(node.step.end_ms)
-        else:
-            end[i] = start[i] = max((end[d] for d in node.deps), default=0.0)
+    nodes = graph.nodes
+    start = [float(n.step.start_ms) if n.step is not None else 0.0 for n in nodes]
+    end = [float(n.step.end_ms) if n.step is not None else 0.0 for n in nodes]
+    unlogged = [n.index for n in nodes if n.step is None]
+    if unlogged:
+        for i in topo_order(graph):
+            node = nodes[i]
+            if node.step is None:
+                end[i] = start[i] = max([end[d] for d in node.deps], default=0.0)
     return Schedule(start, end, jobs)
+
+
+STEPS_LISTED = 1000  # rows of steps[] by default (the longest steps); --all-steps lists every one
 
 
 def analyse(loaded: Loaded, remove: list[str] | None = None, scale: dict[str, float] | None = None,
             jobs: int | None = None, policy: str | None = None, cores: int | None = None,
-            alpha: float = 0.0) -> dict:
+            alpha: float = 0.0, max_steps: int | None = STEPS_LISTED) -> dict:
+    """The JSON document. `max_steps`: rows of steps[] (the longest steps, None = all); a longer
+    build adds `steps_limited` with the totals (docs/impact.md)."""
+    with gc_paused():
+        return _analyse(loaded, remove, scale, jobs, policy, cores, alpha, max_steps)
+
+
+def _analyse(loaded: Loaded, remove: list[str] | None, scale: dict[str, float] | None, jobs: int | None,
+             policy: str | None, cores: int | None, alpha: float, max_steps: int | None) -> dict:
     remove, scale = list(remove or []), dict(scale or {})
     graph = build_graph(loaded)
-    step_idx = [n.index for n in graph.nodes if n.step is not None]
-    times, counts = concurrency_steps([float(s.start_ms) for s in loaded.steps], [float(s.end_ms) for s in loaded.steps])
-    peak = max(counts, default=1)
+    nodes = graph.nodes
+    step_idx = [i for i, n in enumerate(nodes) if n.step is not None]
+    measured = recorded_schedule(graph, jobs or 0)
+    # NOTE: phony nodes have zero length, so the recorded schedule's concurrency is the steps'
+    conc_measured = concurrency_steps(measured.start, measured.end)
+    peak = max(conc_measured[1], default=1)
     if jobs is None:
         jobs, jobs_source = max(1, peak), "peak concurrency of the recorded build"
     else:
         if jobs < 0:
             raise UsageError(f"-j must be >= 0, got {jobs}")
         jobs_source = "-j"
+    measured.jobs = jobs
     policy_source = "-p/--policy" if policy else f"log v{loaded.log.version}"
     policy = policy or POLICY_FOR_LOG_VERSION.get(loaded.log.version, "1.12")
     contention = Contention(cores, alpha)
 
-    measured = recorded_schedule(graph, jobs)
-    work = [0.0] * len(graph.nodes)
+    work = [0.0] * len(nodes)
     rec = recorded_work([measured.start[i] for i in step_idx], [measured.end[i] for i in step_idx], contention)
     for i, w in zip(step_idx, rec):
         work[i] = w
     factor_by_name = factors(loaded, remove, scale)
-    work_after = [w * factor_by_name.get(n.name, 1.0) if n.step is not None else w for n, w in zip(graph.nodes, work)]
+    work_after = list(work)
+    if factor_by_name:
+        for i in step_idx:
+            f = factor_by_name.get(nodes[i].step.name)
+            if f is not None:
+                work_after[i] = work[i] * f
 
     replayed = replay(graph, work, jobs, policy, contention)
     predicted = replay(graph, work_after, jobs, policy, contention)
     schedules = {"measured": measured, "replayed": replayed, "predicted": predicted}
-    conc = {k: concurrency_steps(s.start, s.end) for k, s in schedules.items()}
-    weighted = weighted_times(measured, conc["measured"])
+    conc = {"measured": conc_measured, "replayed": concurrency_steps(replayed.start, replayed.end),
+            "predicted": concurrency_steps(predicted.start, predicted.end)}
 
-    sums = {name: summarize(graph, s) for name, s in (("measured", measured), ("replayed", replayed), ("predicted", predicted))}
-    sums["measured"].wall_s = max((s.end_ms for s in loaded.steps), default=0) / 1000.0
-    cpu_before = sum(s.elapsed_ms for s in loaded.steps) / 1000.0
-    cpu_after = sum(s.elapsed_ms * factor_by_name.get(s.name, 1.0) for s in loaded.steps) / 1000.0
+    sums = {name: summarize(graph, s) for name, s in schedules.items()}
+    st_start = [s.start_ms for s in loaded.steps]
+    st_end = [s.end_ms for s in loaded.steps]
+    st_factor = list(map(factor_by_name.get, [s.outputs[0] for s in loaded.steps], repeat(1.0)))
+    sums["measured"].wall_s = max(st_end, default=0) / 1000.0
+    cpu_before = sum(map(sub, st_end, st_start)) / 1000.0
+    cpu_after = sum(map(mul, map(sub, st_end, st_start), st_factor)) / 1000.0
     measured_wall = sums["measured"].wall_s
     replayed_wall = replayed.wall_ms / 1000.0
     predicted_wall = predicted.wall_ms / 1000.0
-    chains = {k: critical_chain(graph, s) for k, s in (("measured", measured), ("replayed", replayed), ("predicted", predicted))}
+    chains = {k: critical_chain(graph, s) for k, s in schedules.items()}
 
+    # steps[] order: longest first, then by name (elapsed_s is r3(elapsed_ms / 1000): same order)
+    def row_key(i: int) -> tuple:
+        st = nodes[i].step
+        return (st.start_ms - st.end_ms, st.outputs[0])
+
+    listed = step_idx
+    if max_steps is not None and len(step_idx) > max_steps:
+        # NOTE: only steps at least as long as the max_steps-th longest can be listed; sort those
+        elapsed = [nodes[i].duration_ms for i in step_idx]
+        cut = heapq.nlargest(max_steps, elapsed)[-1] if max_steps > 0 else float("inf")
+        listed = [i for i, e in zip(step_idx, elapsed) if e >= cut]
+    listed = sorted(listed, key=row_key)
+    if max_steps is not None:
+        listed = listed[:max_steps]
+    weighted = weighted_times(measured, conc_measured, listed)
     rows = []
-    for i in step_idx:
-        node = graph.nodes[i]
-        step = node.step
-        inv = loaded.nvcc.get(step.name)
+    for i, w in zip(listed, weighted):
+        step = nodes[i].step
         f = factor_by_name.get(step.name, 1.0)
         row = {
             "name": step.name,
             "start_s": r3(step.start_ms / 1000.0),
             "end_s": r3(step.end_ms / 1000.0),
             "elapsed_s": r3(step.elapsed_ms / 1000.0),
-            "weighted_s": r3(weighted[i] / 1000.0),
+            "weighted_s": r3(w / 1000.0),
             "action": "remove" if f == 0 else ("scale" if f != 1.0 else "keep"),
             "factor": f,
             "replayed": {"start_s": r3(replayed.start[i] / 1000.0), "end_s": r3(replayed.end[i] / 1000.0)},
@@ -225,11 +305,15 @@ def analyse(loaded: Loaded, remove: list[str] | None = None, scale: dict[str, fl
         }
         if len(step.outputs) > 1:
             row["outputs"] = list(step.outputs)
-        row.update(nvcc_fields(inv))
+        row.update(nvcc_fields(loaded.nvcc.get(step.name)))
         rows.append(row)
-    rows.sort(key=lambda r: (-r["elapsed_s"], r["name"]))
 
-    cuda = [r for r in rows if r["nvcc"] is not None]
+    # nvcc totals over every step, in steps[] order, whether listed or not
+    cuda = []
+    if loaded.nvcc:
+        for i in sorted((i for i in step_idx if nodes[i].step.name in loaded.nvcc), key=row_key):
+            name = nodes[i].step.name
+            cuda.append({"name": name} | nvcc_fields(loaded.nvcc[name]))
     doc = {
         "schema_version": SCHEMA_VERSION,
         "tool": "codemod impact",
@@ -262,7 +346,25 @@ def analyse(loaded: Loaded, remove: list[str] | None = None, scale: dict[str, fl
         "steps": rows,
         "warnings": list(loaded.warnings) + list(graph.warnings),
     }
+    if len(rows) < len(step_idx):
+        doc["steps_limited"] = _limited(len(rows), len(step_idx), st_factor.count(0.0),
+                                        len(st_factor) - st_factor.count(0.0) - st_factor.count(1.0))
     return doc
+
+
+def _limited(listed: int, total: int, removed: int, scaled: int) -> dict:
+    return {"listed": listed, "total": total, "removed": removed, "scaled": scaled,
+            "hint": "--all-steps lists every step"}
+
+
+def limit_steps(doc: dict, max_steps: int) -> dict:
+    """`doc` with steps[] cut to its first `max_steps` rows, as analyse(max_steps=...) makes it."""
+    rows = doc["steps"]
+    if len(rows) <= max_steps:
+        return doc
+    return doc | {"steps": rows[:max_steps],
+                  "steps_limited": _limited(max_steps, len(rows), sum(1 for r in rows if r["action"] == "remove"),
+                                            sum(1 for r in rows if r["action"] == "scale"))}
 
 
 _NO_NVCC = {"nvcc": None, "host_s": 0.0, "device_s": 0.0, "phases": {}, "archs": {}}

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_right
+from itertools import compress, repeat
+from operator import lt, sub
 from dataclasses import dataclass
 
 from ..errors import UsageError
@@ -72,23 +74,37 @@ def priorities(graph: Graph, policy: str, durations: list[float]) -> list[tuple]
     return [(-w[n.index], n.order) for n in nodes]
 
 
+def ranks(graph: Graph, policy: str, durations: list[float]) -> list[int]:
+    """Position of each node in the ready-queue order (0 pops first; equal keys go to the lower
+    node index). Cached on the graph for the policies that do not depend on durations."""
+    cacheable = policy in ("1.11", "1.12")
+    if cacheable and policy in graph._ranks:
+        return graph._ranks[policy]
+    keys = priorities(graph, policy, durations)
+    rank = [0] * len(keys)
+    for r, i in enumerate(sorted(range(len(keys)), key=keys.__getitem__)):
+        rank[i] = r
+    if cacheable:
+        graph._ranks[policy] = rank
+    return rank
+
+
 def replay(graph: Graph, work: list[float], jobs: int, policy: str,
            contention: Contention | None = None) -> Schedule:
-    """Simulate `ninja -j jobs` (0 = unlimited) over `graph` with per-node work in ms."""
+    """Simulate `ninja -j jobs` (0 = unlimited) over `graph` with per-node work in ms.
+    Heaps of ints (ready ranks) and of (virtual finish, node): O(n log n) for n nodes."""
     contention = contention or Contention()
     nodes = graph.nodes
     n = len(nodes)
-    keys = priorities(graph, policy, work)
-    users: list[list[int]] = [[] for _ in range(n)]
-    waiting = [0] * n
-    for node in nodes:
-        for d in node.deps:
-            users[d].append(node.index)
-        waiting[node.index] = len(node.deps)
+    rank = ranks(graph, policy, work)
+    node_at = [0] * n
+    for i, r in enumerate(rank):
+        node_at[r] = i
+    users = graph.users()
+    waiting = [len(nd.deps) for nd in nodes]
     start = [0.0] * n
     end = [0.0] * n
-    ready: list[tuple] = [(keys[i], i) for i in range(n) if waiting[i] == 0]
-    heapq.heapify(ready)
+    ready = sorted(rank[i] for i in range(n) if waiting[i] == 0)  # a sorted list is a heap
     pools = graph.pools
     pool_use: dict[str, int] = {}
     delayed: dict[str, list] = {}
@@ -97,49 +113,51 @@ def replay(graph: Graph, work: list[float], jobs: int, policy: str,
     v = 0.0  # virtual clock: work done by any one running job since t=0
     capacity = jobs if jobs > 0 else n + 1
     done = 0
-    rate = contention.rate
-    phony = [nd.phony or work[nd.index] <= 0 for nd in nodes]
+    rate = contention.rate if contention.cores is not None else None
+    instant = [nd.phony or w <= 0 for nd, w in zip(nodes, work)]
     pool_of = [nd.pool for nd in nodes]
-
-    def finish(i: int) -> None:
-        nonlocal done
-        end[i] = t
-        done += 1
-        for u in users[i]:
-            waiting[u] -= 1
-            if waiting[u] == 0:
-                heapq.heappush(ready, (keys[u], u))
+    heappush, heappop = heapq.heappush, heapq.heappop
 
     while done < n:
         while ready and len(running) < capacity:
-            key, i = heapq.heappop(ready)
-            if phony[i]:
-                start[i] = t
-                finish(i)
+            i = node_at[heappop(ready)]
+            if instant[i]:
+                start[i] = end[i] = t
+                done += 1
+                for u in users[i]:
+                    waiting[u] -= 1
+                    if not waiting[u]:
+                        heappush(ready, rank[u])
                 continue
             pool = pool_of[i]
             if pool:
                 depth = pools.get(pool)
                 if depth is not None and depth > 0 and pool_use.get(pool, 0) >= depth:
-                    heapq.heappush(delayed.setdefault(pool, []), (key, i))
+                    heappush(delayed.setdefault(pool, []), rank[i])
                     continue
                 pool_use[pool] = pool_use.get(pool, 0) + 1
             start[i] = t
-            heapq.heappush(running, (v + work[i], i))
+            heappush(running, (v + work[i], i))
         if not running:
             if done < n and not ready:
                 raise UsageError("the dependency graph has a cycle; cannot replay")
             continue
-        vf, i = heapq.heappop(running)
-        r = rate(len(running) + 1)
-        t += (vf - v) / r
+        vf, i = heappop(running)
+        # NOTE: t advances by (vf - v) / rate even without contention (rate 1), so that t keeps
+        # the same float rounding as the contended model
+        t += (vf - v) / rate(len(running) + 1) if rate is not None else (vf - v)
         v = vf
         pool = pool_of[i]
         if pool and pool in pool_use:
             pool_use[pool] -= 1
             if delayed.get(pool):
-                heapq.heappush(ready, heapq.heappop(delayed[pool]))
-        finish(i)
+                heappush(ready, heappop(delayed[pool]))
+        end[i] = t
+        done += 1
+        for u in users[i]:
+            waiting[u] -= 1
+            if not waiting[u]:
+                heappush(ready, rank[u])
     return Schedule(start, end, jobs)
 
 
@@ -165,16 +183,11 @@ def recorded_work(starts: list[float], ends: list[float], contention: Contention
 
 def concurrency_steps(starts: list[float], ends: list[float]) -> tuple[list[float], list[int]]:
     """Change points of the number of running jobs: counts[k] holds on [times[k], times[k+1]).
-    Zero-length intervals are ignored; an end and a start at one instant do not overlap."""
-    events = sorted([(s, 1) for s, e in zip(starts, ends) if e > s] + [(e, -1) for s, e in zip(starts, ends) if e > s])
-    times: list[float] = []
-    counts: list[int] = []
-    n = 0
-    for tm, d in events:
-        n += d
-        if times and times[-1] == tm:
-            counts[-1] = n
-        else:
-            times.append(tm)
-            counts.append(n)
+    Zero-length intervals are ignored; an end and a start at one instant do not overlap.
+    NOTE: running at t = starts <= t minus ends <= t, by bisection: C-level maps, no event loop."""
+    live = list(map(lt, starts, ends))
+    s_sorted = sorted(compress(starts, live))
+    e_sorted = sorted(compress(ends, live))
+    times = sorted(set(s_sorted).union(e_sorted))
+    counts = list(map(sub, map(bisect_right, repeat(s_sorted), times), map(bisect_right, repeat(e_sorted), times)))
     return times, counts

@@ -27,7 +27,10 @@ def render(doc: dict, top: int = 20) -> str:
         out.append(f"nvcc phases for {nv['cuda_steps']} CUDA steps: host {nv['host_s']:.1f} s "
                    f"({100 * nv['host_s'] / tot:.0f}%), device {nv['device_s']:.1f} s ({100 * nv['device_s'] / tot:.0f}%)")
     out.append("")
-    out.append(f"top {min(top, len(doc['steps']))} of {len(doc['steps'])} steps by elapsed time")
+    lim = doc.get("steps_limited")
+    total = lim["total"] if lim else len(doc["steps"])
+    out.append(f"top {min(top, len(doc['steps']))} of {total} steps by elapsed time"
+               + (f" (the JSON lists the {lim['listed']} longest; --all-steps for all)" if lim else ""))
     out.append(f"{'elapsed':>9} {'start':>8} {'end':>8} {'weighted':>9} {'host':>8} {'device':>8}  {'what-if':8} step")
     for r in doc["steps"][:top]:
         act = {"keep": "", "remove": "removed", "scale": f"x{r['factor']:g}"}[r["action"]]
@@ -49,8 +52,11 @@ def render(doc: dict, top: int = 20) -> str:
     for w in doc["warnings"]:
         out.append(f"warning: {w}")
     out.append("")
-    removed = sum(1 for r in doc["steps"] if r["action"] == "remove")
-    scaled = sum(1 for r in doc["steps"] if r["action"] == "scale")
+    if lim:
+        removed, scaled = lim["removed"], lim["scaled"]
+    else:
+        removed = sum(1 for r in doc["steps"] if r["action"] == "remove")
+        scaled = sum(1 for r in doc["steps"] if r["action"] == "scale")
     out.append(f"predicted wall {doc['predicted_wall_s']:.1f} s vs replayed {doc['replayed_wall_s']:.1f} s "
                f"({doc['predicted_delta_pct']:+.1f}%, replay error {doc['replay_error_pct']:+.2f}%); "
                f"CPU {doc['cpu_s_before']:.1f} -> {doc['cpu_s_after']:.1f} s; {removed} steps removed, {scaled} scaled")

@@ -1,0 +1,49 @@
+"""Golden analysis documents: the normalized JSON a golden case is compared against.
+
+Regenerated only by `python -m codemod.analysis.golden` (review the diff before committing).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ..model import Analysis
+
+REPO = Path(__file__).resolve().parents[2]
+CASES = ("actlib", "castlib")
+
+
+def normalized(a: Analysis) -> dict:
+    """The analysis without what varies between runs and machines (times, cache, tool version)."""
+    doc = a.to_json()
+    doc.pop("stats", None)
+    doc["tool_version"] = "<version>"
+    for tu in doc["translation_units"]:
+        tu.pop("parse_seconds", None)
+        tu.pop("from_cache", None)
+    return doc
+
+
+def analyze_case(case: str, **kw) -> Analysis:
+    from .analyze import analyze
+
+    return analyze(REPO / "golden" / case / "input", [], **kw)
+
+
+def dump(doc: dict) -> str:
+    return json.dumps(doc, indent=1, sort_keys=True) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    for case in argv or CASES:
+        path = REPO / "golden" / case / "expected" / "analysis.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(dump(normalized(analyze_case(case))))
+        print(f"wrote {path.relative_to(REPO)}: review it with git diff before committing")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,1 @@
+"""`codemod apply`: analysis + rule -> change sets -> one reviewable patch (docs/apply.md)."""

@@ -1,0 +1,45 @@
+"""Fully qualified spellings of template arguments for NVRTC name expressions."""
+
+from __future__ import annotations
+
+import re
+
+from .spec import MigrateSpec
+
+_IDENT = re.compile(r"(::)?\b([A-Za-z_][A-Za-z0-9_]*)\b")
+_BUILTIN = {"float", "double", "int", "unsigned", "signed", "char", "short", "long", "bool", "true",
+            "false", "nullptr", "void", "const", "volatile", "size_t", "int8_t", "uint8_t",
+            "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t", "half"}
+
+
+def qualify(text: str, spec: MigrateSpec) -> str:
+    """`gelu<fp32, Empty>` -> `::actlib::gelu<float, ::actlib::Empty>` (aliases resolved first)."""
+    aliases = spec.aliases()
+    explicit = spec.names.get("qualify", {})
+    values = spec.names.get("values", {})
+    ns = spec.names.get("default_namespace")
+
+    def one(m: re.Match) -> str:
+        lead, name = m.group(1), m.group(2)
+        start = m.start()
+        if lead or (start >= 2 and text[start - 2:start] == "::"):
+            return m.group(0)
+        if name in values:
+            return values[name]
+        if name in aliases:
+            return aliases[name]
+        if name in explicit:
+            return explicit[name]
+        if name in _BUILTIN or name.startswith("__") or name.isdigit() or ns is None:
+            return name
+        return f"::{ns}::{name}"
+
+    return _IDENT.sub(one, text.strip())
+
+
+def argument(kind: str, value: str, spec: MigrateSpec) -> str:
+    """One template argument as it appears in a name expression."""
+    q = qualify(value, spec)
+    if kind == "function_pointer" and q != "nullptr" and not q.startswith("&"):
+        return "&" + q
+    return q

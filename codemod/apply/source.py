@@ -1,0 +1,154 @@
+"""Tree-sitter queries apply needs beyond the frontend's scan: includes, host-only function
+definitions, kernel parameter types and template-ids naming a kernel. Byte ranges, never regexes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import tree_sitter_cuda
+from tree_sitter import Language, Node, Parser
+
+
+@lru_cache(maxsize=1)
+def _parser() -> Parser:
+    return Parser(Language(tree_sitter_cuda.language()))
+
+
+def parse(data: bytes) -> Node:
+    return _parser().parse(data).root_node
+
+
+def _walk(node: Node):
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(n.children))
+
+
+@dataclass
+class Include:
+    name: str          # as spelled between the quotes or brackets
+    system: bool       # <...>
+    start: int
+    end: int           # end of the directive line (after the newline)
+
+
+def includes(data: bytes) -> list[Include]:
+    out = []
+    for n in _walk(parse(data)):
+        if n.type == "preproc_include":
+            path = n.child_by_field_name("path")
+            text = data[path.start_byte:path.end_byte].decode()
+            out.append(Include(text[1:-1], text.startswith("<"), n.start_byte, n.end_byte))
+    return sorted(out, key=lambda i: i.start)
+
+
+_DEVICE_TOKENS = (b"__device__", b"__global__", b"__host__")
+
+
+def host_only_functions(data: bytes) -> list[tuple[int, int]]:
+    """Byte ranges of namespace- or file-scope function definitions with no CUDA execution-space
+    qualifier (host-only), template headers included; adjacent ones merged."""
+    ranges: list[tuple[int, int]] = []
+
+    def visit(container: Node) -> None:
+        for child in container.children:
+            if child.type == "namespace_definition":
+                body = child.child_by_field_name("body")
+                if body is not None:
+                    visit(body)
+                continue
+            if child.type in ("preproc_ifdef", "preproc_if", "preproc_else"):
+                visit(child)
+                continue
+            inner = child
+            while inner.type == "template_declaration":
+                inner = next((c for c in inner.children if c.type in
+                              ("function_definition", "template_declaration", "declaration")), inner)
+                if inner is child or inner.type == "declaration":
+                    break
+            if inner.type != "function_definition":
+                continue
+            body = inner.child_by_field_name("body")
+            head = data[child.start_byte:body.start_byte if body is not None else child.end_byte]
+            if any(tok in head for tok in _DEVICE_TOKENS):
+                continue
+            ranges.append((child.start_byte, child.end_byte))
+
+    visit(parse(data))
+    merged: list[tuple[int, int]] = []
+    for start, end in ranges:
+        if merged and not data[merged[-1][1]:start].strip(b" \t\r\n"):
+            merged[-1] = (merged[-1][0], end)
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def comment_start(data: bytes, start: int) -> int:
+    """Start of the line block of `//` comments directly above `start` (kept with their code)."""
+    line = data.rfind(b"\n", 0, start) + 1
+    while line > 0:
+        prev = data.rfind(b"\n", 0, line - 1) + 1
+        if data[prev:line].lstrip().startswith(b"//"):
+            line = prev
+        else:
+            break
+    return line
+
+
+@dataclass
+class KernelSignature:
+    template_params: str        # `<int nvec, ...>`
+    param_types: list[str]      # `const InputType *`, ...
+    param_decls: list[str]      # `const InputType *in`, ...
+
+
+def kernel_signature(data: bytes, start: int, end: int) -> KernelSignature:
+    """Parameter types of the `__global__` template defined in data[start:end] (the frontend's
+    KernelDecl range)."""
+    root = parse(data[start:end])
+    text = data[start:end]
+    tparams = next(n for n in _walk(root) if n.type == "template_parameter_list")
+    owner = next(n for n in _walk(root) if n.type in ("function_definition", "declaration"))
+    decl = owner.child_by_field_name("declarator")
+    while decl.type != "function_declarator":
+        decl = decl.child_by_field_name("declarator")
+    plist = decl.child_by_field_name("parameters")
+    types, decls = [], []
+    for p in plist.named_children:
+        if p.type != "parameter_declaration":
+            continue
+        ident = next((n for n in _walk(p.child_by_field_name("declarator") or p) if n.type == "identifier"), None)
+        full = text[p.start_byte:p.end_byte].decode()
+        decls.append(" ".join(full.split()))
+        if ident is not None and p.child_by_field_name("declarator") is not None:
+            cut = (text[p.start_byte:ident.start_byte] + text[ident.end_byte:p.end_byte]).decode()
+        else:
+            cut = full
+        types.append(" ".join(cut.split()).replace(" *", " *").strip())
+    return KernelSignature(" ".join(text[tparams.start_byte:tparams.end_byte].decode().split()), types, decls)
+
+
+def template_ids(data: bytes, names: set[str]) -> list[tuple[int, int, str]]:
+    """(start, end, name) of template-ids `name<...>` (optionally qualified) outside launches."""
+    out = []
+    for n in _walk(parse(data)):
+        if n.type != "template_function":
+            continue
+        name = n.child_by_field_name("name")
+        ident = data[name.start_byte:name.end_byte].decode()
+        if ident not in names:
+            continue
+        parent = n.parent
+        top = n
+        if parent is not None and parent.type == "qualified_identifier":
+            top = parent
+        call = top.parent
+        if call is not None and call.type == "call_expression" and any(c.type == "kernel_call_syntax" for c in call.children):
+            continue
+        out.append((top.start_byte, top.end_byte, ident))
+    return out

@@ -1,0 +1,85 @@
+"""Golden analysis: structured comparison with the expected JSON, and with the hand counts."""
+
+import difflib
+import json
+from pathlib import Path
+
+import pytest
+
+from codemod.analysis.golden import CASES, REPO, dump, normalized
+
+HAND = {case: json.loads((REPO / "golden" / case / "hand_count.json").read_text()) for case in CASES}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_matches_expected_json(analyses, case):
+    expected_path = REPO / "golden" / case / "expected" / "analysis.json"
+    got = dump(normalized(analyses[case]))
+    want = expected_path.read_text()
+    if got != want:
+        diff = "".join(difflib.unified_diff(want.splitlines(True), got.splitlines(True),
+                                            "expected/analysis.json", "analysis", n=2))
+        pytest.fail(f"analysis of golden/{case} changed (regenerate with "
+                    f"`python -m codemod.analysis.golden {case}` only if intended):\n{diff[:6000]}")
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_kernel_fanout_matches_hand_count(analyses, case):
+    a = analyses[case]
+    got = {k.name: k.instantiations for k in a.kernels}
+    assert got == HAND[case]["fanout"]["per_kernel"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_entry_point_fanout_matches_hand_count(analyses, case):
+    a = analyses[case]
+    got = {e.name: e.instantiations for e in a.entry_points if e.name in HAND[case]["fanout"]["per_entry_point"]}
+    assert got == HAND[case]["fanout"]["per_entry_point"]
+    hand_kernels = {e["name"]: e["kernels"] for e in HAND[case]["entry_points"]}
+    for e in a.entry_points:
+        if e.name in hand_kernels:
+            assert {k.split("::")[-1]: n for k, n in e.kernels.items()} == hand_kernels[e.name], e.name
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_tu_fanout_matches_hand_count(analyses, case):
+    a = analyses[case]
+    for tu, want in HAND[case]["fanout"]["per_tu"].items():
+        got = next(t for t in a.translation_units if t.file == tu)
+        assert got.instantiations == want["total"], tu
+        assert {k.split("::")[-1]: n for k, n in got.kernels.items()} == {k: v for k, v in want.items() if k != "total"}, tu
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_launch_sites_match_hand_count(analyses, case):
+    a = analyses[case]
+    want = {s["id"] for s in HAND[case]["launch_sites"]}
+    got = {f"{s.file}:{s.line}" for s in a.sites if s.kind == "launch"}
+    assert got == want
+
+
+def test_axis_classes_on_actlib(analyses):
+    a = analyses["actlib"]
+    site = next(s for s in a.sites if s.id.startswith("util/vectorized_pointwise.h:197"))
+    axes = {ax.param: ax for ax in site.axes}
+    assert axes["aligned"].binding == "runtime_branch"
+    assert axes["OP"].binding == "entry_param"
+    assert axes["InputType"].binding == "type_switch" and "ACTLIB_TYPE_SWITCH_INPUT" in axes["InputType"].reason
+    assert axes["OutputType"].domain == ["__half", "__nv_bfloat16", "__nv_fp8_e4m3", "__nv_fp8_e5m2", "float"]
+    assert axes["nvec"].binding == "constant" and not axes["nvec"].discoverable
+    block = next(s for s in a.sites if s.kernel == "actlib::quantize_block_kernel" and s.kind == "launch")
+    assert block.via == "kernel"
+    assert {ax.param: ax.binding for ax in block.axes}["ROWWISE"] == "runtime_branch"
+
+
+def test_castlib_corner_cases(analyses):
+    a = analyses["castlib"]
+    by_id = {s.id.rsplit(":", 1)[0]: s for s in a.sites if s.kind == "launch"}
+    assert by_id["src/copy.cu:31"].in_macro_body and by_id["src/copy.cu:31"].expansions == 3
+    assert by_id["src/misc.cu:76"].kernel is None  # a caller's function pointer: reported, not guessed
+    assert by_id["src/misc.cu:69"].via == "kNegateTable" and by_id["src/misc.cu:69"].instantiations == 3
+    assert by_id["src/misc.cu:59"].api == "cudaLaunchKernelEx"
+    ids = {d.id for d in a.diagnostics}
+    assert {"CM1001", "CM1002", "CM0202"} <= ids
+    uses = {(s.api, s.line) for s in a.sites if s.kind == "use" and s.file == "src/reduce.cu"}
+    assert ("occupancy", 69) in uses
