@@ -51,7 +51,8 @@ bool KernelManager::is_compiled(const std::string &label) const {
 
 void KernelManager::compile(const std::string &label, const std::string &kernel_name_expression,
                             const std::string &code, const std::string &filename,
-                            const std::vector<std::string> &options) {
+                            const std::vector<std::string> &options,
+                            const std::vector<Header> &headers) {
   const int device = current_device();
   const std::string key = key_for(label, device);
   // NOTE: one exclusive lock for the whole compile keeps "one compile per variant" simple.
@@ -63,12 +64,24 @@ void KernelManager::compile(const std::string &label, const std::string &kernel_
   ACTLIB_CHECK_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
   std::vector<std::string> all_options = {"--gpu-architecture=sm_" + std::to_string(major) +
                                           std::to_string(minor)};
+#ifdef ACTLIB_CUDA_INCLUDE_DIR
+  // NOTE: CUDA 13 keeps libcu++ (cuda/std/...) under include/cccl.
+  all_options.push_back(std::string("-I") + ACTLIB_CUDA_INCLUDE_DIR);
+  all_options.push_back(std::string("-I") + ACTLIB_CUDA_INCLUDE_DIR + "/cccl");
+#endif
   all_options.insert(all_options.end(), options.begin(), options.end());
   std::vector<const char *> option_ptrs;
   for (const auto &o : all_options) option_ptrs.push_back(o.c_str());
 
   std::unique_ptr<nvrtcProgram, ProgramDeleter> prog(new nvrtcProgram(nullptr));
-  check_nvrtc(nvrtcCreateProgram(prog.get(), code.c_str(), filename.c_str(), 0, nullptr, nullptr),
+  std::vector<const char *> header_contents, header_names;
+  for (const auto &h : headers) {
+    header_contents.push_back(h.content.c_str());
+    header_names.push_back(h.include_name.c_str());
+  }
+  check_nvrtc(nvrtcCreateProgram(prog.get(), code.c_str(), filename.c_str(),
+                                 static_cast<int>(headers.size()), header_contents.data(),
+                                 header_names.data()),
               "nvrtcCreateProgram(" + label + ")");
   check_nvrtc(nvrtcAddNameExpression(*prog, kernel_name_expression.c_str()),
               "nvrtcAddNameExpression(" + kernel_name_expression + ")");
@@ -97,6 +110,17 @@ void KernelManager::compile(const std::string &label, const std::string &kernel_
   check_runtime(cudaLibraryGetKernel(&entry.kernel, entry.library, mangled.c_str()),
                 "cudaLibraryGetKernel(" + mangled + ")");
   compiled_.emplace(key, entry);
+}
+
+void KernelManager::set_function_attribute(const std::string &label, cudaFuncAttribute attribute,
+                                           int value) {
+  const std::string key = key_for(label, current_device());
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  const auto it = compiled_.find(key);
+  ACTLIB_CHECK(it != compiled_.end(), "RTC kernel attribute set before compilation: " + label);
+  check_runtime(cudaFuncSetAttribute(reinterpret_cast<const void *>(it->second.kernel), attribute,
+                                     value),
+                "cudaFuncSetAttribute(" + label + ")");
 }
 
 void KernelManager::launch_with_args(const std::string &label, dim3 grid, dim3 block,

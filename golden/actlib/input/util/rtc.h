@@ -14,16 +14,27 @@
 namespace actlib {
 namespace rtc {
 
+// An NVRTC in-memory header: `content` is what `#include "<include_name>"` reads.
+struct Header {
+  std::string content;
+  std::string include_name;
+};
+
 class KernelManager {
  public:
   static KernelManager &instance();
 
   // Compiles `code` (named `filename` in diagnostics) for the current device and keeps the
   // function named by `kernel_name_expression` (e.g. "ns::kernel<float, 32>") under `label`.
-  // A second call with a label that is already compiled does nothing.
+  // A second call with a label that is already compiled does nothing. The build-time CUDA include
+  // directory is always on the include path; `headers` are extra in-memory headers.
   void compile(const std::string &label, const std::string &kernel_name_expression,
                const std::string &code, const std::string &filename,
-               const std::vector<std::string> &options = {});
+               const std::vector<std::string> &options = {},
+               const std::vector<Header> &headers = {});
+
+  // cudaFuncSetAttribute for a compiled kernel (e.g. cudaFuncAttributeMaxDynamicSharedMemorySize).
+  void set_function_attribute(const std::string &label, cudaFuncAttribute attribute, int value);
 
   bool is_compiled(const std::string &label) const;
 
