@@ -1,0 +1,118 @@
+"""codemod apply on the golden cases: exact expected patch, idempotency, --check, all-or-nothing
+--write, refusals, and the patched library's build."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from codemod.apply.command import compute
+from codemod.apply.golden import GOLDEN, golden_patch
+from codemod.apply.patch import write_all
+from codemod.cli import main
+from codemod.errors import ApplyError, UnsupportedConstruct
+
+RULE = str(GOLDEN / "actlib" / "activation.yaml")
+HERE = Path(__file__).resolve().parent
+
+
+def _tree_digest(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def actlib_copy(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("actlib") / "input"
+    shutil.copytree(GOLDEN / "actlib" / "input", root)
+    return root
+
+
+def test_golden_patch_matches_expected():
+    patch, _ = golden_patch("actlib")
+    expected = (GOLDEN / "actlib" / "expected" / "apply.patch").read_text()
+    if patch != expected:
+        diff = "".join(difflib.unified_diff(expected.splitlines(True), patch.splitlines(True),
+                                            "expected/apply.patch", "generated", n=2))
+        pytest.fail("golden patch drifted (regenerate with `python -m codemod.apply.golden actlib "
+                    "--update` and review):\n" + diff[:8000])
+
+
+def test_patch_applies_with_git(tmp_path):
+    root = tmp_path / "input"
+    shutil.copytree(GOLDEN / "actlib" / "input", root)
+    (tmp_path / "p.diff").write_text(golden_patch("actlib")[0])
+    subprocess.run(["git", "init", "-q", "."], cwd=root, check=True)
+    subprocess.run(["git", "apply", "--check", str(tmp_path / "p.diff")], cwd=root, check=True)
+
+
+def test_injected_failure_leaves_tree_unchanged(actlib_copy):
+    before = _tree_digest(actlib_copy)
+    files, _, _ = compute(actlib_copy, RULE)
+    assert len(files) > 5
+    with pytest.raises(ApplyError, match="injected failure"):
+        write_all(actlib_copy, files, fail_after=len(files) // 2)
+    assert _tree_digest(actlib_copy) == before
+
+
+def test_check_write_then_idempotent(actlib_copy):
+    assert main(["apply", "--target", RULE, str(actlib_copy), "--check", "--quiet"]) == 1
+    assert main(["apply", "--target", RULE, str(actlib_copy), "--write", "--quiet"]) == 0
+    assert (actlib_copy / "rtc/activation/codemod_manifest.json").is_file()
+    assert main(["apply", "--target", RULE, str(actlib_copy), "--check", "--quiet"]) == 0
+    files, _, _ = compute(actlib_copy, RULE)
+    assert files == {}
+
+
+def test_manifest_variants_are_fully_qualified():
+    import json
+
+    patch, _ = golden_patch("actlib")
+    start = patch.index("+++ b/rtc/activation/codemod_manifest.json")
+    body = patch[start:].split("\n", 2)[2].split("\ndiff --git")[0]
+    doc = json.loads("\n".join(l[1:] for l in body.splitlines() if l.startswith("+")))
+    assert doc["schema"] == "codemod-manifest/1"
+    unary = next(k for k in doc["kernels"] if k["id"] == "actlib::unary_kernel")
+    names = {v["name_expression"] for v in unary["variants"]}
+    assert ("&::actlib::unary_kernel<4, true, float, ::actlib::Empty, &::actlib::gelu<float, "
+            "::actlib::Empty>, float, __half>") in names
+    assert unary["headers"]["../common.h"] == "rtc/activation/prelude/common.h"
+
+
+def test_macro_body_launch_is_refused(tmp_path):
+    root = tmp_path / "input"
+    shutil.copytree(GOLDEN / "castlib" / "input", root)
+    with pytest.raises(UnsupportedConstruct, match="macro body"):
+        compute(root, str(HERE / "castlib_copy.yaml"))
+
+
+def test_rule_naming_missing_kernel_is_refused(tmp_path):
+    root = tmp_path / "input"
+    shutil.copytree(GOLDEN / "castlib" / "input", root)
+    rule = (HERE / "castlib_copy.yaml").read_text().replace("[castlib::copy_kernel]", "[castlib::nope]")
+    (tmp_path / "r.yaml").write_text(rule)
+    with pytest.raises(ApplyError, match="kernels not found: castlib::nope"):
+        compute(root, str(tmp_path / "r.yaml"))
+
+
+@pytest.mark.skipif(any(shutil.which(t) is None for t in ("nvcc", "cmake", "ninja")),
+                    reason="needs nvcc, cmake and ninja")
+@pytest.mark.parametrize("legacy", ["OFF", "ON"])
+def test_patched_golden_builds(tmp_path, legacy):
+    from tests.golden.test_golden_builds import _nvrtc_root
+
+    root = tmp_path / "input"
+    shutil.copytree(GOLDEN / "actlib" / "input", root)
+    write_all(root, compute(root, RULE)[0])
+    cmd = ["cmake", "-S", str(root), "-B", str(tmp_path / "b"), "-G", "Ninja",
+           "-DCMAKE_CUDA_ARCHITECTURES=90", f"-DACTLIB_BUILD_LEGACY_STATIC_ACTIVATION={legacy}"]
+    if _nvrtc_root() is not None:
+        cmd.append(f"-DACTLIB_NVRTC_ROOT={_nvrtc_root()}")
+    for c in (cmd, ["ninja", "-C", str(tmp_path / "b")]):
+        proc = subprocess.run(c, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
