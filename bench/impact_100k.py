@@ -3,18 +3,21 @@
     .venv/bin/python bench/impact_100k.py            # writes bench/results/impact_100k.{txt,json}
 
 End to end through the CLI (parse, replay as recorded, replay with a what-if, JSON document written
-to a file) plus a breakdown by stage. Median of 5 runs after one warm-up.
+to a file) plus a breakdown by stage. Median of 7 runs after one warm-up; the machine may be shared,
+so the load average before and after the runs is recorded with the timings.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import heapq
 import io
 import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -28,7 +31,7 @@ from codemod.impact import ninja_log  # noqa: E402
 from codemod.impact.command import dumps  # noqa: E402
 from codemod.impact.predict import analyse, load  # noqa: E402
 
-STEPS, JOBS, PER_LIB, RUNS = 100_000, 64, 1000, 5
+STEPS, JOBS, PER_LIB, RUNS = 100_000, 64, 1000, 7
 
 
 def synthetic_log(path: Path) -> None:
@@ -75,7 +78,27 @@ def timed(fn) -> float:
     return time.perf_counter() - t
 
 
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            return next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), platform.machine())
+    except OSError:
+        return platform.machine()
+
+
+def commit() -> str:
+    """HEAD, marked when the measured code (codemod/impact) has uncommitted changes."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        return git("rev-parse", "--short=12", "HEAD") + (" + uncommitted codemod/impact changes"
+                                                        if git("status", "--porcelain", "--", "codemod/impact") else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
 def main_bench() -> dict:
+    load_before = [round(x, 2) for x in os.getloadavg()]
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "synthetic_100k.ninja_log"
         synthetic_log(log)
@@ -106,14 +129,20 @@ def main_bench() -> dict:
         "replayed_wall_s": doc["replayed_wall_s"],
         "replay_error_pct": doc["replay_error_pct"],
         "predicted_wall_s": doc["predicted_wall_s"],
-        "end_to_end_s": {"median": round(statistics.median(end_to_end), 3), "min": round(min(end_to_end), 3)},
+        "steps_listed": len(doc["steps"]),
+        "end_to_end_s": {"median": round(statistics.median(end_to_end), 3), "min": round(min(end_to_end), 3),
+                         "runs": [round(x, 3) for x in end_to_end]},
         "parse_s": round(statistics.median(parse_t), 3),
         "analyse_s": round(statistics.median(analyse_t), 3),
         "json_s": round(statistics.median(json_t), 3),
         "target_s": 2.0,
         "python": platform.python_version(),
-        "cpu": platform.machine(),
+        "cpu": cpu_model(),
         "cpu_count": os.cpu_count(),
+        "load_avg_before": load_before,
+        "load_avg_after": [round(x, 2) for x in os.getloadavg()],
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
+        "commit": commit(),
     }
 
 
@@ -125,12 +154,16 @@ if __name__ == "__main__":
     e = res["end_to_end_s"]
     text = (
         f"{res['benchmark']}\n"
-        f"steps {res['steps']}, log {res['log_bytes'] / 1e6:.1f} MB, JSON {res['json_bytes'] / 1e6:.1f} MB, -j {res['jobs']}\n"
+        f"steps {res['steps']}, log {res['log_bytes'] / 1e6:.1f} MB, JSON {res['json_bytes'] / 1e6:.1f} MB "
+        f"({res['steps_listed']} rows in steps[]), -j {res['jobs']}\n"
         f"end to end (CLI, --json): median {e['median']:.3f} s, min {e['min']:.3f} s  (target <= {res['target_s']} s)\n"
+        f"  runs: {', '.join(f'{x:.3f}' for x in e['runs'])}\n"
         f"  parse {res['parse_s']:.3f} s, analyse (2 replays + measures) {res['analyse_s']:.3f} s, JSON dump {res['json_s']:.3f} s\n"
         f"replay of the synthetic build: measured {res['measured_wall_s']} s, replayed {res['replayed_wall_s']} s "
         f"({res['replay_error_pct']:+.3f}%)\n"
-        f"python {res['python']} on {res['cpu']}, {res['cpu_count']} CPUs\n"
+        f"python {res['python']} on {res['cpu']}, {res['cpu_count']} CPUs; load average (1, 5, 15 min) "
+        f"before {res['load_avg_before']}, after {res['load_avg_after']}\n"
+        f"{res['date']}, commit {res['commit']}\n"
     )
     (results / "impact_100k.txt").write_text(text)
     sys.stdout.write(text)

@@ -61,7 +61,8 @@ COMPACT_ABOVE = 5000  # steps; bigger documents are written without indentation
 
 
 def dumps(doc: dict) -> str:
-    indent = 1 if len(doc.get("steps", ())) <= COMPACT_ABOVE else None
+    total = doc["steps_limited"]["total"] if "steps_limited" in doc else len(doc.get("steps", ()))
+    indent = 1 if total <= COMPACT_ABOVE else None
     seps = None if indent else (",", ":")
     return json.dumps(doc, indent=indent, separators=seps, ensure_ascii=False) + "\n"
 

@@ -50,8 +50,8 @@ def real_nodes(graph: Graph, sched: Schedule) -> list[int]:
     return list(compress(range(len(not_phony)), map(and_, map(lt, sched.start, sched.end), not_phony)))
 
 
-def summarize(graph: Graph, sched: Schedule) -> Summary:
-    idx = real_nodes(graph, sched)
+def summarize(graph: Graph, sched: Schedule, real: list[int] | None = None) -> Summary:
+    idx = real_nodes(graph, sched) if real is None else real
     start, end = sched.start, sched.end
     cpu = sum([end[i] - start[i] for i in idx])
     return Summary(sched.wall_ms / 1000.0, cpu / 1000.0, len(idx), sched.jobs)
@@ -133,12 +133,12 @@ def tail(sched: Schedule, conc: tuple | None = None) -> dict:
     }
 
 
-def critical_chain(graph: Graph, sched: Schedule, eps_ms: float = 1.0) -> list[dict]:
+def critical_chain(graph: Graph, sched: Schedule, eps_ms: float = 1.0, real: list[int] | None = None) -> list[dict]:
     """Walk back from the step that ends last: to the dependency that finished last if the step
     started when it finished, else to the step whose end freed its job slot. Each entry says why it
     started: 'build start', 'dependency finished' or 'job slot freed' (by the entry before it)."""
     nodes = graph.nodes
-    real = real_nodes(graph, sched)
+    real = real_nodes(graph, sched) if real is None else real
     if not real:
         return []
     # (end, order): a stable sort by end of the nodes in edge-id order

@@ -10,12 +10,14 @@ import io
 import re
 from dataclasses import dataclass, field
 from itertools import repeat
+from operator import add, gt, itemgetter, sub, truediv
 from typing import IO, Iterable, NamedTuple
 
 from ..errors import ParseError
 
 _HEADER = re.compile(r"#\s*ninja log v(\d+)\s*$")
 _HEX = re.compile(r"[0-9a-fA-F]+")
+_LINENO, _START, _END, _MTIME, _OUTPUT, _HASH = (itemgetter(k) for k in range(6))  # LogLine fields
 _HEX_CHARS = frozenset("0123456789abcdefABCDEF")
 
 # NOTE: tolerance for comparing mtime-derived time origins: filesystem timestamps may be as coarse
@@ -233,6 +235,8 @@ def split_cycles(lines: list[LogLine], version: int = 7) -> list[Cycle]:
     clock), an output repeats (no cycle builds an output twice), or the mtime anchor puts the line
     after everything of the current cycle ended (a new build whose first end did not go backwards).
     """
+    if _one_cycle(lines, version):
+        return [Cycle(list(lines))]
     cycles: list[Cycle] = []
     current: list[LogLine] = []
     seen: set[str] = set()
@@ -258,6 +262,24 @@ def split_cycles(lines: list[LogLine], version: int = 7) -> list[Cycle]:
     if current:
         cycles.append(Cycle(current))
     return cycles
+
+
+def _one_cycle(lines: list[LogLine], version: int) -> bool:
+    """True when split_cycles would find no boundary (the usual case), checked with C-level maps:
+    end times never go backwards, outputs are unique, every mtime is set and none jumps."""
+    if len(lines) < 2:
+        return False
+    ends = list(map(_END, lines))
+    if any(map(gt, ends[:-1], ends[1:])) or len(set(map(_OUTPUT, lines))) != len(lines):
+        return False
+    mtimes = list(map(_MTIME, lines))
+    if min(mtimes) <= 0:
+        return False
+    anchors = map(_START, lines) if version >= 6 else iter(ends)
+    origins = list(map(sub, map(truediv, mtimes, repeat(1e6)), anchors))
+    # same float expression as split_cycles: origin > cur_origin + prev_end + ORIGIN_TOLERANCE_MS
+    limits = map(add, map(add, repeat(origins[0]), ends[:-1]), repeat(ORIGIN_TOLERANCE_MS))
+    return not any(map(gt, origins[1:], limits))
 
 
 def line_origin(ln: LogLine, version: int) -> float | None:
@@ -320,6 +342,11 @@ def _regenerated(cycle: Cycle) -> bool:
 
 def group_steps(lines: Iterable[LogLine]) -> list[Step]:
     """Lines of one cycle -> steps: an edge with N outputs writes N lines with one (start, end, hash)."""
+    lines = list(lines)
+    keys = list(zip(map(_START, lines), map(_END, lines), map(_HASH, lines)))
+    if len(set(keys)) == len(keys):  # one output per edge (the usual case): no grouping to do
+        return list(map(Step, map(_START, lines), map(_END, lines), map(_HASH, lines),
+                        [[o] for o in map(_OUTPUT, lines)], map(_LINENO, lines)))
     steps: dict[tuple[int, int, str], Step] = {}
     for ln in lines:
         key = (ln.start_ms, ln.end_ms, ln.cmdhash)

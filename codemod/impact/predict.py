@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from ..errors import UsageError
 from . import build_ninja, ninja_log, nvcc_time
 from .graph import Graph, from_log, from_manifest, topo_order
-from .model import bounds, critical_chain, critical_step, profile, r3, summarize, tail, weighted_times
+from .model import (bounds, critical_chain, critical_step, profile, r3, real_nodes, summarize, tail,
+                    weighted_times)
 from .nvcc_time import DEVICE_KINDS, HOST_KINDS, Invocation
 from .replay import POLICY_FOR_LOG_VERSION, Contention, Schedule, concurrency_steps, recorded_work, replay
 
@@ -260,7 +261,8 @@ def _analyse(loaded: Loaded, remove: list[str] | None, scale: dict[str, float] |
     conc = {"measured": conc_measured, "replayed": concurrency_steps(replayed.start, replayed.end),
             "predicted": concurrency_steps(predicted.start, predicted.end)}
 
-    sums = {name: summarize(graph, s) for name, s in schedules.items()}
+    real = {name: real_nodes(graph, s) for name, s in schedules.items()}
+    sums = {name: summarize(graph, s, real[name]) for name, s in schedules.items()}
     st_start = [s.start_ms for s in loaded.steps]
     st_end = [s.end_ms for s in loaded.steps]
     st_factor = list(map(factor_by_name.get, [s.outputs[0] for s in loaded.steps], repeat(1.0)))
@@ -270,7 +272,7 @@ def _analyse(loaded: Loaded, remove: list[str] | None, scale: dict[str, float] |
     measured_wall = sums["measured"].wall_s
     replayed_wall = replayed.wall_ms / 1000.0
     predicted_wall = predicted.wall_ms / 1000.0
-    chains = {k: critical_chain(graph, s) for k, s in schedules.items()}
+    chains = {k: critical_chain(graph, s, real=real[k]) for k, s in schedules.items()}
 
     # steps[] order: longest first, then by name (elapsed_s is r3(elapsed_ms / 1000): same order)
     def row_key(i: int) -> tuple:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_right
-from itertools import compress, repeat
-from operator import lt, sub
+from collections import Counter
+from itertools import accumulate, compress, repeat
+from operator import lt, not_, sub
 from dataclasses import dataclass
 
 from ..errors import UsageError
@@ -74,19 +75,21 @@ def priorities(graph: Graph, policy: str, durations: list[float]) -> list[tuple]
     return [(-w[n.index], n.order) for n in nodes]
 
 
-def ranks(graph: Graph, policy: str, durations: list[float]) -> list[int]:
+def ranks(graph: Graph, policy: str, durations: list[float]) -> tuple[list[int], list[int]]:
     """Position of each node in the ready-queue order (0 pops first; equal keys go to the lower
-    node index). Cached on the graph for the policies that do not depend on durations."""
+    node index), and the node at each position. Cached on the graph for the policies that do not
+    depend on durations."""
     cacheable = policy in ("1.11", "1.12")
     if cacheable and policy in graph._ranks:
         return graph._ranks[policy]
     keys = priorities(graph, policy, durations)
+    node_at = sorted(range(len(keys)), key=keys.__getitem__)
     rank = [0] * len(keys)
-    for r, i in enumerate(sorted(range(len(keys)), key=keys.__getitem__)):
+    for r, i in enumerate(node_at):
         rank[i] = r
     if cacheable:
-        graph._ranks[policy] = rank
-    return rank
+        graph._ranks[policy] = (rank, node_at)
+    return rank, node_at
 
 
 def replay(graph: Graph, work: list[float], jobs: int, policy: str,
@@ -96,19 +99,21 @@ def replay(graph: Graph, work: list[float], jobs: int, policy: str,
     contention = contention or Contention()
     nodes = graph.nodes
     n = len(nodes)
-    rank = ranks(graph, policy, work)
-    node_at = [0] * n
-    for i, r in enumerate(rank):
-        node_at[r] = i
+    rank, node_at = ranks(graph, policy, work)
     users = graph.users()
     waiting = [len(nd.deps) for nd in nodes]
     start = [0.0] * n
     end = [0.0] * n
-    ready = sorted(rank[i] for i in range(n) if waiting[i] == 0)  # a sorted list is a heap
+    # NOTE: the ready queue is the nodes ready from the start (a sorted list, read in order) merged
+    # with a heap of those that become ready later: most nodes of a big build never enter the heap
+    first = sorted(compress(rank, map(not_, waiting)))
+    nfirst, p = len(first), 0
+    late: list[int] = []
     pools = graph.pools
     pool_use: dict[str, int] = {}
     delayed: dict[str, list] = {}
     running: list[tuple[float, int]] = []  # (virtual finish, node)
+    nrun = 0
     t = 0.0
     v = 0.0  # virtual clock: work done by any one running job since t=0
     capacity = jobs if jobs > 0 else n + 1
@@ -119,15 +124,25 @@ def replay(graph: Graph, work: list[float], jobs: int, policy: str,
     heappush, heappop = heapq.heappush, heapq.heappop
 
     while done < n:
-        while ready and len(running) < capacity:
-            i = node_at[heappop(ready)]
+        while nrun < capacity:
+            if late:
+                if p < nfirst and first[p] < late[0]:
+                    i = node_at[first[p]]
+                    p += 1
+                else:
+                    i = node_at[heappop(late)]
+            elif p < nfirst:
+                i = node_at[first[p]]
+                p += 1
+            else:
+                break
             if instant[i]:
                 start[i] = end[i] = t
                 done += 1
                 for u in users[i]:
                     waiting[u] -= 1
                     if not waiting[u]:
-                        heappush(ready, rank[u])
+                        heappush(late, rank[u])
                 continue
             pool = pool_of[i]
             if pool:
@@ -138,26 +153,27 @@ def replay(graph: Graph, work: list[float], jobs: int, policy: str,
                 pool_use[pool] = pool_use.get(pool, 0) + 1
             start[i] = t
             heappush(running, (v + work[i], i))
-        if not running:
-            if done < n and not ready:
+            nrun += 1
+        if not nrun:
+            if done < n and p >= nfirst and not late:
                 raise UsageError("the dependency graph has a cycle; cannot replay")
             continue
         vf, i = heappop(running)
-        # NOTE: t advances by (vf - v) / rate even without contention (rate 1), so that t keeps
-        # the same float rounding as the contended model
-        t += (vf - v) / rate(len(running) + 1) if rate is not None else (vf - v)
+        # NOTE: t advances by (vf - v) / rate, rate 1 without contention, as in the contended model
+        t += (vf - v) / rate(nrun) if rate is not None else (vf - v)
+        nrun -= 1
         v = vf
         pool = pool_of[i]
         if pool and pool in pool_use:
             pool_use[pool] -= 1
             if delayed.get(pool):
-                heappush(ready, heappop(delayed[pool]))
+                heappush(late, heappop(delayed[pool]))
         end[i] = t
         done += 1
         for u in users[i]:
             waiting[u] -= 1
             if not waiting[u]:
-                heappush(ready, rank[u])
+                heappush(late, rank[u])
     return Schedule(start, end, jobs)
 
 
@@ -184,10 +200,10 @@ def recorded_work(starts: list[float], ends: list[float], contention: Contention
 def concurrency_steps(starts: list[float], ends: list[float]) -> tuple[list[float], list[int]]:
     """Change points of the number of running jobs: counts[k] holds on [times[k], times[k+1]).
     Zero-length intervals are ignored; an end and a start at one instant do not overlap.
-    NOTE: running at t = starts <= t minus ends <= t, by bisection: C-level maps, no event loop."""
+    NOTE: net starts per instant, summed up: C-level counting and maps, no Python event loop."""
     live = list(map(lt, starts, ends))
-    s_sorted = sorted(compress(starts, live))
-    e_sorted = sorted(compress(ends, live))
-    times = sorted(set(s_sorted).union(e_sorted))
-    counts = list(map(sub, map(bisect_right, repeat(s_sorted), times), map(bisect_right, repeat(e_sorted), times)))
-    return times, counts
+    n_start = dict(Counter(compress(starts, live)))
+    n_end = dict(Counter(compress(ends, live)))
+    times = sorted(n_start.keys() | n_end.keys())
+    deltas = map(sub, map(n_start.get, times, repeat(0)), map(n_end.get, times, repeat(0)))
+    return times, list(accumulate(deltas))

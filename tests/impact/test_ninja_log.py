@@ -116,3 +116,12 @@ def test_bad_header(header, message):
 def test_newer_version_warns_and_reads():
     log = ninja_log.parse(io.StringIO("# ninja log v8\n0\t1\t0\ta.o\tab\n"), "mem")
     assert len(log.lines) == 1 and "newer than v7" in log.warnings[0]
+
+
+def test_column_reader_agrees_with_line_reader():
+    body = "".join(f"{i * 10}\t{i * 10 + 7}\t{1700000000000000000 + i}\tobj/f{i}.o\t{i:x}F\n" for i in range(50))
+    fast = ninja_log.parse(io.StringIO("# ninja log v7\n" + body), "x.ninja_log")
+    # a blank line sends the reader down the line-by-line path; line numbers shift by one after it
+    slow = ninja_log.parse(io.StringIO("# ninja log v7\n\n" + body), "x.ninja_log")
+    assert [ln._replace(lineno=ln.lineno + 1) for ln in fast.lines] == slow.lines
+    assert fast.lines[0].cmdhash == "0f" and fast.lines[-1].lineno == 51

@@ -110,3 +110,16 @@ def test_bounds_on_a_known_dag():
     g = graph.from_manifest(m, steps)
     work = [n.duration_ms for n in g.nodes]
     assert bounds(g, work, 2) == {"critical_path_s": 0.632, "work_s": 1.538}
+
+
+def test_steps_table_limited_to_longest(at_repo):
+    loaded = load(TE_LOG, [TE_CSV])
+    full = analyse(loaded, remove=["activation/*.cu"])
+    short = analyse(loaded, remove=["activation/*.cu"], max_steps=10)
+    # the same document, with steps[] cut to its first rows and the totals said in steps_limited
+    assert "steps_limited" not in full
+    assert short["steps"] == full["steps"][:10]
+    assert short["steps_limited"] == {"listed": 10, "total": 98, "removed": 16, "scaled": 0,
+                                      "hint": "--all-steps lists every step"}
+    assert {k: v for k, v in short.items() if k not in ("steps", "steps_limited")} == \
+        {k: v for k, v in full.items() if k != "steps"}
