@@ -174,7 +174,7 @@ def _run_jobs(job_list: list[ParseJob], root: Path, fp: str, jobs: int | None, u
     return [results[j.tu] for j in job_list], len(todo)
 
 
-_INCLUDE = re.compile(rb'^\s*#\s*include\s*<([^>]+)>', re.M)
+_INCLUDE = re.compile(rb'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
 
 
 def missing_system_headers(root: Path, flags: list[str], tc: Toolchain) -> list[str]:
@@ -190,8 +190,12 @@ def missing_system_headers(root: Path, flags: list[str], tc: Toolchain) -> list[
     names = set()
     for p in root.rglob("*"):
         if p.suffix in (".h", ".hpp", ".cuh", ".cu", ".cpp", ".cc", ".inl") and p.is_file():
-            names.update(m.decode(errors="replace") for m in _INCLUDE.findall(p.read_bytes()))
-    return sorted(n for n in names if not any((d / n).is_file() for d in dirs))
+            for kind, raw in _INCLUDE.findall(p.read_bytes()):
+                name = raw.decode(errors="replace")
+                if kind == b'"' and (p.parent / name).is_file():
+                    continue  # found next to the including file
+                names.add(name)
+    return sorted(n for n in names if not n.startswith(("/", "..")) and not any((d / n).is_file() for d in dirs))
 
 
 def parse_all(root: Path, tus: list[str], extra_flags: list[str], compile_db: Path | None = None,

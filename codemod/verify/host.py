@@ -197,8 +197,9 @@ def verify_host(manifests: list[Manifest], root: Path, jobs: int, compile_db: Pa
             ok, log = configure(root, scratch / "build", compiler, manifests, cmake_args or [])
             configure_seconds = time.perf_counter() - start
             if not ok:
+                errors = log[log.find("CMake Error"):] if "CMake Error" in log else log
                 return HostReport("failed", compiler=compiler, configure_seconds=configure_seconds,
-                                  reason="CMake configure of the patched tree failed:\n" + _head(log, 20))
+                                  reason="CMake configure of the patched tree failed:\n" + _head(errors, 20))
             compile_db = scratch / "build" / "compile_commands.json"
         units = load_units(compile_db)
         if not all_units:

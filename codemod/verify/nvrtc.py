@@ -48,7 +48,8 @@ class CompileResult:
     unlowered: list[str] = field(default_factory=list)
     cubin_size: int = 0
     ptx_size: int = 0
-    seconds: float = 0.0
+    seconds: float = 0.0        # wall time of nvrtcCreateProgram .. nvrtcCompileProgram
+    cpu_seconds: float = 0.0    # process CPU time over the same span (robust on a loaded host)
     options: list[str] = field(default_factory=list)
 
     @property
@@ -80,7 +81,7 @@ class CompileResult:
 
     def to_json(self) -> dict:
         return {"name": self.name, "arch": self.arch, "ok": self.ok, "compiled": self.compiled,
-                "seconds": round(self.seconds, 3), "cubin_size": self.cubin_size,
+                "seconds": round(self.seconds, 3), "cpu_seconds": round(self.cpu_seconds, 3), "cubin_size": self.cubin_size,
                 "ptx_size": self.ptx_size, "lowered": self.lowered, "unlowered": self.unlowered,
                 "log": self.log}
 
@@ -156,7 +157,7 @@ class Nvrtc:
         prog = ctypes.c_void_p()
         names = (ctypes.c_char_p * len(headers))(*[k.encode() for k in headers])
         texts = (ctypes.c_char_p * len(headers))(*[v.encode() for v in headers.values()])
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         self._call("nvrtcCreateProgram", ctypes.byref(prog), source.encode(), name.encode(),
                    len(headers), texts, names)
         try:
@@ -164,10 +165,10 @@ class Nvrtc:
                 self._call("nvrtcAddNameExpression", prog, expr.encode())
             argv = (ctypes.c_char_p * len(all_options))(*[o.encode() for o in all_options])
             rc = lib.nvrtcCompileProgram(prog, len(all_options), argv)
-            seconds = time.perf_counter() - start
+            seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
             log = self._log(prog)
             result = CompileResult(name=name, arch=arch, compiled=rc == NVRTC_SUCCESS, log=log,
-                                   seconds=seconds, options=all_options)
+                                   seconds=seconds, cpu_seconds=cpu_seconds, options=all_options)
             if rc != NVRTC_SUCCESS:
                 if not log.strip():
                     result.log = self.error_string(rc)

@@ -53,7 +53,8 @@ class ProgramResult:
     variants: int
     variants_total: int
     ok: bool
-    seconds: float              # the batched compile
+    seconds: float              # the batched compile, wall
+    cpu_seconds: float = 0.0    # the batched compile, CPU of the worker process
     isolate_seconds: float = 0.0
     cubin_size: int = 0
     failures: list[Failure] = field(default_factory=list)
@@ -62,7 +63,8 @@ class ProgramResult:
     def to_json(self) -> dict:
         return {"kernel": self.kernel, "arch": self.arch, "config": self.config, "ok": self.ok,
                 "variants": self.variants, "variants_total": self.variants_total,
-                "seconds": round(self.seconds, 3), "isolate_seconds": round(self.isolate_seconds, 3),
+                "seconds": round(self.seconds, 3), "cpu_seconds": round(self.cpu_seconds, 3),
+                "isolate_seconds": round(self.isolate_seconds, 3),
                 "cubin_size": self.cubin_size, "unisolated": self.unisolated,
                 "failures": [{"variant": f.variant, "reason": f.reason, "log": f.log_head} for f in self.failures]}
 
@@ -110,7 +112,7 @@ def run_program(program: Program) -> ProgramResult:
     first = compile_with(program.variants)
     result = ProgramResult(kernel=program.kernel, arch=program.arch, config=program.config,
                            variants=len(program.variants), variants_total=program.variants_total,
-                           ok=first.ok, seconds=first.seconds, cubin_size=first.cubin_size)
+                           ok=first.ok, seconds=first.seconds, cpu_seconds=first.cpu_seconds, cubin_size=first.cubin_size)
     if first.ok:
         return result
     start = time.perf_counter()

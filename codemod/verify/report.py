@@ -84,7 +84,7 @@ def render(report: VerifyReport) -> str:
     if host.status == "skipped":
         lines.append(f"host code: skipped: {host.reason}")
     elif not host.results:
-        lines.append(f"host code: FAILED: {host.reason}")
+        lines.append(f"host code: FAILED: {host.reason.splitlines()[0].rstrip(':')}")
     else:
         configured = f", CMake configure {host.configure_seconds:.1f} s" if host.configure_seconds else ""
         lines.append(f"host code ({host.compiler}{configured}):")
@@ -122,6 +122,10 @@ def render(report: VerifyReport) -> str:
         if program.unisolated:
             lines.append(f"- {program.kernel} [{program.arch}]: {program.unisolated} more variant(s) in failing "
                          f"groups not isolated (first {len(program.failures)} shown)")
+    if host.status == "failed" and not host.results:
+        reason = host.reason.splitlines()
+        lines.append(f"- host: {reason[0]}")
+        lines.extend("    " + line for line in reason[1:])
     for r in host.results:
         if not r.ok:
             lines.append(f"- host {r.file}: compile failed")
