@@ -52,6 +52,9 @@ class Site:
     entry_points: list[str] = field(default_factory=list)
     note: str | None = None
     kernels: list[str] = field(default_factory=list)  # every kernel the site may launch
+    # The joint argument tuples that occur (in the order of the kernel's params), with the entry
+    # points reaching each: the exact variant set, not the product of the axis domains.
+    variants: list[dict] = field(default_factory=list)
 
 
 @dataclass

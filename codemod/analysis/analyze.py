@@ -19,7 +19,7 @@ from ..rule import Rule
 from ..frontend.treesitter import scan_tree
 from .axes import AxisClassifier, classify
 from .crosscheck import crosscheck
-from .instantiate import UNKNOWN, Instantiator, expansions, strip_type
+from .instantiate import DEFAULT, UNKNOWN, Instantiator, expansions, strip_type
 
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")
 DEFAULT_INCLUDE_DIRS = ("include", ".", "..")
@@ -111,6 +111,12 @@ def analyze(root: Path, rules: list[Rule], compile_db: Path | None = None, jobs:
     inst.run(entries)
     classifier = AxisClassifier(functions, entries)
 
+    # Overloads of one kernel name (SFINAE variants) are one kernel: the first declaration stands
+    # for the overload set.
+    canon: dict[str, str] = {}
+    first: dict[str, str] = {}
+    for usr, k in sorted(kernels_raw.items(), key=lambda kv: (kv[1]["file"] or "", kv[1]["line"])):
+        canon[usr] = first.setdefault(k["qualname"], usr)
     kernel_by_usr = {usr: k for usr, k in kernels_raw.items()}
     kid = {usr: k["qualname"] for usr, k in kernels_raw.items()}
     kernel_tuples: dict[str, dict[tuple, set]] = defaultdict(lambda: defaultdict(set))
@@ -137,7 +143,7 @@ def analyze(root: Path, rules: list[Rule], compile_db: Path | None = None, jobs:
                         via=s.get("via"), in_macro_body=s.get("in_macro_body", False),
                         expansions=sum(len(expansions(c)) for c in s["copies"]), branches=branches)
             reached = fn["usr"] in inst.envs
-            kusrs = s.get("kernels") or ([s["kernel"]] if s.get("kernel") else [])
+            kusrs = list(dict.fromkeys(canon.get(u, u) for u in (s.get("kernels") or ([s["kernel"]] if s.get("kernel") else []))))
             if not kusrs:
                 site.note = s.get("unresolved") or "kernel not resolved"
                 diags.append(Diagnostic("CM1001", "warning", f"launch through an unresolved kernel expression ({site.note}); "
@@ -159,12 +165,14 @@ def analyze(root: Path, rules: list[Rule], compile_db: Path | None = None, jobs:
                 for t, ents in tuples.items():
                     kernel_tuples[kusr][t] |= ents
                 site.instantiations += len(tuples)
+                site.variants += [{"kernel": kid[kusr], "args": list(t), "entry_points": sorted(es)}
+                                  for t, es in sorted(tuples.items())]
                 site.entry_points = sorted({*site.entry_points, *(e for ents in tuples.values() for e in ents)})
                 if s.get("table"):
                     src_sites = [t for t in inst.tables.get(s["via"], []) if t.get("kernel") == kusr]
                 elif s.get("via"):
                     src_sites = [v for v in fn["sites"].values()
-                                 if v["kind"] == "variable" and v.get("var") == s["via"] and v.get("kernel") == kusr]
+                                 if v["kind"] == "variable" and v.get("var") == s["via"] and canon.get(v.get("kernel")) == kusr]
                 else:
                     src_sites = [s]
                 for i, p in enumerate(k["params"]):
@@ -183,7 +191,8 @@ def analyze(root: Path, rules: list[Rule], compile_db: Path | None = None, jobs:
                                 if strip_type(kp["type"]) == p["name"]:
                                     sources |= classifier.origins(strip_type(at), fn, c.get("bindings", {}))
                     if not sources:
-                        sources = frozenset({("unresolved", "not deducible from the launch")})
+                        sources = frozenset({("constant", DEFAULT)} if p.get("default")
+                                            else {("unresolved", "not deducible from the launch")})
                     varies = len(sibling_args.get((fn["usr"], kusr, i), ())) > 1 or len(args) > 1
                     site_branches = list(branches)
                     if s.get("table"):
@@ -191,7 +200,7 @@ def analyze(root: Path, rules: list[Rule], compile_db: Path | None = None, jobs:
                     elif s.get("via") and len(args) > 1:
                         site_branches.append(f"which kernel '{s['via']}' holds (conditional initialization)")
                     binding, disc, reason = classify(sources, domain, varies, site_branches)
-                    site.axes.append(Axis(param=p["name"], kind=p["kind"], arg=arg, binding=binding,
+                    site.axes.append(Axis(param=p["name"] or f"(unnamed #{i})", kind=p["kind"], arg=arg, binding=binding,
                                           discoverable=disc, reason=reason,
                                           sources=[{"class": c, "detail": d} for c, d in sorted(sources)],
                                           domain=domain))
@@ -217,6 +226,8 @@ def analyze(root: Path, rules: list[Rule], compile_db: Path | None = None, jobs:
             sites_by_kernel[kname].append(st)
     entry_file = {name: fn["file"] for name, fn in entry_info.items()}
     for usr, k in kernels_raw.items():
+        if canon[usr] != usr:
+            continue
         name = kid[usr]
         ksites = sites_by_kernel.get(name, [])
         if not ksites:
@@ -295,6 +306,8 @@ def analyze(root: Path, rules: list[Rule], compile_db: Path | None = None, jobs:
         "launch_sites": sum(1 for s in sites if s.kind == "launch"),
         "use_sites": sum(1 for s in sites if s.kind == "use"),
         "instantiations": sum(k.instantiations for k in kernels),
+        "declared_kernel_templates": len({k["qualname"] for k in kernels_raw.values() if k["is_template"]}),
+        "declared_non_template_kernels": len({k["qualname"] for k in kernels_raw.values() if not k["is_template"]}),
         "runtime_discoverable_kernels": sum(1 for k in kernels if k.discoverable),
         "errors": sum(1 for d in diags if d.severity == "error"),
         "warnings": sum(1 for d in diags if d.severity == "warning"),

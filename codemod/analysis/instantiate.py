@@ -16,6 +16,7 @@ from ..frontend.source_text import normalize, substitute
 
 MAX_ENVS_PER_FUNCTION = 50_000
 UNKNOWN = "?"
+DEFAULT = "(default)"  # a defaulted template parameter nobody passes (e.g. an enable_if_t<...> = 0)
 _CV = re.compile(r"\b(const|volatile|struct|class|typename)\b|[&*]")
 
 
@@ -223,7 +224,7 @@ class Instantiator:
             sources = [t for t in self.tables[site["via"]] if t.get("kernel") == kernel["usr"]]
         elif site.get("via"):
             sources = [s for s in fn["sites"].values() if s["kind"] == "variable" and s.get("var") == site["via"]
-                       and s.get("kernel") == kernel["usr"]]
+                       and (s.get("kernel") == kernel["usr"] or s.get("callee_text", "").split("::")[-1] == kernel["name"])]
         else:
             sources = [site]
         params = kernel["params"]
@@ -245,5 +246,5 @@ class Instantiator:
                             pname = strip_type(kp["type"])
                             if pname in {p["name"] for p in params} and pname not in vals and at:
                                 vals[pname] = self.ev.evaluate(strip_type(at), env, b)
-                    out[tuple(vals.get(p["name"], UNKNOWN) for p in params)] |= ents
+                    out[tuple(vals.get(p["name"], DEFAULT if p.get("default") else UNKNOWN) for p in params)] |= ents
         return out

@@ -132,6 +132,12 @@ class _Files:
         return self.text[real]
 
 
+def _has_default(param) -> bool:
+    """`typename T = X` / `int N = 4` / `enable_if_t<...> = 0`: a default after the name."""
+    toks = [t.spelling for t in param.get_tokens()]
+    return "=" in toks[toks.index(param.spelling) + 1:] if param.spelling in toks else "=" in toks
+
+
 def template_params(cursor) -> list[dict]:
     params = []
     for ch in cursor.get_children():
@@ -143,6 +149,10 @@ def template_params(cursor) -> list[dict]:
             params.append({"name": ch.spelling, "kind": kind, "type": t})
         elif ch.kind == CK.TEMPLATE_TEMPLATE_PARAMETER:
             params.append({"name": ch.spelling, "kind": "template"})
+        else:
+            continue
+        if _has_default(ch):
+            params[-1]["default"] = True
     return params
 
 
