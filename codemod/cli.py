@@ -33,7 +33,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="codemod", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="codemod", description="Move template-heavy CUDA kernels from build-time "
+                     "instantiation to NVRTC: analyze, price, apply, verify.")
     parser.add_argument("--version", action="version", version=f"codemod {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
