@@ -21,7 +21,7 @@ codemod apply --target golden/actlib/activation.yaml golden/actlib/input --diff 
   --report "$out/actlib.report.md"
 cat "$out/actlib.report.md"
 echo; echo "-- diffstat"
-git apply --stat "$out/actlib.patch" --directory=golden/actlib/input 2>/dev/null || true
+git apply --stat "$out/actlib.patch"
 echo; echo "-- the patch without the generated manifest (full patch: $out/actlib.patch)"
 awk '/^diff --git/{skip = ($0 ~ /codemod_manifest\.json/)} !skip' "$out/actlib.patch"
 echo; echo "Wrote $out/: analysis.{json,html}, impact.{json,html}, actlib.patch, actlib.report.md"
