@@ -178,5 +178,14 @@ def run_all(programs: list[Program], jobs: int, progress: Callable[[str], None] 
     with ProcessPoolExecutor(max_workers=min(jobs, len(programs)), mp_context=context) as pool:
         futures = {pool.submit(run_program, programs[i]): i for i in order}
         for future in as_completed(futures):
-            report(futures[future], future.result())
+            index = futures[future]
+            try:
+                result = future.result()
+            except Exception as exc:  # noqa: BLE001 - a crashed worker fails its program, not the run
+                program = programs[index]
+                result = ProgramResult(kernel=program.kernel, arch=program.arch, config=program.config,
+                                       variants=len(program.variants), variants_total=program.variants_total,
+                                       ok=False, seconds=0.0,
+                                       failures=[Failure(None, "compile", f"worker process failed: {exc!r}")])
+            report(index, result)
     return results  # type: ignore[return-value]
