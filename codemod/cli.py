@@ -22,8 +22,9 @@ def _commands():
     from .impact import command as impact_command
     from .verify import command as verify_command
     from .apply import command as apply_command
+    from .parity import command as parity_command
 
-    return [analyze_command, impact_command, verify_command, apply_command]
+    return [analyze_command, impact_command, verify_command, apply_command, parity_command]
 
 
 class _Parser(argparse.ArgumentParser):

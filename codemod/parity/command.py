@@ -1,0 +1,94 @@
+"""`codemod parity generate|run`: CLI wiring (docs/parity.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from ..errors import UsageError
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("parity", help="compare original and migrated library outputs on a GPU",
+                       description="Generate a driver from the analysis and rule, or build both trees "
+                                   "and compare their outputs byte for byte.")
+    verbs = p.add_subparsers(dest="verb", metavar="VERB")
+    g = verbs.add_parser("generate", help="write the driver source and its plan (no GPU needed)")
+    g.add_argument("directory", type=Path, help="library root (the original tree)")
+    g.add_argument("--target", required=True, help="rule name (rules/NAME.yaml) or rule file path")
+    g.add_argument("--analysis", type=Path, required=True, help="`codemod analyze --json` of the tree")
+    g.add_argument("--profile", required=True, help="parity profile name (codemod/parity/libraries) or path")
+    g.add_argument("-o", "--output", type=Path, required=True, help="folder for driver.cu and plan.json")
+    r = verbs.add_parser("run", help="build both trees, run the driver, compare, write JSON + markdown")
+    add_run_arguments(r)
+    p.set_defaults(run=run)
+
+
+def add_run_arguments(r) -> None:
+    r.add_argument("--original", type=Path, required=True, help="original library tree")
+    r.add_argument("--migrated", type=Path, required=True, help="migrated library tree")
+    r.add_argument("--build-cmd", required=True,
+                   help="the library's build command; {src} and {build} are substituted")
+    r.add_argument("--driver", type=Path, required=True, help="folder written by `parity generate`")
+    r.add_argument("--work", type=Path, required=True, help="scratch folder (builds, drivers, dumps)")
+    r.add_argument("--json", type=Path, required=True, help="result JSON (codemod-parity/1)")
+    r.add_argument("--markdown", type=Path, help="short markdown summary")
+    r.add_argument("--seed", type=int, default=None, help="input seed (default: from the clock, recorded)")
+    r.add_argument("--shards", type=int, default=11, help="parallel driver processes per build")
+    r.add_argument("--reps", type=int, default=20)
+    r.add_argument("--nvcc", default="nvcc")
+    r.add_argument("--arch", default="sm_90")
+    r.add_argument("--skip-build", action="store_true", help="reuse the builds in --work")
+    r.add_argument("--commit", default="", help="codemod commit to record")
+    r.add_argument("--label", default="")
+    r.set_defaults(verb="run", run=run)
+
+
+def _generate(args) -> int:
+    from ..rule import load_rule
+    from .driver import render_driver
+    from .plan import build_plan, load_profile
+
+    if not args.analysis.is_file():
+        raise UsageError(f"no analysis file {args.analysis}", hint="run `codemod analyze DIR --json FILE` first")
+    analysis = json.loads(args.analysis.read_text())
+    rule = load_rule(args.target)
+    plan = build_plan(analysis, rule.raw, load_profile(args.profile), args.directory)
+    args.output.mkdir(parents=True, exist_ok=True)
+    (args.output / "driver.cu").write_text(render_driver(plan))
+    (args.output / "plan.json").write_text(plan.to_json())
+    print(f"parity: driver for {len(plan.entries)} entry points written to {args.output}. "
+          f"Next: `codemod parity run --driver {args.output} ...` on a GPU machine.", file=sys.stderr)
+    return 0
+
+
+def _run(args) -> int:
+    from .report import render_markdown
+    from .runner import RunConfig, run as run_parity
+
+    plan = json.loads((args.driver / "plan.json").read_text())
+    cfg = RunConfig(trees={"original": args.original.resolve(), "migrated": args.migrated.resolve()},
+                    build_cmd=args.build_cmd, driver=(args.driver / "driver.cu").resolve(), plan=plan,
+                    work=args.work.resolve(), out=args.json.resolve().parent,
+                    seed=args.seed if args.seed is not None else int(time.time()), shards=args.shards,
+                    reps=args.reps, nvcc=args.nvcc, arch=args.arch, skip_build=args.skip_build,
+                    commit=args.commit, label=args.label, log=sys.stderr)
+    result = run_parity(cfg)
+    args.json.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    if args.markdown:
+        args.markdown.write_text(render_markdown(result))
+    p = result["parity"]
+    print(f"parity: {p['equal']} of {p['ran']} cases byte-equal, {result['mismatch_count']} mismatches; "
+          f"{args.json}", file=sys.stderr)
+    return 0 if p["all_equal"] else 1
+
+
+def run(args) -> int:
+    if getattr(args, "verb", None) == "generate":
+        return _generate(args)
+    if getattr(args, "verb", None) == "run":
+        return _run(args)
+    raise UsageError("codemod parity needs a verb: generate or run")

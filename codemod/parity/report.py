@@ -1,0 +1,82 @@
+"""Parity result (codemod-parity/1 JSON) -> a short markdown summary."""
+
+from __future__ import annotations
+
+
+def _ms(v) -> str:
+    return "–" if v is None else f"{v:.1f}"
+
+
+def render_markdown(r: dict) -> str:
+    env, p, bs = r["environment"], r["parity"], r["bench_summary"]
+    lines = [
+        f"# Parity: {r['library']}, rule `{r['rule']}`{' (' + r['label'] + ')' if r.get('label') else ''}",
+        "",
+        f"codemod commit `{env.get('commit') or '?'}`; GPU {env.get('gpu') or '?'}; {env.get('nvcc')}; "
+        f"{env.get('cpus')} CPUs; {env.get('date')}; arch {r['arch']}; seed {r['seed']}.",
+        "",
+        "## Outputs, original vs migrated (byte for byte)",
+        "",
+        f"**{p['equal']} of {p['ran']} cases byte-equal** "
+        f"({'all equal' if p['all_equal'] else str(r['mismatch_count']) + ' mismatches'}); "
+        f"{p['bytes_compared']:,} bytes compared (outputs, amax, scale_inv, block scales, dbias, and "
+        f"{256} poisoned guard bytes past every buffer); {p['rejected_by_both']} cases rejected by "
+        f"both builds with the same message. Shapes (R, C): "
+        + ", ".join(f"{a}x{b}" for a, b in p["shapes"]) + "; values: random and edge "
+        "(±0, NaN, ±Inf, denormals, the dtype's largest finite, FP8-overflowing).",
+        "",
+        "| entry point | combinations run | cases run | byte-equal | rejected (both) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    per_entry: dict[str, list[int]] = {}
+    for c in r["combinations"]:
+        e = per_entry.setdefault(c["entry"], [0, 0, 0, 0])
+        e[0] += 1 if c["ran"] else 0
+        e[1] += c["ran"]
+        e[2] += c["equal"]
+        e[3] += c["rejected"]
+    for name, (combos, ran, equal, rej) in sorted(per_entry.items()):
+        lines.append(f"| `{name}` | {combos} | {ran} | {equal} | {rej} |")
+    if r["mismatches"]:
+        lines += ["", "First mismatches:", ""]
+        lines += [f"- `{m['case']}` {m['what']}: {m['detail']}" for m in r["mismatches"][:10]]
+    if r.get("compile_verified_only"):
+        lines += ["", "Compile-verified only (needs sm_100, not run here): "
+                  + "; ".join(r["compile_verified_only"]) + "."]
+    lines += [
+        "",
+        "## Runtime cost of the migration",
+        "",
+        f"First call of an (entry point, input, format) at {bs['shape'][0]}x{bs['shape'][1]}, each "
+        f"build in a fresh process, host wall time to completion (the migrated build compiles its "
+        f"variant(s) with NVRTC here): migrated median **{_ms(bs['first_use_ms_migrated_median'])} ms**, "
+        f"max {_ms(bs['first_use_ms_migrated_max'])} ms; original median "
+        f"{_ms(bs['first_use_ms_original_median'])} ms. The first call in a process "
+        f"(runtime and NVRTC start-up included) is excluded: "
+        f"{_ms((bs['first_call_ms_first_in_process'] or {}).get('migrated'))} ms migrated, "
+        f"{_ms((bs['first_call_ms_first_in_process'] or {}).get('original'))} ms original.",
+        "",
+    ]
+    if r.get("step_first_use_ms"):
+        s = r["step_first_use_ms"]
+        lines += [f"A forward+backward step ({len(r['step']['migrated'])} calls: "
+                  + ", ".join(f"`{x['entry']}` {x['input']}→{x['format']}" for x in r["step"]["migrated"])
+                  + f") in a fresh process: first-use total **{_ms(s['migrated'])} ms** migrated vs "
+                  f"{_ms(s['original'])} ms original.", ""]
+    lines += [
+        f"Warm time per call (CUDA events around the C API call, median of {bs['reps']}): migrated / "
+        f"original median ratio **{bs['warm_ratio_median']:.3f}** (min {bs['warm_ratio_min']:.3f}, "
+        f"max {bs['warm_ratio_max']:.3f}) over {len(r['bench'])} combinations."
+        if bs["warm_ratio_median"] else "No warm timings.",
+        "",
+        "| entry point | input | format | first call ms (orig / migr) | warm ms (orig / migr) | ratio |",
+        "|---|---|---|---:|---:|---:|",
+    ]
+    for b in r["bench"]:
+        lines.append(f"| `{b['entry']}` | {b['input']} | {b['format']} | {b['first_ms']['original']:.1f} / "
+                     f"{b['first_ms']['migrated']:.1f} | {b['warm_median_ms']['original']:.4f} / "
+                     f"{b['warm_median_ms']['migrated']:.4f} | {b['ratio']:.3f} |")
+    if r.get("builds"):
+        lines += ["", "Builds (both at once on the same machine, for the harness only): "
+                  + ", ".join(f"{s} {b['seconds']} s" for s, b in r["builds"].items()) + "."]
+    return "\n".join(lines) + "\n"

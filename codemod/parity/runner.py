@@ -1,0 +1,220 @@
+"""Build the original and the migrated library with the library's own build command, build the
+generated driver against each, run it (first use, warm times, parity cases) and compare.
+
+Standard library only: this runs on the GPU machine, which has no tree-sitter or libclang; the
+driver source and its plan come from `codemod parity generate`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shlex
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..errors import CodemodError, UsageError
+from .compare import compare_streams, read_dump
+
+SIDES = ("original", "migrated")
+
+
+class ParityError(CodemodError):
+    """A build, the driver build or a driver run failed."""
+
+
+@dataclass
+class RunConfig:
+    trees: dict[str, Path]          # side -> library source root
+    build_cmd: str                  # with {src} and {build}
+    driver: Path                    # generated driver source
+    plan: dict                      # the plan JSON written beside it
+    work: Path
+    out: Path
+    seed: int
+    shards: int = 11
+    reps: int = 20
+    nvcc: str = "nvcc"
+    arch: str = "sm_90"
+    skip_build: bool = False
+    commit: str = ""
+    label: str = ""
+    log: object = None
+
+
+@dataclass
+class Timed:
+    seconds: float
+    cmd: str
+    log: str
+    extra: dict = field(default_factory=dict)
+
+
+def _say(cfg: RunConfig, text: str) -> None:
+    if cfg.log is not None:
+        print(text, file=cfg.log, flush=True)
+
+
+def _sh(cmd: str, log: Path, cwd: Path | None = None, env: dict | None = None) -> float:
+    t0 = time.monotonic()
+    with log.open("w") as f:
+        proc = subprocess.run(cmd, shell=True, cwd=cwd, stdout=f, stderr=subprocess.STDOUT, env=env)
+    seconds = time.monotonic() - t0
+    if proc.returncode != 0:
+        tail = log.read_text(errors="replace")[-3000:]
+        raise ParityError(f"`{cmd}` failed with exit code {proc.returncode}", where=str(log),
+                          hint="last lines:\n" + tail)
+    return seconds
+
+
+def _build(cfg: RunConfig, side: str) -> Timed:
+    build = cfg.work / f"build-{side}"
+    cmd = cfg.build_cmd.format(src=shlex.quote(str(cfg.trees[side])), build=shlex.quote(str(build)))
+    log = cfg.work / f"build-{side}.log"
+    return Timed(_sh(cmd, log), cmd, log.name)
+
+
+def _driver(cfg: RunConfig, side: str) -> Path:
+    build = (cfg.work / f"build-{side}").resolve()
+    exe = cfg.work / f"driver-{side}"
+    incs = " ".join(f"-I{shlex.quote(str((cfg.trees[side] / d).resolve()))}"
+                    for d in cfg.plan["include_dirs"])
+    cmd = (f"{cfg.nvcc} -std=c++17 -O2 -arch={cfg.arch} {incs} {shlex.quote(str(cfg.driver))} "
+           f"-o {shlex.quote(str(exe))} -L{shlex.quote(str(build))} -l{cfg.plan['link_name']} "
+           f"-Xlinker -rpath,{shlex.quote(str(build))}")
+    _sh(cmd, cfg.work / f"driver-{side}.log")
+    return exe
+
+
+def _combos(plan: dict, formats: list[str]) -> list[str]:
+    return [f"{e['name']}:{i}:{f}" for e in plan["entries"] for i in plan["input_dtypes"] for f in formats]
+
+
+def _bench(cfg: RunConfig, side: str, exe: Path, name: str, only: list[str]) -> list[dict]:
+    out = cfg.work / f"{name}-{side}.jsonl"
+    cmd = f"{shlex.quote(str(exe))} --bench {shlex.quote(str(out))} --reps {cfg.reps} --only {','.join(only)}"
+    _sh(cmd, cfg.work / f"{name}-{side}.log")
+    return [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+
+
+def _parity(cfg: RunConfig, side: str, exe: Path) -> tuple[float, list[Path]]:
+    dumps = [cfg.work / f"parity-{side}-{i}.bin" for i in range(cfg.shards)]
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(cfg.shards) as pool:
+        list(pool.map(lambda i: _sh(f"{shlex.quote(str(exe))} --parity {shlex.quote(str(dumps[i]))} "
+                                    f"--seed {cfg.seed} --shard {i}/{cfg.shards}",
+                                    cfg.work / f"parity-{side}-{i}.log"), range(cfg.shards)))
+    return time.monotonic() - t0, dumps
+
+
+def _environment(cfg: RunConfig) -> dict:
+    def out(cmd: str) -> str:
+        try:
+            return subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=60).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+    gpu = out("nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader")
+    nvcc = out(f"{cfg.nvcc} --version").splitlines()
+    return {"gpu": gpu, "nvcc": nvcc[-1] if nvcc else "", "cpus": os.cpu_count(),
+            "host": platform.platform(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "commit": cfg.commit}
+
+
+def _median(values: list[float]) -> float | None:
+    v = sorted(values)
+    return v[len(v) // 2] if v else None
+
+
+def _join_bench(rows: dict[str, list[dict]]) -> list[dict]:
+    keyed = {side: {(r["entry"], r["input"], r["format"]): r for r in rows[side]} for side in SIDES}
+    joined = []
+    for key in keyed["original"]:
+        if key not in keyed["migrated"]:
+            continue
+        a, b = keyed["original"][key], keyed["migrated"][key]
+        joined.append({"entry": key[0], "input": key[1], "format": key[2], "rows": a["rows"], "cols": a["cols"],
+                       "first_ms": {"original": a["first_ms"], "migrated": b["first_ms"]},
+                       "warm_median_ms": {"original": a["warm_median_ms"], "migrated": b["warm_median_ms"]},
+                       "warm_min_ms": {"original": a["warm_min_ms"], "migrated": b["warm_min_ms"]},
+                       "ratio": b["warm_median_ms"] / a["warm_median_ms"] if a["warm_median_ms"] else None})
+    return joined
+
+
+def run(cfg: RunConfig) -> dict:
+    cfg.work.mkdir(parents=True, exist_ok=True)
+    cfg.out.mkdir(parents=True, exist_ok=True)
+    for side, tree in cfg.trees.items():
+        if not tree.is_dir():
+            raise UsageError(f"{side} tree {tree} is not a directory")
+    result: dict = {"schema": "codemod-parity/1", "library": cfg.plan["library"], "rule": cfg.plan["rule"],
+                    "label": cfg.label, "seed": cfg.seed, "arch": cfg.arch, "environment": _environment(cfg)}
+
+    builds = {}
+    if not cfg.skip_build:
+        _say(cfg, "parity: building both trees")
+        with ThreadPoolExecutor(2) as pool:
+            done = dict(zip(SIDES, pool.map(lambda s: _build(cfg, s), SIDES)))
+        builds = {s: {"seconds": round(t.seconds, 1), "log": t.log} for s, t in done.items()}
+        _say(cfg, "parity: builds " + ", ".join(f"{s} {b['seconds']} s" for s, b in builds.items()))
+    result["builds"] = builds
+    result["build_cmd"] = cfg.build_cmd
+    with ThreadPoolExecutor(2) as pool:
+        exes = dict(zip(SIDES, pool.map(lambda s: _driver(cfg, s), SIDES)))
+
+    # First use of a realistic step, each side in a fresh process (cold).
+    step = [f"{s['entry']}:{s['input']}:{s['format']}" for s in cfg.plan.get("step", [])]
+    step_rows = {s: _bench(cfg, s, exes[s], "step", step) for s in SIDES} if step else {}
+    # First use and warm kernel time per (entry, input, format) at the bench shape, fresh process.
+    bench_rows = {s: _bench(cfg, s, exes[s], "bench", _combos(cfg.plan, cfg.plan["bench_formats"]))
+                  for s in SIDES}
+    _say(cfg, "parity: timings done")
+
+    parity_seconds, dumps = {}, {}
+    for side in SIDES:
+        parity_seconds[side], dumps[side] = _parity(cfg, side, exes[side])
+        _say(cfg, f"parity: {side} cases in {parity_seconds[side]:.1f} s")
+    combos, mismatches = {}, []
+    for a, b in zip(dumps["original"], dumps["migrated"]):
+        with a.open("rb") as fa, b.open("rb") as fb:
+            c, m = compare_streams(read_dump(fa), read_dump(fb))
+        combos.update(c)
+        mismatches.extend(m)
+
+    rows = [asdict(r) for r in sorted(combos.values(), key=lambda r: (r.entry, r.input, r.format))]
+    ran = sum(r["ran"] for r in rows)
+    equal = sum(r["equal"] for r in rows)
+    bench = _join_bench(bench_rows)
+    migrated_first = [b["first_ms"]["migrated"] for b in bench[1:]]
+    result.update({
+        "parity": {"cases": sum(r["cases"] for r in rows), "ran": ran, "equal": equal,
+                   "rejected_by_both": sum(r["rejected"] for r in rows),
+                   "bytes_compared": sum(r["bytes_compared"] for r in rows),
+                   "combinations_run": sum(1 for r in rows if r["ran"]),
+                   "combinations_rejected": sum(1 for r in rows if not r["ran"]),
+                   "all_equal": ran > 0 and equal == ran and not mismatches,
+                   "seconds": {s: round(v, 1) for s, v in parity_seconds.items()},
+                   "shards": cfg.shards, "shapes": cfg.plan["shapes_rc"], "values": ["random", "edge"]},
+        "mismatches": [asdict(m) for m in mismatches[:200]],
+        "mismatch_count": len(mismatches),
+        "combinations": rows,
+        "bench": bench,
+        "bench_summary": {
+            "shape": cfg.plan["bench_rc"], "reps": cfg.reps,
+            "first_call_ms_first_in_process": bench[0]["first_ms"] if bench else None,
+            "first_use_ms_migrated_median": _median(migrated_first),
+            "first_use_ms_migrated_max": max(migrated_first) if migrated_first else None,
+            "first_use_ms_original_median": _median([b["first_ms"]["original"] for b in bench[1:]]),
+            "warm_ratio_median": _median([b["ratio"] for b in bench if b["ratio"]]),
+            "warm_ratio_min": min((b["ratio"] for b in bench if b["ratio"]), default=None),
+            "warm_ratio_max": max((b["ratio"] for b in bench if b["ratio"]), default=None),
+        },
+        "step": {s: step_rows.get(s, []) for s in SIDES} if step else {},
+        "step_first_use_ms": {s: round(sum(r["first_ms"] for r in step_rows[s]), 1) for s in SIDES} if step else {},
+        "compile_verified_only": cfg.plan.get("compile_verified_only", []),
+    })
+    return result

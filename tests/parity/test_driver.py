@@ -1,0 +1,81 @@
+"""Driver generation from the golden analysis + rule + profile: the plan, the exact source (golden
+file, regenerated only by `python -m codemod.parity.golden --update`), refusals, and an nvcc compile."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from codemod.errors import UnsupportedConstruct
+from codemod.parity.golden import EXPECTED, golden_driver
+from codemod.parity.plan import build_plan, load_profile
+from codemod.rule import load_rule
+
+GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "actlib"
+
+
+def _plan(profile=None, analysis=None):
+    return build_plan(analysis or json.loads((GOLDEN / "expected" / "analysis.json").read_text()),
+                      load_rule(str(GOLDEN / "activation.yaml")).raw, profile or load_profile("actlib"),
+                      GOLDEN / "input")
+
+
+def test_plan_takes_migrated_entry_points_from_the_analysis():
+    plan = _plan()
+    names = [e.name for e in plan.entries]
+    # actlib_transpose reaches no migrated kernel; rtc helpers are not C API functions.
+    assert names == sorted(["actlib_clamped_swiglu", "actlib_dgelu", "actlib_drelu", "actlib_dswiglu",
+                            "actlib_gelu", "actlib_quantize", "actlib_quantize_dbias",
+                            "actlib_quantize_dbias_dgelu", "actlib_relu", "actlib_silu", "actlib_swiglu"])
+    dbias = next(e for e in plan.entries if e.name == "actlib_quantize_dbias_dgelu")
+    assert [(a.name, a.role) for a in dbias.args] == [
+        ("grad", "input"), ("input", "input"), ("output", "output"), ("dbias", "dbias"),
+        ("workspace", "workspace"), ("stream", "stream")]
+    assert dbias.kernels == ["actlib::cast_fp8_kernel", "actlib::reduce_dbias_kernel"]
+    dswiglu = next(e for e in plan.entries if e.name == "actlib_dswiglu")
+    assert {a.name: a.shape for a in dswiglu.args if a.role != "stream"} == {
+        "grad": (1, 1), "input": (1, 2), "output": (1, 2)}
+    clamped = next(e for e in plan.entries if e.name == "actlib_clamped_swiglu")
+    assert [a.value for a in clamped.args if a.role == "scalar"] == ["7.0f", "1.702f"]
+    assert len(plan.formats) == 14 and plan.input_dtypes == ["fp32", "fp16", "bf16"]
+
+
+def test_generated_driver_matches_golden():
+    text = golden_driver()
+    expected = EXPECTED.read_text()
+    if text != expected:
+        diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True), "expected",
+                                            "generated", n=2))
+        pytest.fail("driver drifted (regenerate with `python -m codemod.parity.golden --update`):\n" + diff[:6000])
+
+
+def test_generated_driver_is_stable():
+    assert golden_driver() == golden_driver()
+
+
+def test_parameter_without_a_role_is_refused(tmp_path):
+    profile = load_profile("actlib")
+    profile.data = dict(profile.data, roles={k: v for k, v in profile.data["roles"].items() if k != "dbias"})
+    with pytest.raises(UnsupportedConstruct, match="tensor parameter `dbias` has no role"):
+        _plan(profile)
+
+
+def test_unknown_scalar_is_refused():
+    profile = load_profile("actlib")
+    profile.data = dict(profile.data, scalars={"limit": "7.0f"})
+    with pytest.raises(UnsupportedConstruct, match="float alpha"):
+        _plan(profile)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_generated_driver_compiles(tmp_path):
+    src = tmp_path / "driver.cu"
+    src.write_text(golden_driver())
+    proc = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / "d.o"),
+                           f"-I{GOLDEN / 'input' / 'include'}"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-4000:]
