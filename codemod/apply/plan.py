@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,35 +59,21 @@ class Plan:
     removed_instantiations: int
 
 
-def _entry_values(axis) -> dict[str, str]:
-    out = {}
-    for s in axis.sources:
-        if s.get("class") == "entry_param" and ": " in s.get("detail", ""):
-            entry, value = s["detail"].split(": ", 1)
-            out[entry] = value
-    return out
-
-
 def _variants(site: Site, kernel: Kernel, spec: MigrateSpec) -> list[dict[str, str]]:
-    """Argument tuples reaching a site. NOTE: the model has no joint tuples; entry-point-bound axes
-    are joined per entry point, every other axis crosses its domain (an over-approximation where
-    a runtime ternary picks fewer combinations)."""
-    kinds = {p.name: p.kind for p in kernel.params}
-    per_entry = {a.param: _entry_values(a) for a in site.axes if a.binding == "entry_param"}
-    entries = sorted(set().union(*per_entry.values())) if per_entry else [None]
-    tuples: set[tuple] = set()
-    for entry in entries:
-        choices = []
-        for a in site.axes:
-            if entry is not None and a.param in per_entry and entry in per_entry[a.param]:
-                vals = [per_entry[a.param][entry]]
-            else:
-                consts = [s["detail"] for s in a.sources if s.get("class") == "constant"]
-                vals = consts if (a.param in per_entry and consts) else a.domain
-            choices.append([argument(kinds.get(a.param, "type"), v, spec) for v in vals])
-        tuples.update(itertools.product(*choices))
-    names = [a.param for a in site.axes]
-    return [dict(zip(names, t)) for t in sorted(tuples)]
+    """The exact argument tuples the static build instantiated at a site (the analysis' joint
+    variants, in the kernel's parameter order), spelled for name expressions."""
+    params = kernel.params
+    out = []
+    for v in site.variants:
+        if v.get("kernel", kernel.id) != kernel.id:
+            continue
+        args = v["args"]
+        if len(args) != len(params):
+            raise ApplyError(f"variant of {kernel.id} has {len(args)} arguments for {len(params)} "
+                             "template parameters", where=f"{site.file}:{site.line}",
+                             hint="re-run `codemod analyze`; the analysis JSON may be stale")
+        out.append({p.name: argument(p.kind, a, spec) for p, a in zip(params, args)})
+    return out
 
 
 def _header_closure(root: Path, start: str, spec: MigrateSpec, out_dir: str) -> dict[str, str]:

@@ -23,6 +23,6 @@ def render_report(plan: Plan, cs: ChangeSet, files: dict) -> str:
     lines += ["", "## Notes", "",
               "- Host-side type-switch fan-out is kept: the launchers stay templates and only the kernel "
               "instantiations move to NVRTC.",
-              "- Variants are reconstructed per entry point from the analysis (it has no joint tuples); "
-              "a site chosen by a runtime ternary may list more variants than the static build had."]
+              "- Variants are the analysis' exact joint tuples per site: the manifest lists what the "
+              "static build instantiated, no more."]
     return "\n".join(lines) + "\n"
