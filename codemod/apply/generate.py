@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
 import subprocess
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -51,8 +52,27 @@ def render(template: str, **ctx) -> str:
     return _env().get_template(template).render(**ctx)
 
 
+def _clang_format_exe() -> str | None:
+    """The clang-format of the PyPI wheel installed beside this interpreter, else one on PATH.
+
+    NOTE: `.venv/bin/python -m pytest` does not put .venv/bin on PATH, so PATH alone misses it.
+    """
+    beside = Path(sys.executable).parent / "clang-format"
+    if beside.is_file():
+        return str(beside)
+    try:
+        import clang_format as wheel  # the PyPI package ships the binary in its data dir
+
+        exe = Path(wheel.__file__).parent / "data" / "bin" / "clang-format"
+        if exe.is_file():
+            return str(exe)
+    except ImportError:
+        pass
+    return shutil.which("clang-format")
+
+
 def clang_format(text: str, filename: str) -> str:
-    exe = shutil.which("clang-format")
+    exe = _clang_format_exe()
     if exe is None:
         raise ApplyError("clang-format not found", hint="pip install clang-format (a codemod dependency)")
     proc = subprocess.run([exe, f"--style={CLANG_FORMAT_STYLE}", f"--assume-filename={filename}"],
