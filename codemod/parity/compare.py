@@ -125,9 +125,13 @@ class ComboResult:
 
 
 def compare_streams(original: Iterator[CaseOutput], migrated: Iterator[CaseOutput]):
-    """(per-combination results keyed by (entry, input, format), mismatches)."""
+    """(per-combination results keyed by (entry, input, format), mismatches, message differences).
+
+    A case both builds reject with different messages is a message difference, not a mismatch:
+    the migrated layer's errors name the variant by design."""
     combos: dict[tuple[str, str, str], ComboResult] = {}
     mismatches: list[Mismatch] = []
+    messages: list[Mismatch] = []
     missing = object()
     orig, mig = iter(original), iter(migrated)
     while True:
@@ -144,6 +148,9 @@ def compare_streams(original: Iterator[CaseOutput], migrated: Iterator[CaseOutpu
             if out.first_us:
                 r.first_us[side] = out.first_us
         found = compare_case(a, b)
+        if found and found[0].what == "message":
+            messages.extend(found)
+            found = []
         mismatches.extend(found)
         if a.ok and b.ok:
             r.ran += 1
@@ -154,4 +161,4 @@ def compare_streams(original: Iterator[CaseOutput], migrated: Iterator[CaseOutpu
             r.rejected += 1
             if a.message not in r.rejections:
                 r.rejections.append(a.message)
-    return combos, mismatches
+    return combos, mismatches, messages

@@ -21,7 +21,9 @@ def render_markdown(r: dict) -> str:
         f"({'all equal' if p['all_equal'] else str(r['mismatch_count']) + ' mismatches'}); "
         f"{p['bytes_compared']:,} bytes compared (outputs, amax, scale_inv, block scales, dbias, and "
         f"{256} poisoned guard bytes past every buffer); {p['rejected_by_both']} cases rejected by "
-        f"both builds with the same message. Shapes (R, C): "
+        f"both builds ({r.get('message_difference_count', 0)} with differently worded messages: the "
+        f"migrated layer names the variant). Pending launch errors cleared between cases: "
+        f"{'yes' if p.get('clear_pending_errors') else 'no'}. Shapes (R, C): "
         + ", ".join(f"{a}x{b}" for a, b in p["shapes"]) + "; values: random and edge "
         "(±0, NaN, ±Inf, denormals, the dtype's largest finite, FP8-overflowing).",
         "",

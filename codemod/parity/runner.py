@@ -42,6 +42,7 @@ class RunConfig:
     nvcc: str = "nvcc"
     arch: str = "sm_90"
     skip_build: bool = False
+    clear_pending: bool = False
     commit: str = ""
     label: str = ""
     log: object = None
@@ -107,7 +108,8 @@ def _parity(cfg: RunConfig, side: str, exe: Path) -> tuple[float, list[Path]]:
     t0 = time.monotonic()
     with ThreadPoolExecutor(cfg.shards) as pool:
         list(pool.map(lambda i: _sh(f"{shlex.quote(str(exe))} --parity {shlex.quote(str(dumps[i]))} "
-                                    f"--seed {cfg.seed} --shard {i}/{cfg.shards}",
+                                    f"--seed {cfg.seed} --shard {i}/{cfg.shards} "
+                                    f"--clear-pending-errors {int(cfg.clear_pending)}",
                                     cfg.work / f"parity-{side}-{i}.log"), range(cfg.shards)))
     return time.monotonic() - t0, dumps
 
@@ -178,12 +180,13 @@ def run(cfg: RunConfig) -> dict:
     for side in SIDES:
         parity_seconds[side], dumps[side] = _parity(cfg, side, exes[side])
         _say(cfg, f"parity: {side} cases in {parity_seconds[side]:.1f} s")
-    combos, mismatches = {}, []
+    combos, mismatches, messages = {}, [], []
     for a, b in zip(dumps["original"], dumps["migrated"]):
         with a.open("rb") as fa, b.open("rb") as fb:
-            c, m = compare_streams(read_dump(fa), read_dump(fb))
+            c, m, d = compare_streams(read_dump(fa), read_dump(fb))
         combos.update(c)
         mismatches.extend(m)
+        messages.extend(d)
 
     rows = [asdict(r) for r in sorted(combos.values(), key=lambda r: (r.entry, r.input, r.format))]
     ran = sum(r["ran"] for r in rows)
@@ -197,10 +200,14 @@ def run(cfg: RunConfig) -> dict:
                    "combinations_run": sum(1 for r in rows if r["ran"]),
                    "combinations_rejected": sum(1 for r in rows if not r["ran"]),
                    "all_equal": ran > 0 and equal == ran and not mismatches,
+                   "status_mismatches": sum(1 for m in mismatches if m.what == "status"),
+                   "clear_pending_errors": cfg.clear_pending,
                    "seconds": {s: round(v, 1) for s, v in parity_seconds.items()},
                    "shards": cfg.shards, "shapes": cfg.plan["shapes_rc"], "values": ["random", "edge"]},
         "mismatches": [asdict(m) for m in mismatches[:200]],
         "mismatch_count": len(mismatches),
+        "message_differences": [asdict(m) for m in messages[:50]],
+        "message_difference_count": len(messages),
         "combinations": rows,
         "bench": bench,
         "bench_summary": {

@@ -3,8 +3,10 @@
 // writes every output byte (data, scales, amax, guard bytes past each buffer) for comparison.
 // Build once against the original and once against the migrated library; same seed, same cases.
 //
-//   driver --parity FILE [--seed S] [--shard I/N]   outputs of every case
-//   driver --bench FILE [--only ENTRY:INPUT:FORMAT,...]   first call (cold) and warm times
+//   driver --parity FILE [--seed S] [--shard I/N] [--clear-pending-errors 0|1]
+//       outputs of every case
+//   driver --bench FILE [--only ENTRY:INPUT:FORMAT,...]
+//       first call (cold) and warm times
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -639,13 +641,18 @@ std::string Case::id() const {
 }
 
 // Runs setup + invoke; a library error (a C++ exception through the C API) rejects the case.
-bool run_case(Call& call, const Case& c, cudaStream_t stream, std::string& error) {
+// With clear_pending, a launch error the library left pending after rejecting a case is dropped
+// (cudaGetLastError) so that it cannot fail the next case; off by default, since a library that
+// leaves one pending differs from one that does not.
+bool run_case(Call& call, const Case& c, cudaStream_t stream, std::string& error,
+              bool clear_pending) {
   try {
     call.setup(c, stream);
     call.invoke(stream);
   } catch (const std::exception& e) {
     error = e.what();
     PARITY_CUDA(cudaStreamSynchronize(stream));
+    if (clear_pending) (void)cudaGetLastError();
     return false;
   }
   PARITY_CUDA(cudaStreamSynchronize(stream));
@@ -660,7 +667,7 @@ std::string strip_location(const std::string& msg) {
   return colon == std::string::npos ? msg : msg.substr(colon + 2);
 }
 
-int run_parity(const char* path, uint64_t seed, int shard, int shards) {
+int run_parity(const char* path, uint64_t seed, int shard, int shards, bool clear_pending) {
   Dump d;
   d.f = std::fopen(path, "wb");
   if (d.f == nullptr) {
@@ -692,7 +699,7 @@ int run_parity(const char* path, uint64_t seed, int shard, int shards) {
             std::unique_ptr<Call> call(kEntries[e].make());
             std::string error;
             const auto t0 = std::chrono::steady_clock::now();
-            const bool ok = run_case(*call, c, stream, error);
+            const bool ok = run_case(*call, c, stream, error, clear_pending);
             const double ms =
                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
                     .count();
@@ -798,6 +805,7 @@ int main(int argc, char** argv) {
   const char *parity_path = nullptr, *bench_path = nullptr;
   uint64_t seed = 1;
   int shard = 0, shards = 1, reps = 20;
+  bool clear_pending = false;
   std::vector<std::string> only;
   for (int a = 1; a + 1 < argc; a += 2) {
     const std::string flag = argv[a], value = argv[a + 1];
@@ -809,6 +817,8 @@ int main(int argc, char** argv) {
       seed = std::strtoull(value.c_str(), nullptr, 10);
     else if (flag == "--reps")
       reps = std::atoi(value.c_str());
+    else if (flag == "--clear-pending-errors")
+      clear_pending = value == "1";
     else if (flag == "--shard")
       std::sscanf(value.c_str(), "%d/%d", &shard, &shards);
     else if (flag == "--only") {
@@ -828,6 +838,7 @@ int main(int argc, char** argv) {
     const int rc = parity::run_bench(bench_path, only, reps);
     if (rc != 0) return rc;
   }
-  if (parity_path != nullptr) return parity::run_parity(parity_path, seed, shard, shards);
+  if (parity_path != nullptr)
+    return parity::run_parity(parity_path, seed, shard, shards, clear_pending);
   return 0;
 }
