@@ -85,17 +85,33 @@ def _run_job(job: ParseJob) -> dict:
                                   "file": job.tu, "line": 1, "col": 1, "count": 1}]}
     facts["tu"] = job.tu
     facts["members"] = job.members or [job.tu]
+    stub_dir = next((f[len("-idirafter"):] for f in job.flags if f.startswith("-idirafter")), None)
+    facts["stubs_used"] = _stubs_used(facts, stub_dir) if stub_dir else []
     facts["parse_seconds"] = round(time.perf_counter() - started, 3)
     facts["closure"] = {rel: _sha(root / rel) for rel in [*facts["members"], *facts.get("includes", [])]
                         if (root / rel).is_file()}
     return facts
 
 
+_CLASH = ("redefinition", "conflicting", "redeclar", "already defined", "ambiguous")
+
+
 def _umbrella_conflict(facts: dict) -> bool:
-    """A shared parse with any error is redone one TU at a time: file-local names may clash, and
-    one TU's broken syntax must not be charged to the next (results then equal per-TU parses)."""
-    return len(facts.get("members", [])) > 1 and any(
-        d["severity"] in ("error", "fatal") for d in facts.get("diagnostics", []))
+    """Whether a shared parse must be redone one TU at a time.
+
+    File-local names may clash, and one TU's broken syntax must not be charged to the next, so a
+    shared parse with errors is redone — unless the errors are explained by stubbed headers (the
+    parse included stubs for missing third-party headers), which fail the same way per TU; clash
+    errors are always redone.
+    """
+    if len(facts.get("members", [])) <= 1:
+        return False
+    errors = [d for d in facts.get("diagnostics", []) if d["severity"] in ("error", "fatal")]
+    if not errors:
+        return False
+    if any(any(c in d["message"] for c in _CLASH) for d in errors):
+        return True
+    return not facts.get("stubs_used")
 
 
 def _missing_headers(facts: dict) -> list[str]:
@@ -241,14 +257,18 @@ def parse_all(root: Path, tus: list[str], extra_flags: list[str], compile_db: Pa
     return facts_list, stats
 
 
+def _stubs_used(facts: dict, stub_dir: str) -> list[str]:
+    """Stubbed headers a parse really included (the two clang's CUDA wrapper always wants, and
+    that are stubbed by design, do not count)."""
+    stub_dir = os.path.realpath(stub_dir)
+    return sorted(h for h in (os.path.relpath(i, stub_dir) for i in facts.get("external_includes", [])
+                              if i.startswith(stub_dir + os.sep)) if h not in WRAPPER_STUBS)
+
+
 def _note_stubs(facts_list: list[dict], tc: Toolchain) -> None:
     """CM0102 for every parse that really included a stubbed header."""
-    stub_dir = str(tc.stub_dir.resolve())
     for f in facts_list:
-        # The two headers clang's CUDA wrapper always wants are stubbed by design, not reported.
-        used = sorted(h for h in (os.path.relpath(i, stub_dir) for i in f.get("external_includes", [])
-                                  if i.startswith(stub_dir + os.sep)) if h not in WRAPPER_STUBS)
-        f["stubs_used"] = used
+        used = f["stubs_used"] = f.get("stubs_used") or _stubs_used(f, str(tc.stub_dir))
         if used and not any(d.get("id") == "CM0102" for d in f["diagnostics"]):
             f["diagnostics"].insert(0, {
                 "severity": "warning", "id": "CM0102",
