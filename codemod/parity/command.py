@@ -42,6 +42,7 @@ def add_run_arguments(r) -> None:
     r.add_argument("--nvcc", default="nvcc")
     r.add_argument("--arch", default="sm_90")
     r.add_argument("--skip-build", action="store_true", help="reuse the builds in --work")
+    r.add_argument("--no-timings", action="store_true", help="compare outputs only (no first-use or warm times)")
     r.add_argument("--clear-pending-errors", action="store_true",
                    help="drop a launch error left pending by a rejected case before the next case")
     r.add_argument("--commit", default="", help="codemod commit to record")
@@ -76,7 +77,7 @@ def _run(args) -> int:
                     build_cmd=args.build_cmd, driver=(args.driver / "driver.cu").resolve(), plan=plan,
                     work=args.work.resolve(), out=args.json.resolve().parent,
                     seed=args.seed if args.seed is not None else int(time.time()), shards=args.shards,
-                    reps=args.reps, nvcc=args.nvcc, arch=args.arch, skip_build=args.skip_build,
+                    reps=args.reps, nvcc=args.nvcc, arch=args.arch, skip_build=args.skip_build, timings=not args.no_timings,
                     clear_pending=args.clear_pending_errors, commit=args.commit, label=args.label, log=sys.stderr)
     result = run_parity(cfg)
     args.json.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")

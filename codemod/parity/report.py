@@ -66,10 +66,10 @@ def render_markdown(r: dict) -> str:
                   + f") in a fresh process: first-use total **{_ms(s['migrated'])} ms** migrated vs "
                   f"{_ms(s['original'])} ms original.", ""]
     lines += [
-        f"Warm time per call (CUDA events around the C API call, median of {bs['reps']}): migrated / "
+        (f"Warm time per call (CUDA events around the C API call, median of {bs['reps']}): migrated / "
         f"original median ratio **{bs['warm_ratio_median']:.3f}** (min {bs['warm_ratio_min']:.3f}, "
         f"max {bs['warm_ratio_max']:.3f}) over {len(r['bench'])} combinations."
-        if bs["warm_ratio_median"] else "No warm timings.",
+        if bs["warm_ratio_median"] else "No warm timings."),
         "",
         "| entry point | input | format | first call ms (orig / migr) | warm ms (orig / migr) | ratio |",
         "|---|---|---|---:|---:|---:|",

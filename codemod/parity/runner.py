@@ -42,6 +42,7 @@ class RunConfig:
     nvcc: str = "nvcc"
     arch: str = "sm_90"
     skip_build: bool = False
+    timings: bool = True
     clear_pending: bool = False
     commit: str = ""
     label: str = ""
@@ -85,7 +86,9 @@ def _driver(cfg: RunConfig, side: str) -> Path:
     exe = cfg.work / f"driver-{side}"
     incs = " ".join(f"-I{shlex.quote(str((cfg.trees[side] / d).resolve()))}"
                     for d in cfg.plan["include_dirs"])
-    cmd = (f"{cfg.nvcc} -std=c++17 -O2 -arch={cfg.arch} {incs} {shlex.quote(str(cfg.driver))} "
+    # NOTE: -cudart shared: the driver and the library must share one runtime instance, or the
+    # library's pending errors are invisible to the driver (nvcc links cudart statically by default).
+    cmd = (f"{cfg.nvcc} -std=c++17 -O2 -cudart shared -arch={cfg.arch} {incs} {shlex.quote(str(cfg.driver))} "
            f"-o {shlex.quote(str(exe))} -L{shlex.quote(str(build))} -l{cfg.plan['link_name']} "
            f"-Xlinker -rpath,{shlex.quote(str(build))}")
     _sh(cmd, cfg.work / f"driver-{side}.log")
@@ -169,11 +172,11 @@ def run(cfg: RunConfig) -> dict:
         exes = dict(zip(SIDES, pool.map(lambda s: _driver(cfg, s), SIDES)))
 
     # First use of a realistic step, each side in a fresh process (cold).
-    step = [f"{s['entry']}:{s['input']}:{s['format']}" for s in cfg.plan.get("step", [])]
+    step = [f"{s['entry']}:{s['input']}:{s['format']}" for s in cfg.plan.get("step", [])] if cfg.timings else []
     step_rows = {s: _bench(cfg, s, exes[s], "step", step) for s in SIDES} if step else {}
     # First use and warm kernel time per (entry, input, format) at the bench shape, fresh process.
     bench_rows = {s: _bench(cfg, s, exes[s], "bench", _combos(cfg.plan, cfg.plan["bench_formats"]))
-                  for s in SIDES}
+                  if cfg.timings else [] for s in SIDES}
     _say(cfg, "parity: timings done")
 
     parity_seconds, dumps = {}, {}
