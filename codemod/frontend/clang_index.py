@@ -245,24 +245,35 @@ class TUIndexer:
         sf, _, _, soff = file_loc(cursor.extent.start)
         if not sf:
             return None
-        return self.macros.get((_realpath(sf), soff))
+        key = (_realpath(sf), soff)
+        if key not in self.macros:
+            self.macros[key] = self._macro_instantiation(sf, soff)
+        return self.macros[key]
+
+    def _macro_instantiation(self, fname: str, off: int):
+        """The macro invocation whose name starts at (file, offset), from the preprocessing record
+        (looked up on demand: collecting all of them up front costs more than the walk)."""
+        if not self.files.in_project(fname):
+            return None
+        f = self.tu.get_file(fname)
+        c = ci.Cursor.from_location(self.tu, ci.SourceLocation.from_offset(self.tu, f, off))
+        if c is None or c.kind != CK.MACRO_INSTANTIATION:
+            return None
+        mf, line, _, moff = file_loc(c.location)
+        if moff != off:
+            return None
+        m = {"name": c.spelling, "file": mf, "line": line, "offset": moff}
+        d = c.referenced
+        if d is not None and d.kind == CK.MACRO_DEFINITION:
+            df, _, _, doff = file_loc(d.extent.start)
+            _, _, _, dend = file_loc(d.extent.end)
+            if df and self.files.in_project(df):
+                m["def"] = (df, doff, dend)
+        return m
 
     # -- top level -------------------------------------------------------------------------
     def run(self) -> dict:
-        top = list(self.tu.cursor.get_children())
-        for cur in top:
-            if cur.kind == CK.MACRO_INSTANTIATION:
-                f, line, col, off = file_loc(cur.location)
-                if self.files.in_project(f):
-                    m = {"name": cur.spelling, "file": f, "line": line, "offset": off}
-                    d = cur.referenced
-                    if d is not None and d.kind == CK.MACRO_DEFINITION:
-                        df, _, _, doff = file_loc(d.extent.start)
-                        _, _, _, dend = file_loc(d.extent.end)
-                        if df and self.files.in_project(df):
-                            m["def"] = (df, doff, dend)
-                    self.macros[(_realpath(f), off)] = m
-        for cur in top:
+        for cur in self.tu.cursor.get_children():
             if cur.kind in (CK.MACRO_INSTANTIATION, CK.MACRO_DEFINITION, CK.INCLUSION_DIRECTIVE):
                 continue
             f = cur.location.file
