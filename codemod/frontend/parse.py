@@ -25,6 +25,7 @@ class ParseJob:
     root: str
     flags: list[str]
     members: list[str] | None = None   # TUs parsed together through one umbrella file
+    pch: str | None = None             # prefix PCH to load (not part of the cache key)
 
 
 def _sha(path: Path) -> str:
@@ -59,6 +60,44 @@ def _cache_valid(entry: dict, root: Path) -> bool:
     return True
 
 
+# System and CUDA headers nearly every CUDA TU includes. Parsed once into a precompiled header that
+# every parse with the same flags loads (-include-pch): ~1.5 s less per parse. Project headers
+# are never in it, so the PCH cannot change what the analysis sees of the project.
+PCH_PREFIX = ("cuda_runtime.h", "cuda.h", "cuda_fp16.h", "cuda_bf16.h", "cuda_fp8.h", "cstdint", "cstddef",
+              "string", "vector", "type_traits", "memory", "functional", "iostream", "sstream", "stdexcept",
+              "mutex", "unordered_map", "algorithm", "limits", "tuple", "cmath", "utility")
+
+
+def _pch_flags(flags: list[str]) -> list[str]:
+    """Flags that change how the prefix headers parse (not the project's -I dirs)."""
+    return [f for f in flags if not f.startswith(("-I", "-include"))]
+
+
+def build_pch(flags: list[str]) -> Path | None:
+    """The prefix PCH for these flags (cached by flag set); None when it cannot be built."""
+    if os.environ.get("CODEMOD_NO_PCH"):
+        return None
+    import clang.cindex as ci
+
+    key = hashlib.sha256(json.dumps([CACHE_FORMAT, _indexer_hash(), _pch_flags(flags)]).encode()).hexdigest()[:16]
+    out = cache_root() / "pch" / f"prefix-{key}.pch"
+    if out.is_file():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    header = out.with_suffix(".h")
+    header.write_text("".join(f"#include <{h}>\n" for h in PCH_PREFIX))
+    try:
+        tu = ci.Index.create().parse(str(header), args=_pch_flags(flags), options=ci.TranslationUnit.PARSE_INCOMPLETE)
+        if any(d.severity >= ci.Diagnostic.Error for d in tu.diagnostics):
+            return None
+        tmp = out.with_suffix(f".{os.getpid()}.tmp")
+        tu.save(str(tmp))
+        os.replace(tmp, out)
+        return out
+    except Exception:  # noqa: BLE001 - no PCH just means slower parses
+        return None
+
+
 def _run_job(job: ParseJob) -> dict:
     from .clang_index import index_tu
 
@@ -73,8 +112,11 @@ def _run_job(job: ParseJob) -> dict:
         umbrella.parent.mkdir(parents=True, exist_ok=True)
         umbrella.write_text("".join(f'#include "{m.resolve()}"\n' for m in mains))
         path = umbrella
+    flags = list(job.flags)
+    if job.pch:
+        flags += ["-include-pch", job.pch]
     try:
-        facts = index_tu(path, root, job.flags, mains)
+        facts = index_tu(path, root, flags, mains)
     except Exception as exc:  # noqa: BLE001 - a TU that cannot be loaded is a diagnostic
         hint = ""
         if any("sm_100" in f or "sm_120" in f for f in job.flags):
@@ -157,6 +199,12 @@ def _run_jobs(job_list: list[ParseJob], root: Path, fp: str, jobs: int | None, u
             except ValueError:
                 pass
         todo.append((job, path))
+    pchs: dict[tuple, Path | None] = {}
+    for job, _ in todo:
+        key = tuple(_pch_flags(job.flags))
+        if key not in pchs:
+            pchs[key] = build_pch(job.flags)
+        job.pch = str(pchs[key]) if pchs[key] else None
     done = 0
 
     def finish(job, path, facts):
