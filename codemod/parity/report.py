@@ -68,13 +68,13 @@ def render_markdown(r: dict) -> str:
     lines += [
         (f"Warm time per call (CUDA events around the C API call, median of {bs['reps']}): migrated / "
         f"original median ratio **{bs['warm_ratio_median']:.3f}** (min {bs['warm_ratio_min']:.3f}, "
-        f"max {bs['warm_ratio_max']:.3f}) over {len(r['bench'])} combinations."
+        f"max {bs['warm_ratio_max']:.3f}) over {len(r.get('bench', []))} combinations."
         if bs["warm_ratio_median"] else "No warm timings."),
         "",
         "| entry point | input | format | first call ms (orig / migr) | warm ms (orig / migr) | ratio |",
         "|---|---|---|---:|---:|---:|",
     ]
-    for b in r["bench"]:
+    for b in r.get("bench", []):
         lines.append(f"| `{b['entry']}` | {b['input']} | {b['format']} | {b['first_ms']['original']:.1f} / "
                      f"{b['first_ms']['migrated']:.1f} | {b['warm_median_ms']['original']:.4f} / "
                      f"{b['warm_median_ms']['migrated']:.4f} | {b['ratio']:.3f} |")
