@@ -46,6 +46,9 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
         return {}, f"already migrated: {manifest.relative_to(root)} exists\n", None
     analysis = analyze(root, [rule], progress=progress)
     plan = build_plan(root, analysis, spec, only=only, exclude=exclude)
+    if not plan.kernels:
+        from .generate import ChangeSet
+        return {}, render_report(plan, ChangeSet(), {}), plan
     cs = generate(root, plan, version or __version__)
     files = apply_edits(root, cs)
     return files, render_report(plan, cs, files), plan

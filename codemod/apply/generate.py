@@ -123,7 +123,8 @@ def generate(root: Path, plan: Plan, version: str = __version__) -> ChangeSet:
         cs.new_files[path] = clang_format(render(
             "prelude.h.j2", banner=head, replaced=replaced, includes=ks_spec.get("prelude_includes", []),
             namespace=ks_spec.get("prelude_namespace", spec.names.get("default_namespace", "")),
-            aliases=[c for c in cases if c.get("alias")]), "prelude.h")
+            aliases=[c for c in cases if c.get("alias")],
+            copied=_copied(root, replaced, ks_spec.get("prelude_copy", []), cs)), "prelude.h")
     for name, shim in sorted(ks_spec.get("shims", {}).items()):
         cs.new_files[f"{out}/shims/{name}"] = render(
             "shim.j2", banner=head, name=name, include=shim["include"],
@@ -182,6 +183,31 @@ def generate(root: Path, plan: Plan, version: str = __version__) -> ChangeSet:
     # Manifest.
     cs.new_files[f"{out}/codemod_manifest.json"] = manifest(plan, version)
     return cs
+
+
+def _copied(root: Path, header: str, names: list[str], cs: ChangeSet) -> list[dict]:
+    """Device-usable declarations the rule names, copied byte-for-byte from a replaced header into
+    its prelude, grouped by namespace; a name not found refuses the tree."""
+    if not names:
+        return []
+    found = source.declarations((root / header).read_bytes(), set(names))
+    missing = sorted(set(names) - {_first_name(t) for _, t in found})
+    if missing:
+        raise ApplyError(f"{header}: no declaration of {', '.join(missing)} to copy into the prelude",
+                         where=header, hint="check migrate/kernel_strings/prelude_copy in the rule")
+    cs.notes.append(f"{header}: {', '.join(sorted(set(names)))} copied into the NVRTC prelude "
+                    f"({len(found)} declarations)")
+    groups: list[dict] = []
+    for ns, text in found:
+        if groups and groups[-1]["namespace"] == ns:
+            groups[-1]["texts"].append(text)
+        else:
+            groups.append({"namespace": ns, "texts": [text]})
+    return groups
+
+
+def _first_name(text: str) -> str:
+    return source._declared_name(source.parse(text.encode()).children[0], text.encode()) or ""
 
 
 def _rewrite_sites(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str]) -> None:

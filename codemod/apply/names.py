@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import re
 
+from .consteval import NotConstant, evaluate, function_choice
 from .spec import MigrateSpec
+
+
+class Unspellable(Exception):
+    """A template argument that has no canonical spelling (the variant cannot be named)."""
 
 _IDENT = re.compile(r"(::)?\b([A-Za-z_][A-Za-z0-9_]*)\b")
 _BUILTIN = {"float", "double", "int", "unsigned", "signed", "char", "short", "long", "bool", "true",
@@ -38,7 +43,20 @@ def qualify(text: str, spec: MigrateSpec) -> str:
 
 
 def argument(kind: str, value: str, spec: MigrateSpec) -> str:
-    """One template argument as it appears in a name expression."""
+    """One template argument as it appears in a name expression, canonical so that the host stubs
+    render the same text at run time: constant expressions evaluated, `&` on function names."""
+    if kind == "value":
+        try:
+            v = evaluate(value, spec.type_sizes())
+        except NotConstant:
+            if not _IDENT.fullmatch(value.strip()) and not re.fullmatch(r"-?\d+", value.strip()):
+                raise Unspellable(value) from None
+            return qualify(value, spec)
+        return ("true" if v else "false") if isinstance(v, bool) else str(v)
+    if kind == "function_pointer":
+        value = function_choice(value)
+    if not re.fullmatch(r"[\w:<>, &*]+", value.strip()):
+        raise Unspellable(value)
     q = qualify(value, spec)
     if kind == "function_pointer" and q != "nullptr" and not q.startswith("&"):
         return "&" + q

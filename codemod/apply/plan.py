@@ -10,8 +10,11 @@ from ..errors import ApplyError, UnsupportedConstruct
 from ..frontend.treesitter import scan_bytes
 from ..model import Analysis, Kernel, Site
 from . import source
-from .names import argument
+from .names import Unspellable, argument
 from .spec import MigrateSpec
+
+
+HEADER_SUFFIXES = (".h", ".hpp", ".cuh", ".hh", ".inl")
 
 
 def symbol_for(path: str) -> str:
@@ -76,8 +79,21 @@ def _variants(site: Site, kernel: Kernel, spec: MigrateSpec) -> list[dict[str, s
     return out
 
 
+def _resolve(root: Path, path: str, inc, include_dirs: list[str]) -> str | None:
+    """Repo path of an include as the compiler finds it: the includer's folder (quoted includes),
+    then the rule's include dirs; None when it is outside the library (a toolkit header)."""
+    bases = ([posixpath.dirname(path)] if not inc.system else []) + list(include_dirs)
+    top = root.resolve()
+    for base in bases:
+        target = posixpath.normpath(posixpath.join(base, inc.name))
+        full = (root / target).resolve()
+        if full.is_file() and full.is_relative_to(top):
+            return full.relative_to(top).as_posix()
+    return None
+
+
 def _header_closure(root: Path, start: str, spec: MigrateSpec, out_dir: str) -> dict[str, str]:
-    """Include name -> repo path for every local header the kernel's file reaches (NVRTC matches
+    """Include name -> repo path for every library header the kernel's file reaches (NVRTC matches
     in-memory headers by the name as spelled). Replaced headers map to the generated prelude."""
     ks = spec.kernel_strings
     replaced = set(ks.get("replace_with_prelude", []))
@@ -90,18 +106,21 @@ def _header_closure(root: Path, start: str, spec: MigrateSpec, out_dir: str) -> 
             continue
         seen.add(path)
         for inc in source.includes((root / path).read_bytes()):
-            if inc.system:
-                if inc.name in shims:
-                    headers[inc.name] = f"{out_dir}/shims/{inc.name}"
+            if inc.system and inc.name in shims:
+                headers[inc.name] = f"{out_dir}/shims/{inc.name}"
                 continue
-            target = posixpath.normpath(posixpath.join(posixpath.dirname(path), inc.name))
-            if not (root / target).is_file():
+            target = _resolve(root, path, inc, spec.include_dirs)
+            if target is None:
                 continue
-            if target in replaced:
-                headers[inc.name] = f"{out_dir}/prelude/{target}"
-                continue
-            headers[inc.name] = target
-            todo.append(target)
+            mapped = f"{out_dir}/prelude/{target}" if target in replaced else target
+            if headers.get(inc.name, mapped) != mapped:
+                raise UnsupportedConstruct(
+                    f"include name '{inc.name}' means {headers[inc.name]} and {mapped}",
+                    where=path, hint="NVRTC matches in-memory headers by name; spell one of the "
+                                     "includes differently, or exclude the kernel")
+            headers[inc.name] = mapped
+            if target not in replaced:
+                todo.append(target)
     for inc in ks.get("prelude_includes", []):
         if inc in shims:
             headers[inc] = f"{out_dir}/shims/{inc}"
@@ -131,20 +150,41 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
                 raise UnsupportedConstruct(f"launch of {kid} is spelled in a macro body",
                                            where=f"{s.file}:{s.line}",
                                            hint="expand the macro by hand or exclude the kernel with --exclude")
+        if not kernel.file.endswith(HEADER_SUFFIXES):
+            skipped.append(Skipped(kid, f"defined in {kernel.file}, a translation unit, not a header: "
+                                        "its NVRTC program would hold the TU's host entry points; "
+                                        "move the kernel into a header first"))
+            continue
         data = (root / kernel.file).read_bytes()
         decl = next((d for d in scan_bytes(kernel.file, data).kernels
                      if d.name == kernel.name and d.is_definition), None)
         if decl is None:
             raise ApplyError(f"definition of {kid} not found", where=f"{kernel.file}:{kernel.line}")
         variants: dict[tuple, Variant] = {}
+        refused = None
         for s in sites:
             if s.kind != "launch":
                 continue
-            for axes in _variants(s, kernel, spec):
+            deduced = [a.param for a in s.axes if not a.arg] if s.via is None else []
+            if deduced:
+                # NOTE: the stub factory takes explicit template arguments only; rewriting this
+                # launch would leave a call that no longer deduces them (nvcc: "no instance ...").
+                refused = (f"template arguments {', '.join(deduced)} are deduced from the launch's "
+                           f"arguments at {s.id}; spell them at the launch, or exclude the kernel")
+                break
+            try:
+                site_variants = _variants(s, kernel, spec)
+            except Unspellable as e:
+                refused = f"template argument `{e}` at {s.id} has no canonical spelling for a name expression"
+                break
+            for axes in site_variants:
                 key = tuple(axes.items())
                 variants.setdefault(key, Variant(axes, []))
                 if s.id not in variants[key].sites:
                     variants[key].sites.append(s.id)
+        if refused:
+            skipped.append(Skipped(kid, refused))
+            continue
         removed += kernel.instantiations
         plans.append(KernelPlan(kernel, source.kernel_signature(data, decl.start, decl.end), sites,
                                 sorted(variants.values(), key=lambda v: v.name_expression(kid)),

@@ -17,7 +17,7 @@ def render_report(plan: Plan, cs: ChangeSet, files: dict) -> str:
         lines.append(f"| `{kp.kernel.id}` | {len(kp.sites)} | {len(kp.variants)} | {kp.kernel.instantiations} | "
                      f"{', '.join(axes)} |")
     lines += ["", "## Left static", ""]
-    lines += [f"- `{s.what}`: {s.reason}" for s in plan.skipped] or ["- nothing"]
+    lines += [f"- `{s.what}`: {s.reason}" for s in sorted(plan.skipped, key=lambda s: s.what)] or ["- nothing"]
     lines += ["", "## NVRTC-safety changes", ""]
     lines += [f"- {n}" for n in cs.notes] or ["- none"]
     lines += ["", "## Notes", "",

@@ -152,3 +152,52 @@ def template_ids(data: bytes, names: set[str]) -> list[tuple[int, int, str]]:
             continue
         out.append((top.start_byte, top.end_byte, ident))
     return out
+
+
+def _declared_name(node: Node, data: bytes) -> str | None:
+    """The name a namespace-scope declaration introduces (`is_fp8` for `template <> struct
+    is_fp8<fp8e4m3> ...`), or None."""
+    inner = node
+    while inner.type == "template_declaration":
+        inner = next((c for c in inner.named_children if c.type not in ("template_parameter_list",)), inner)
+        if inner is node:
+            return None
+    if inner.type in ("struct_specifier", "class_specifier"):
+        name = inner.child_by_field_name("name")
+    elif inner.type in ("function_definition", "declaration"):
+        name = inner.child_by_field_name("declarator")
+        while name is not None and name.type not in ("identifier", "field_identifier"):
+            name = name.child_by_field_name("declarator") or name.child_by_field_name("name")
+    else:
+        return None
+    if name is not None and name.type == "template_type":
+        name = name.child_by_field_name("name")
+    return data[name.start_byte:name.end_byte].decode() if name is not None else None
+
+
+def declarations(data: bytes, names: set[str]) -> list[tuple[str, str]]:
+    """(namespace, text) of every namespace-scope declaration of one of `names`, in file order,
+    copied byte-for-byte (templates and their specializations alike)."""
+    out: list[tuple[str, str]] = []
+
+    def visit(container: Node, ns: str) -> None:
+        for child in container.children:
+            if child.type == "namespace_definition":
+                body = child.child_by_field_name("body")
+                n = child.child_by_field_name("name")
+                inner = data[n.start_byte:n.end_byte].decode() if n is not None else ""
+                if body is not None:
+                    visit(body, f"{ns}::{inner}" if ns else inner)
+                continue
+            if child.type == "preproc_ifdef" and child.child_by_field_name("name") is not None \
+                    and data[child.start_byte:child.start_byte + 7] == b"#ifndef" \
+                    and container.type == "translation_unit":
+                visit(child, ns)      # the include guard
+                continue
+            if child.type == "expression_statement" or child.type.startswith("preproc"):
+                continue
+            if _declared_name(child, data) in names:
+                out.append((ns, data[child.start_byte:child.end_byte].decode()))
+
+    visit(parse(data), "")
+    return out

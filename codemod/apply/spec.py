@@ -8,6 +8,15 @@ from ..errors import RuleError
 from ..rule import Rule
 
 
+# sizeof of the CUDA toolkit's and C++'s arithmetic types (fixed by their ABI, not by a library).
+BUILTIN_SIZES = {
+    "float": 4, "double": 8, "half": 2, "__half": 2, "nv_bfloat16": 2, "__nv_bfloat16": 2,
+    "__nv_fp8_e4m3": 1, "__nv_fp8_e5m2": 1, "__nv_fp8_e8m0": 1, "__nv_fp4x2_e2m1": 1,
+    "int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4, "uint32_t": 4,
+    "int64_t": 8, "uint64_t": 8, "int": 4, "bool": 1, "char": 1,
+}
+
+
 @dataclass
 class MigrateSpec:
     rule_id: str
@@ -22,11 +31,21 @@ class MigrateSpec:
     layer: dict
     options: dict
     cmake: dict
+    include_dirs: list[str] = field(default_factory=list)
     raw: dict = field(default_factory=dict)
 
     @property
     def legacy_option(self) -> str:
         return self.cmake["legacy_option"]
+
+    def type_sizes(self) -> dict[str, int]:
+        """C++ type or alias -> sizeof, for arguments like `32/sizeof(T)`: the CUDA and C++
+        arithmetic types' sizes, reached through the dtype table's aliases too."""
+        out = dict(BUILTIN_SIZES)
+        for c in self.types["cases"].values():
+            if c.get("alias") and c["type"] in BUILTIN_SIZES:
+                out[c["alias"]] = BUILTIN_SIZES[c["type"]]
+        return out
 
     def aliases(self) -> dict[str, str]:
         """Type alias -> C++ type (`fp32` -> `float`), from the dtype table."""
@@ -45,4 +64,4 @@ def migrate_spec(rule: Rule) -> MigrateSpec:
         kernel_strings=m.get("kernel_strings", {}), layer=m["nvrtc_layer"],
         options={"always": m.get("options", {}).get("always", []),
                  "conditional": m.get("options", {}).get("conditional", [])},
-        cmake=m["cmake"], raw=m)
+        cmake=m["cmake"], include_dirs=list(rule.raw.get("analyze", {}).get("include_dirs", [])), raw=m)

@@ -1,0 +1,29 @@
+"""Canonical spellings of constant template arguments (codemod/apply/consteval.py)."""
+
+import pytest
+
+from codemod.apply.consteval import NotConstant, evaluate, function_choice
+
+SIZES = {"__half": 2, "float": 4}
+
+
+@pytest.mark.parametrize("text,value", [
+    ("32/sizeof(__half)", 16), ("8/sizeof(float)", 2), ("1", 1), ("true", True),
+    ("false&&(!false)&&(!true)?128:64", 64), ("true&&(!false)&&(!false)?128:64", 128),
+    ("(2+3)*4%7", 6), ("!(1==2)||false", True),
+])
+def test_evaluate(text, value):
+    assert evaluate(text, SIZES) == value
+
+
+@pytest.mark.parametrize("text", ["sizeof(Foo)", "std::max(1, 2)", "kVec", "1/0", "(1"])
+def test_not_constant(text):
+    with pytest.raises(NotConstant):
+        evaluate(text, SIZES)
+
+
+def test_function_choice():
+    assert function_choice("(dgelu<float, float>==nullptr)?detail::identity:dgelu<float, float>") == \
+        "dgelu<float, float>"
+    assert function_choice("gelu<float, float>") == "gelu<float, float>"
+    assert function_choice("(nullptr==nullptr)?a:b") == "(nullptr==nullptr)?a:b"
