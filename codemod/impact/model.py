@@ -7,7 +7,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from functools import reduce
 from itertools import accumulate, compress, repeat
-from operator import add, and_, ge, lt, mul, sub
+from operator import add, and_, ge, gt, lt, mul, not_, sub
 from dataclasses import dataclass
 
 from .graph import Graph, topo_order
@@ -46,8 +46,10 @@ def r3(x: float) -> float:
 
 def real_nodes(graph: Graph, sched: Schedule) -> list[int]:
     """Non-phony nodes that ran for some time (C-level maps: this runs on every node)."""
-    not_phony = [not n.phony for n in graph.nodes]
-    return list(compress(range(len(not_phony)), map(and_, map(lt, sched.start, sched.end), not_phony)))
+    live = map(lt, sched.start, sched.end)
+    if any(graph.phony):
+        live = map(and_, live, map(not_, graph.phony))
+    return list(compress(range(len(graph.phony)), live))
 
 
 def summarize(graph: Graph, sched: Schedule, real: list[int] | None = None) -> Summary:
@@ -62,10 +64,9 @@ def weighted_times(sched: Schedule, conc: tuple | None = None, only: list[int] |
     Sums to the busy wall time. `conc` = concurrency_steps(...) of the schedule, if already known;
     `only`: the nodes to price (default all), in that order."""
     times, counts = conc or concurrency_steps(sched.start, sched.end)
-    acc = [0.0]
-    for k in range(1, len(times)):
-        c = counts[k - 1]
-        acc.append(acc[-1] + ((times[k] - times[k - 1]) / c if c else 0.0))
+    # NOTE: the same left-to-right sums as a loop appending acc[-1] + share
+    acc = list(accumulate([d / c if c else 0.0 for d, c in zip(map(sub, times[1:], times[:-1]), counts)],
+                          initial=0.0))
 
     def at(x: float) -> float:
         k = bisect_right(times, x) - 1
@@ -137,14 +138,15 @@ def critical_chain(graph: Graph, sched: Schedule, eps_ms: float = 1.0, real: lis
     """Walk back from the step that ends last: to the dependency that finished last if the step
     started when it finished, else to the step whose end freed its job slot. Each entry says why it
     started: 'build start', 'dependency finished' or 'job slot freed' (by the entry before it)."""
-    nodes = graph.nodes
+    names, deps_of, orders, phony = graph.name, graph.deps, graph.order, graph.phony
     real = real_nodes(graph, sched) if real is None else real
     if not real:
         return []
     # (end, order): a stable sort by end of the nodes in edge-id order
-    orders = [n.order for n in nodes]
-    by_end = sorted(sorted(real, key=orders.__getitem__), key=sched.end.__getitem__)
-    phony = [n.phony for n in nodes]
+    by_end = list(real)
+    if any(map(gt, orders[:-1], orders[1:])):
+        by_end.sort(key=orders.__getitem__)
+    by_end.sort(key=sched.end.__getitem__)
     end = sched.end
     ends = [sched.end[i] for i in by_end]
     latest: dict[int, int | None] = {}
@@ -160,10 +162,10 @@ def critical_chain(graph: Graph, sched: Schedule, eps_ms: float = 1.0, real: lis
                 continue
             order.append(x)
             latest[x] = None  # placeholder
-            stack.extend([d for d in nodes[x].deps if phony[d] and d not in latest])
+            stack.extend([d for d in deps_of[x] if phony[d] and d not in latest])
         for x in reversed(order):
             # the first of the latest-ending candidates, as max() picks it
-            cands = [c for c in [latest.get(d) if phony[d] else d for d in nodes[x].deps] if c is not None]
+            cands = [c for c in [latest.get(d) if phony[d] else d for d in deps_of[x]] if c is not None]
             latest[x] = max(cands, key=end.__getitem__) if cands else None
         return latest[i]
 
@@ -189,7 +191,7 @@ def critical_chain(graph: Graph, sched: Schedule, eps_ms: float = 1.0, real: lis
     chain.reverse()
     return [
         {
-            "name": nodes[c["index"]].name,
+            "name": names[c["index"]],
             "start_s": r3(sched.start[c["index"]] / 1000.0),
             "end_s": r3(sched.end[c["index"]] / 1000.0),
             "elapsed_s": r3((sched.end[c["index"]] - sched.start[c["index"]]) / 1000.0),
@@ -209,13 +211,12 @@ def critical_step(chain: list[dict]) -> dict | None:
 
 def bounds(graph: Graph, work: list[float], jobs: int) -> dict:
     """Lower bounds on the wall: the longest dependency path (infinite -j) and work / jobs."""
-    nodes = graph.nodes
-    finish = [0.0 if n.phony else w for n, w in zip(nodes, work)]
-    for i in topo_order(graph):
-        deps = nodes[i].deps
-        if deps:
-            finish[i] += max([finish[d] for d in deps])
-    total = sum([w for n, w in zip(nodes, work) if not n.phony])
+    phony, deps_of = graph.phony, graph.deps
+    finish = [0.0 if p else w for p, w in zip(phony, work)]
+    topo = topo_order(graph)
+    for i in compress(topo, map(deps_of.__getitem__, topo)):  # only nodes with dependencies
+        finish[i] += max(map(finish.__getitem__, deps_of[i]))
+    total = sum([w for p, w in zip(phony, work) if not p])
     return {
         "critical_path_s": r3(max(finish, default=0.0) / 1000.0),
         "work_s": r3(total / 1000.0 / jobs) if jobs > 0 else 0.0,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import re
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import compress, repeat
 from operator import add, gt, itemgetter, sub, truediv
 from typing import IO, Iterable, NamedTuple
 
@@ -40,9 +40,9 @@ class LogLine(NamedTuple):
     cmdhash: str
 
 
-@dataclass(slots=True)
-class Step:
-    """One edge execution: the lines of one (cycle, start, end, hash) group, outputs kept in order."""
+class Step(NamedTuple):
+    """One edge execution: the lines of one (cycle, start, end, hash) group, outputs kept in order.
+    NOTE: a named tuple, so that a 100k-step log's steps are made by C-level maps."""
 
     start_ms: int
     end_ms: int
@@ -80,7 +80,7 @@ class Cycle:
 
     @property
     def wall_ms(self) -> int:
-        return max(ln.end_ms for ln in self.lines)
+        return max(map(_END, self.lines))
 
     def steps(self) -> list[Step]:
         return group_steps(self.lines)
@@ -223,9 +223,8 @@ def _read_well_formed(body: str) -> list[LogLine] | None:
         starts, ends, mtimes = list(map(int, fields[0::5])), list(map(int, fields[1::5])), map(int, fields[2::5])
         if any(map(int.__lt__, ends, starts)):
             return None
-        new = tuple.__new__
-        return [new(LogLine, t) for t in zip(range(2, len(rows) + 2), starts, ends, mtimes, fields[3::5],
-                                              map(str.lower, hashes))]
+        return list(map(tuple.__new__, repeat(LogLine), zip(range(2, len(rows) + 2), starts, ends, mtimes,
+                                                             fields[3::5], map(str.lower, hashes))))
     except ValueError:
         return None
 
@@ -306,13 +305,19 @@ def find_history(cycles: list[Cycle], version: int) -> tuple[int, list[str]]:
     last_bad = -1
     horizon = float("-inf")  # latest absolute end seen so far
     for i, cyc in enumerate(cycles):
-        v6 = version >= 6
-        origins = [ln.mtime / 1e6 - (ln.start_ms if v6 else ln.end_ms) for ln in cyc.lines if ln.mtime > 0]
+        # NOTE: C-level maps, the same float expressions as line_origin
+        lines = cyc.lines
+        mtimes = list(map(_MTIME, lines))
+        anchors = map(_START if version >= 6 else _END, lines)
+        if min(mtimes, default=0) <= 0:
+            keep = list(map(int(0).__lt__, mtimes))
+            mtimes, anchors = list(compress(mtimes, keep)), compress(anchors, keep)
+        origins = list(map(sub, map(truediv, mtimes, repeat(1e6)), anchors))
         if not origins:
             continue
         origin = _median(origins)
         cyc.origin_ms = origin
-        outliers = sum(1 for o in origins if abs(o - origin) > ORIGIN_TOLERANCE_MS)
+        outliers = sum(map(gt, map(abs, map(sub, origins, repeat(origin))), repeat(ORIGIN_TOLERANCE_MS)))
         if outliers * 5 > len(origins):
             last_bad = i
             reasons.append(f"lines {cyc.first_line}-{cyc.last_line}: mtimes disagree with one time origin")
@@ -343,10 +348,11 @@ def _regenerated(cycle: Cycle) -> bool:
 def group_steps(lines: Iterable[LogLine]) -> list[Step]:
     """Lines of one cycle -> steps: an edge with N outputs writes N lines with one (start, end, hash)."""
     lines = list(lines)
-    keys = list(zip(map(_START, lines), map(_END, lines), map(_HASH, lines)))
-    if len(set(keys)) == len(keys):  # one output per edge (the usual case): no grouping to do
-        return list(map(Step, map(_START, lines), map(_END, lines), map(_HASH, lines),
-                        [[o] for o in map(_OUTPUT, lines)], map(_LINENO, lines)))
+    # one output per edge (the usual case) when the hashes, else the (start, end, hash) keys, are unique
+    if len(set(map(_HASH, lines))) == len(lines) or \
+            len(set(zip(map(_START, lines), map(_END, lines), map(_HASH, lines)))) == len(lines):
+        return list(map(tuple.__new__, repeat(Step), zip(map(_START, lines), map(_END, lines), map(_HASH, lines),
+                                                         [[o] for o in map(_OUTPUT, lines)], map(_LINENO, lines))))
     steps: dict[tuple[int, int, str], Step] = {}
     for ln in lines:
         key = (ln.start_ms, ln.end_ms, ln.cmdhash)

@@ -10,8 +10,8 @@ import gc
 import heapq
 import re
 from contextlib import contextmanager
-from itertools import repeat
-from operator import mul, sub
+from itertools import compress, repeat
+from operator import attrgetter, itemgetter, mul, not_, sub
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
@@ -23,6 +23,11 @@ from .nvcc_time import DEVICE_KINDS, HOST_KINDS, Invocation
 from .replay import POLICY_FOR_LOG_VERSION, Contention, Schedule, concurrency_steps, recorded_work, replay
 
 SCHEMA_VERSION = 1
+_OUTPUTS, _FIRST, _START, _END = attrgetter("outputs"), itemgetter(0), attrgetter("start_ms"), attrgetter("end_ms")
+
+
+def _MANY(outputs: list) -> bool:
+    return len(outputs) > 1
 
 
 @dataclass
@@ -65,9 +70,11 @@ def _load(log_path: str, nvcc_time_paths: list[str] | None, build_ninja_path: st
     for k, cyc in enumerate(build.cycles):
         if k:
             cycle_starts.append(offset)
-        for s in cyc.steps():
-            steps.append(ninja_log.Step(s.start_ms + offset, s.end_ms + offset, s.cmdhash, s.outputs, s.lineno)
-                         if offset else s)
+        if not offset:
+            steps += cyc.steps()
+        else:
+            steps += [ninja_log.Step(s.start_ms + offset, s.end_ms + offset, s.cmdhash, s.outputs, s.lineno)
+                      for s in cyc.steps()]
         offset += cyc.wall_ms
     loaded = Loaded(log, build, steps, cycle_starts, warnings=list(log.warnings))
     invocations: list[Invocation] = []
@@ -93,6 +100,8 @@ def _load(log_path: str, nvcc_time_paths: list[str] | None, build_ninja_path: st
 
 def match_nvcc(steps: list[ninja_log.Step], invocations: list[Invocation]) -> tuple[dict[str, Invocation], list[Invocation]]:
     """Join nvcc invocations to steps by output path (exact, else one a path-suffix of the other)."""
+    if not invocations:
+        return {}, []
     by_output: dict[str, ninja_log.Step] = {}
     for s in steps:
         for o in s.outputs:
@@ -158,18 +167,20 @@ def factors(loaded: Loaded, remove: list[str], scale: dict[str, float]) -> dict[
     NOTE: a substring test on each glob's literal part rules most steps out before any regex runs."""
     steps = loaded.steps
     nvcc = loaded.nvcc
-    hay = []  # every candidate name of a step, one per line; each candidate is a substring of it
-    for s in steps:
-        inv = nvcc.get(s.outputs[0]) if nvcc else None
-        text = s.outputs[0] if len(s.outputs) == 1 else "\n".join(s.outputs)
-        hay.append(text + "\n" + inv.source if inv is not None and inv.source else text)
+    hay = list(map(_FIRST, map(_OUTPUTS, steps)))  # every candidate name of a step, one per line
+    if nvcc or any(map(_MANY, map(_OUTPUTS, steps))):  # each candidate is a substring of its hay
+        hay = []
+        for s in steps:
+            inv = nvcc.get(s.outputs[0]) if nvcc else None
+            text = s.outputs[0] if len(s.outputs) == 1 else "\n".join(s.outputs)
+            hay.append(text + "\n" + inv.source if inv is not None and inv.source else text)
     rules = [(g, factor) for g, factor in scale.items()] + [(g, 0.0) for g in remove]
     hits = {g: 0 for g in list(remove) + list(scale)}
     matched: list[set[int]] = []
     for g, _ in rules:
         rx, lit = glob_regex(g), _literal(g)
         found = set()
-        for k in (range(len(steps)) if not lit else [k for k, h in enumerate(hay) if lit in h]):
+        for k in (range(len(steps)) if not lit else compress(range(len(hay)), map(str.__contains__, hay, repeat(lit)))):
             s = steps[k]
             if any(rx.match(n) for n in _candidates(s, nvcc.get(s.name))):
                 found.add(k)
@@ -198,15 +209,22 @@ def build_graph(loaded: Loaded) -> Graph:
 
 
 def recorded_schedule(graph: Graph, jobs: int) -> Schedule:
-    nodes = graph.nodes
-    start = [float(n.step.start_ms) if n.step is not None else 0.0 for n in nodes]
-    end = [float(n.step.end_ms) if n.step is not None else 0.0 for n in nodes]
-    unlogged = [n.index for n in nodes if n.step is None]
-    if unlogged:
-        for i in topo_order(graph):
-            node = nodes[i]
-            if node.step is None:
-                end[i] = start[i] = max([end[d] for d in node.deps], default=0.0)
+    steps = graph.step
+    m = len(steps)
+    while m and steps[m - 1] is None:  # graphs from the log: the steps come first, then phony nodes
+        m -= 1
+    head = steps[:m]
+    if all(head):
+        start = list(map(float, map(_START, head))) + [0.0] * (len(steps) - m)
+        end = list(map(float, map(_END, head))) + [0.0] * (len(steps) - m)
+    else:
+        start = [float(st.start_ms) if st is not None else 0.0 for st in steps]
+        end = [float(st.end_ms) if st is not None else 0.0 for st in steps]
+    if m < len(steps) or not all(head):
+        deps = graph.deps
+        topo = topo_order(graph)
+        for i in compress(topo, map(not_, map(steps.__getitem__, topo))):  # the unlogged nodes
+            end[i] = start[i] = max([end[d] for d in deps[i]], default=0.0)
     return Schedule(start, end, jobs)
 
 
@@ -226,8 +244,8 @@ def _analyse(loaded: Loaded, remove: list[str] | None, scale: dict[str, float] |
              policy: str | None, cores: int | None, alpha: float, max_steps: int | None) -> dict:
     remove, scale = list(remove or []), dict(scale or {})
     graph = build_graph(loaded)
-    nodes = graph.nodes
-    step_idx = [i for i, n in enumerate(nodes) if n.step is not None]
+    node_step = graph.step
+    step_idx = graph.step_ids()
     measured = recorded_schedule(graph, jobs or 0)
     # NOTE: phony nodes have zero length, so the recorded schedule's concurrency is the steps'
     conc_measured = concurrency_steps(measured.start, measured.end)
@@ -243,15 +261,19 @@ def _analyse(loaded: Loaded, remove: list[str] | None, scale: dict[str, float] |
     policy = policy or POLICY_FOR_LOG_VERSION.get(loaded.log.version, "1.12")
     contention = Contention(cores, alpha)
 
-    work = [0.0] * len(nodes)
-    rec = recorded_work([measured.start[i] for i in step_idx], [measured.end[i] for i in step_idx], contention)
-    for i, w in zip(step_idx, rec):
-        work[i] = w
+    work = [0.0] * len(node_step)
+    rec = recorded_work(list(map(measured.start.__getitem__, step_idx)), list(map(measured.end.__getitem__, step_idx)),
+                        contention)
+    if step_idx and step_idx[-1] == len(step_idx) - 1:  # the steps come first (graph from the log)
+        work[: len(rec)] = rec
+    else:
+        for i, w in zip(step_idx, rec):
+            work[i] = w
     factor_by_name = factors(loaded, remove, scale)
     work_after = list(work)
     if factor_by_name:
-        for i in step_idx:
-            f = factor_by_name.get(nodes[i].step.name)
+        step_names = map(_FIRST, map(_OUTPUTS, map(node_step.__getitem__, step_idx)))
+        for i, f in zip(step_idx, map(factor_by_name.get, step_names)):
             if f is not None:
                 work_after[i] = work[i] * f
 
@@ -263,9 +285,9 @@ def _analyse(loaded: Loaded, remove: list[str] | None, scale: dict[str, float] |
 
     real = {name: real_nodes(graph, s) for name, s in schedules.items()}
     sums = {name: summarize(graph, s, real[name]) for name, s in schedules.items()}
-    st_start = [s.start_ms for s in loaded.steps]
-    st_end = [s.end_ms for s in loaded.steps]
-    st_factor = list(map(factor_by_name.get, [s.outputs[0] for s in loaded.steps], repeat(1.0)))
+    st_start = list(map(_START, loaded.steps))
+    st_end = list(map(_END, loaded.steps))
+    st_factor = list(map(factor_by_name.get, map(_FIRST, map(_OUTPUTS, loaded.steps)), repeat(1.0)))
     sums["measured"].wall_s = max(st_end, default=0) / 1000.0
     cpu_before = sum(map(sub, st_end, st_start)) / 1000.0
     cpu_after = sum(map(mul, map(sub, st_end, st_start), st_factor)) / 1000.0
@@ -276,13 +298,13 @@ def _analyse(loaded: Loaded, remove: list[str] | None, scale: dict[str, float] |
 
     # steps[] order: longest first, then by name (elapsed_s is r3(elapsed_ms / 1000): same order)
     def row_key(i: int) -> tuple:
-        st = nodes[i].step
+        st = node_step[i]
         return (st.start_ms - st.end_ms, st.outputs[0])
 
     listed = step_idx
     if max_steps is not None and len(step_idx) > max_steps:
         # NOTE: only steps at least as long as the max_steps-th longest can be listed; sort those
-        elapsed = [nodes[i].duration_ms for i in step_idx]
+        elapsed = [graph.duration[i] for i in step_idx]
         cut = heapq.nlargest(max_steps, elapsed)[-1] if max_steps > 0 else float("inf")
         listed = [i for i, e in zip(step_idx, elapsed) if e >= cut]
     listed = sorted(listed, key=row_key)
@@ -291,7 +313,7 @@ def _analyse(loaded: Loaded, remove: list[str] | None, scale: dict[str, float] |
     weighted = weighted_times(measured, conc_measured, listed)
     rows = []
     for i, w in zip(listed, weighted):
-        step = nodes[i].step
+        step = node_step[i]
         f = factor_by_name.get(step.name, 1.0)
         row = {
             "name": step.name,
@@ -313,8 +335,8 @@ def _analyse(loaded: Loaded, remove: list[str] | None, scale: dict[str, float] |
     # nvcc totals over every step, in steps[] order, whether listed or not
     cuda = []
     if loaded.nvcc:
-        for i in sorted((i for i in step_idx if nodes[i].step.name in loaded.nvcc), key=row_key):
-            name = nodes[i].step.name
+        for i in sorted((i for i in step_idx if node_step[i].name in loaded.nvcc), key=row_key):
+            name = node_step[i].name
             cuda.append({"name": name} | nvcc_fields(loaded.nvcc[name]))
     doc = {
         "schema_version": SCHEMA_VERSION,

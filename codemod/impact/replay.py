@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_right
-from collections import Counter
 from itertools import accumulate, compress, repeat
-from operator import lt, not_, sub
+from operator import gt, le, lt, mul, ne, neg, not_, or_, sub
 from dataclasses import dataclass
 
 from ..errors import UsageError
@@ -56,35 +55,49 @@ class Schedule:
 def priorities(graph: Graph, policy: str, durations: list[float]) -> list[tuple]:
     """Ready-queue key per node (smaller pops first)."""
     if policy == "1.11":
-        return [(n.order,) for n in graph.nodes]
+        return [(o,) for o in graph.order]
+    return list(zip(map(neg, _weights(graph, policy, durations)), graph.order))
+
+
+def _weights(graph: Graph, policy: str, durations: list[float]) -> list[float]:
+    """w(e) = H(e) + max over consumers w(c): heaviest path from e to the targets (ninja's
+    ComputeCriticalPath), H = 0 for phony, 1 (1.12) or the previous duration in ms (master)."""
     if policy not in POLICIES:
         raise UsageError(f"unknown scheduling policy {policy!r}", hint=f"use one of {', '.join(POLICIES)}")
-    # w(e) = H(e) + max over consumers w(c): heaviest path from e to the targets (ninja's
-    # ComputeCriticalPath), H = 0 for phony, 1 (1.12) or the previous duration in ms (master).
-    nodes = graph.nodes
+    phony, deps = graph.phony, graph.deps
     if policy == "1.12":
-        h = [0.0 if n.phony else 1.0 for n in nodes]
+        h = [0.0 if p else 1.0 for p in phony]
     else:
-        h = [0.0 if n.phony else max(1.0, d) for n, d in zip(nodes, durations)]
+        h = [0.0 if p else max(1.0, d) for p, d in zip(phony, durations)]
     w = list(h)
-    for i in reversed(topo_order(graph)):
-        for d in nodes[i].deps:
-            cand = w[i] + h[d]
+    topo = topo_order(graph)
+    # only nodes with dependencies raise anyone's weight
+    for i in compress(reversed(topo), map(deps.__getitem__, reversed(topo))):
+        wi = w[i]
+        for d in deps[i]:
+            cand = wi + h[d]
             if cand > w[d]:
                 w[d] = cand
-    return [(-w[n.index], n.order) for n in nodes]
+    return w
 
 
 def ranks(graph: Graph, policy: str, durations: list[float]) -> tuple[list[int], list[int]]:
     """Position of each node in the ready-queue order (0 pops first; equal keys go to the lower
     node index), and the node at each position. Cached on the graph for the policies that do not
-    depend on durations."""
+    depend on durations. NOTE: two stable sorts of int ids (by edge id, then by weight) instead of
+    one sort of key tuples."""
     cacheable = policy in ("1.11", "1.12")
     if cacheable and policy in graph._ranks:
         return graph._ranks[policy]
-    keys = priorities(graph, policy, durations)
-    node_at = sorted(range(len(keys)), key=keys.__getitem__)
-    rank = [0] * len(keys)
+    n = len(graph.order)
+    order = graph.order
+    node_at = list(range(n))
+    if any(map(gt, order[:-1], order[1:])):
+        node_at.sort(key=order.__getitem__)
+    if policy != "1.11":
+        negw = list(map(neg, _weights(graph, policy, durations)))
+        node_at.sort(key=negw.__getitem__)
+    rank = [0] * n
     for r, i in enumerate(node_at):
         rank[i] = r
     if cacheable:
@@ -97,11 +110,10 @@ def replay(graph: Graph, work: list[float], jobs: int, policy: str,
     """Simulate `ninja -j jobs` (0 = unlimited) over `graph` with per-node work in ms.
     Heaps of ints (ready ranks) and of (virtual finish, node): O(n log n) for n nodes."""
     contention = contention or Contention()
-    nodes = graph.nodes
-    n = len(nodes)
+    n = len(graph.order)
     rank, node_at = ranks(graph, policy, work)
     users = graph.users()
-    waiting = [len(nd.deps) for nd in nodes]
+    waiting = list(map(len, graph.deps))
     start = [0.0] * n
     end = [0.0] * n
     # NOTE: the ready queue is the nodes ready from the start (a sorted list, read in order) merged
@@ -119,9 +131,14 @@ def replay(graph: Graph, work: list[float], jobs: int, policy: str,
     capacity = jobs if jobs > 0 else n + 1
     done = 0
     rate = contention.rate if contention.cores is not None else None
-    instant = [nd.phony or w <= 0 for nd, w in zip(nodes, work)]
-    pool_of = [nd.pool for nd in nodes]
-    heappush, heappop = heapq.heappush, heapq.heappop
+    instant = list(map(or_, graph.phony, map(le, work, repeat(0))))
+    pool_of = graph.pool
+    heappush, heappop, heapreplace = heapq.heappush, heapq.heappop, heapq.heapreplace
+    # NOTE: a completed job stays on top of `running` until the next start replaces it
+    # (heapreplace: one sift instead of a pop and a push)
+    pending = False
+    seq = list(map(node_at.__getitem__, first))  # initially ready nodes, in queue order
+    fast = rate is None and not any(pool_of)
 
     while done < n:
         while nrun < capacity:
@@ -132,7 +149,7 @@ def replay(graph: Graph, work: list[float], jobs: int, policy: str,
                 else:
                     i = node_at[heappop(late)]
             elif p < nfirst:
-                i = node_at[first[p]]
+                i = seq[p]
                 p += 1
             else:
                 break
@@ -152,13 +169,21 @@ def replay(graph: Graph, work: list[float], jobs: int, policy: str,
                     continue
                 pool_use[pool] = pool_use.get(pool, 0) + 1
             start[i] = t
-            heappush(running, (v + work[i], i))
+            if pending:
+                heapreplace(running, (v + work[i], i))
+                pending = False
+            else:
+                heappush(running, (v + work[i], i))
             nrun += 1
+        if pending:
+            heappop(running)
+            pending = False
         if not nrun:
             if done < n and p >= nfirst and not late:
                 raise UsageError("the dependency graph has a cycle; cannot replay")
             continue
-        vf, i = heappop(running)
+        vf, i = running[0]
+        pending = True
         # NOTE: t advances by (vf - v) / rate, rate 1 without contention, as in the contended model
         t += (vf - v) / rate(nrun) if rate is not None else (vf - v)
         nrun -= 1
@@ -174,6 +199,25 @@ def replay(graph: Graph, work: list[float], jobs: int, policy: str,
             waiting[u] -= 1
             if not waiting[u]:
                 heappush(late, rank[u])
+        if fast and nrun == capacity - 1:
+            # NOTE: the usual event of a big build, without the general bookkeeping: nothing new
+            # is ready, so the next initially ready job takes the freed slot, then the next job ends
+            while p < nfirst and not late:
+                j = seq[p]
+                if instant[j]:
+                    break
+                p += 1
+                start[j] = t
+                heapreplace(running, (v + work[j], j))
+                vf, i = running[0]
+                t += vf - v
+                v = vf
+                end[i] = t
+                done += 1
+                for u in users[i]:
+                    waiting[u] -= 1
+                    if not waiting[u]:
+                        heappush(late, rank[u])
     return Schedule(start, end, jobs)
 
 
@@ -200,10 +244,19 @@ def recorded_work(starts: list[float], ends: list[float], contention: Contention
 def concurrency_steps(starts: list[float], ends: list[float]) -> tuple[list[float], list[int]]:
     """Change points of the number of running jobs: counts[k] holds on [times[k], times[k+1]).
     Zero-length intervals are ignored; an end and a start at one instant do not overlap.
-    NOTE: net starts per instant, summed up: C-level counting and maps, no Python event loop."""
+    NOTE: one sort of all start and end events (C-level), no Python event loop: after the j-th
+    event (0-based) in time order, with s of them starts, 2s - (j + 1) jobs run; an instant's count
+    is the one after its last event."""
     live = list(map(lt, starts, ends))
-    n_start = dict(Counter(compress(starts, live)))
-    n_end = dict(Counter(compress(ends, live)))
-    times = sorted(n_start.keys() | n_end.keys())
-    deltas = map(sub, map(n_start.get, times, repeat(0)), map(n_end.get, times, repeat(0)))
-    return times, list(accumulate(deltas))
+    if not all(live):
+        starts, ends = list(compress(starts, live)), list(compress(ends, live))
+    n = len(starts)
+    if not n:
+        return [], []
+    ts = starts + ends
+    perm = sorted(range(2 * n), key=ts.__getitem__)
+    t_sorted = list(map(ts.__getitem__, perm))
+    n_starts = list(accumulate(map(n.__gt__, perm)))  # starts among the first j + 1 events
+    last = list(compress(range(2 * n), map(ne, t_sorted, t_sorted[1:] + [None])))
+    return (list(map(t_sorted.__getitem__, last)),
+            list(map(sub, map(mul, map(n_starts.__getitem__, last), repeat(2)), map((1).__add__, last))))
