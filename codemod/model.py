@@ -31,6 +31,9 @@ class Axis:
     reason: str
     sources: list[dict] = field(default_factory=list)  # macro / entry point / branch details
     domain: list[str] = field(default_factory=list)
+    # for a parameter deduced from the launch's arguments: {"argument": index, "type": the
+    # argument's type as spelled in the enclosing scope, cv/pointer stripped}
+    deduced_from: dict | None = None
 
 
 @dataclass

@@ -180,6 +180,7 @@ def analyze(root: Path, rules: list[Rule], compile_db: Path | None = None, jobs:
                     arg = " | ".join(args)
                     domain = sorted({t[i] for t in tuples})
                     sources = frozenset()
+                    deduced: set[tuple[int, str]] = set()
                     for src in src_sites:
                         stargs = src.get("targs") or []
                         for c in src["copies"]:
@@ -187,9 +188,10 @@ def analyze(root: Path, rules: list[Rule], compile_db: Path | None = None, jobs:
                                 sources |= classifier.origins(stargs[i], fn, c.get("bindings", {}))
                                 continue
                             # deduced from the launch arguments: inherit the origins of their types
-                            for kp, at in zip(k.get("fn_params", []), c.get("arg_types") or []):
+                            for j, (kp, at) in enumerate(zip(k.get("fn_params", []), c.get("arg_types") or [])):
                                 if strip_type(kp["type"]) == p["name"]:
                                     sources |= classifier.origins(strip_type(at), fn, c.get("bindings", {}))
+                                    deduced.add((j, strip_type(at)))
                     if not sources:
                         sources = frozenset({("constant", DEFAULT)} if p.get("default")
                                             else {("unresolved", "not deducible from the launch")})
@@ -200,7 +202,15 @@ def analyze(root: Path, rules: list[Rule], compile_db: Path | None = None, jobs:
                     elif s.get("via") and len(args) > 1:
                         site_branches.append(f"which kernel '{s['via']}' holds (conditional initialization)")
                     binding, disc, reason = classify(sources, domain, varies, site_branches)
+                    if deduced:
+                        # the argument type as spelled in the enclosing scope, and which launch
+                        # argument it comes from: what a rewrite passes explicitly
+                        (j, spelled), *_ = sorted(deduced)
+                        deduced_from = {"argument": j, "type": spelled}
+                    else:
+                        deduced_from = None
                     site.axes.append(Axis(param=p["name"] or f"(unnamed #{i})", kind=p["kind"], arg=arg, binding=binding,
+                                          deduced_from=deduced_from,
                                           discoverable=disc, reason=reason,
                                           sources=[{"class": c, "detail": d} for c, d in sorted(sources)],
                                           domain=domain))
