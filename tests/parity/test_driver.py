@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -79,3 +80,16 @@ def test_generated_driver_compiles(tmp_path):
     proc = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / "d.o"),
                            f"-I{GOLDEN / 'input' / 'include'}"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-4000:]
+
+
+@pytest.mark.skipif(not os.environ.get("TE_SOURCE_DIR"), reason="needs a TransformerEngine checkout in TE_SOURCE_DIR")
+def test_te_profile_plans_the_activation_entry_points(tmp_path):
+    from codemod.cli import main
+
+    root = Path(os.environ["TE_SOURCE_DIR"]) / "transformer_engine" / "common"
+    assert main(["analyze", str(root), "--target", "activation", "--json", str(tmp_path / "a.json")]) in (0, 1)
+    plan = build_plan(json.loads((tmp_path / "a.json").read_text()), load_rule("activation").raw,
+                      load_profile("te"), root)
+    names = {e.name for e in plan.entries}
+    assert {"nvte_gelu", "nvte_dgelu", "nvte_swiglu", "nvte_dswiglu", "nvte_quantize_dbias_dgelu"} <= names
+    assert not any(n.startswith("nvte_group_") for n in names)  # grouped tensors: another binding
