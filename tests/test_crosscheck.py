@@ -86,20 +86,21 @@ ACTLIB_KERNELS = [
 ]
 
 
-def _rtc_launch_line() -> int:
-    """Line of the RTC layer's cudaLaunchKernel on a runtime handle (moves when that layer changes)."""
+def _rtc_launch_pos() -> tuple[int, int]:
+    """Line and column of the RTC layer's cudaLaunchKernel on a runtime handle (they move when
+    that layer changes)."""
     lines = (GOLDEN / "actlib" / "input" / "util" / "rtc.cpp").read_text().splitlines()
-    return next(i for i, text in enumerate(lines, 1) if "cudaLaunchKernel(" in text)
+    return next((i, text.index("cudaLaunchKernel(") + 1) for i, text in enumerate(lines, 1) if "cudaLaunchKernel(" in text)
 
 
-RTC_LAUNCH_LINE = _rtc_launch_line()
+RTC_LAUNCH_LINE, RTC_LAUNCH_COL = _rtc_launch_pos()
 
 
 def test_actlib_only_the_rtc_launcher_differs():
     doc = {"sites": ACTLIB_SITES, "kernels": [{**k, "id": k["name"], "name": k["name"].split("::")[-1]}
                                              for k in ACTLIB_KERNELS]}
     diags = crosscheck(scan_tree(GOLDEN / "actlib" / "input"), **from_analysis_json(doc))
-    assert [(d["id"], d["file"], d["line"], d["col"]) for d in diags] == [("CM0201", "util/rtc.cpp", RTC_LAUNCH_LINE, 17)]
+    assert [(d["id"], d["file"], d["line"], d["col"]) for d in diags] == [("CM0201", "util/rtc.cpp", RTC_LAUNCH_LINE, RTC_LAUNCH_COL)]
     assert "'reinterpret_cast<const void *>(kernel)'" in diags[0]["message"]
 
 
@@ -107,7 +108,7 @@ def test_actlib_rtc_kernel_is_reported_when_kernel_list_is_complete():
     diags = crosscheck(scan_tree(GOLDEN / "actlib" / "input"), ACTLIB_SITES, ACTLIB_KERNELS)
     assert [(d["id"], d["file"], d["line"], d["col"]) for d in diags] == [
         ("CM0202", "rtc/transpose.cu", 6, 17),
-        ("CM0201", "util/rtc.cpp", RTC_LAUNCH_LINE, 17),
+        ("CM0201", "util/rtc.cpp", RTC_LAUNCH_LINE, RTC_LAUNCH_COL),
     ]
     scoped = crosscheck(scan_tree(GOLDEN / "actlib" / "input"), ACTLIB_SITES, ACTLIB_KERNELS,
                         files=["util/vectorized_pointwise.h", "cast/dispatch.cuh"])

@@ -135,9 +135,14 @@ void KernelManager::launch_with_args(const std::string &label, dim3 grid, dim3 b
   }
   // NOTE: cudaLaunchKernel accepts a cudaKernel_t from cudaLibraryGetKernel in place of a
   // __global__ function address.
-  check_runtime(cudaLaunchKernel(reinterpret_cast<const void *>(kernel), grid, block, args,
-                                 shared_mem_bytes, stream),
-                "cudaLaunchKernel(" + label + ")");
+  const cudaError_t status = cudaLaunchKernel(reinterpret_cast<const void *>(kernel), grid, block,
+                                              args, shared_mem_bytes, stream);
+  if (status != cudaSuccess) {
+    // NOTE: a failed launch also sets the runtime's last error; clear it as the static path's
+    // cudaGetLastError() check does, or the caller's next check reports this failure again.
+    (void)cudaGetLastError();
+  }
+  check_runtime(status, "cudaLaunchKernel(" + label + ")");
 }
 
 }  // namespace rtc
