@@ -125,3 +125,13 @@ class Analysis:
 
     def to_json(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Analysis":
+        d = dict(d)
+        d["translation_units"] = [TranslationUnit(**x) for x in d["translation_units"]]
+        d["entry_points"] = [EntryPoint(**x) for x in d["entry_points"]]
+        d["kernels"] = [Kernel(**{**x, "params": [TemplateParam(**p) for p in x["params"]]}) for x in d["kernels"]]
+        d["sites"] = [Site(**{**x, "axes": [Axis(**a) for a in x["axes"]]}) for x in d["sites"]]
+        d["diagnostics"] = [Diagnostic(**x) for x in d["diagnostics"]]
+        return cls(**d)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import fnmatch
+import hashlib
+import json
 import os
 import re
 import sys
@@ -13,6 +15,7 @@ from pathlib import Path
 from .. import __version__
 from ..errors import UsageError
 from ..frontend.parse import parse_all
+from ..frontend.toolchain import cache_root
 from ..model import (SCHEMA_VERSION, Analysis, Axis, Diagnostic, EntryPoint, Kernel, Site,
                      TemplateParam, TranslationUnit)
 from ..rule import Rule
@@ -93,6 +96,38 @@ def analyze(root: Path, rules: list[Rule], compile_db: Path | None = None, jobs:
     if progress:
         progress(f"analyzing {len(tus)} translation units under {root}")
     facts_list, stats = parse_all(root, tus, flags, compile_db=compile_db, jobs=jobs, use_cache=use_cache, progress=progress)
+    # The analysis is a pure function of the facts (whose closures carry the hash of every project
+    # file they read), the rules and this code: reuse it when all of those are unchanged.
+    key = _result_key(facts_list, rules, root)
+    cached = cache_root() / "analysis" / f"{key}.json"
+    if use_cache and stats.get("parsed", 0) == 0 and cached.is_file():
+        try:
+            result = Analysis.from_json(json.loads(cached.read_text()))
+            result.stats = {**stats, "analysis_from_cache": True, "seconds": round(time.perf_counter() - started, 2)}
+            return result
+        except (ValueError, TypeError, KeyError):
+            pass
+    result = _analyze_facts(root, rules, tus, facts_list, stats, started)
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(result.to_json()))
+    os.replace(tmp, cached)
+    return result
+
+
+def _result_key(facts_list: list[dict], rules: list[Rule], root: Path) -> str:
+    here = Path(__file__).resolve().parent
+    code = hashlib.sha256()
+    for p in sorted([*here.glob("*.py"), here.parent / "model.py", here.parent / "frontend" / "treesitter.py"]):
+        code.update(p.read_bytes())
+    data = [__version__, code.hexdigest(), root.name, [r.raw for r in rules], [r.entry_points for r in rules],
+            [r.translation_units for r in rules], [r.exclude for r in rules],
+            sorted((f["tu"], sorted(f.get("closure", {}).items())) for f in facts_list)]
+    return hashlib.sha256(json.dumps(data, default=str, sort_keys=True).encode()).hexdigest()
+
+
+def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: list[dict], stats: dict,
+                   started: float) -> Analysis:
     kernels_raw, functions, typedefs, global_uses = _merge(facts_list)
 
     # Entry points: the rule's regex over functions defined in the TUs themselves.

@@ -121,7 +121,7 @@ def _run_job(job: ParseJob) -> dict:
         hint = ""
         if any("sm_100" in f or "sm_120" in f for f in job.flags):
             hint = " (libclang 18 knows no Blackwell arch; codemod analyses with sm_90a)"
-        facts = {"kernels": {}, "functions": {}, "global_uses": [], "typedefs": {}, "includes": [],
+        facts = {"load_failed": True, "kernels": {}, "functions": {}, "global_uses": [], "typedefs": {}, "includes": [],
                  "external_includes": [],
                  "diagnostics": [{"severity": "fatal", "message": f"libclang could not load the TU: {exc}{hint}",
                                   "file": job.tu, "line": 1, "col": 1, "count": 1}]}
@@ -215,7 +215,9 @@ def _run_jobs(job_list: list[ParseJob], root: Path, fp: str, jobs: int | None, u
             progress(f"[{done}/{len(todo)}] parsed {job.tu}" + (f" ({n} TUs together)" if n > 1 else "")
                      + f" in {facts['parse_seconds']:.1f}s")
         results[job.tu] = facts
-        if not any(d["severity"] == "fatal" for d in facts["diagnostics"]) and not _umbrella_conflict(facts):
+        # Everything is cached, failures included: a warm run must parse nothing. A shared parse
+        # that has to be redone per TU is cached too, so the next run goes straight to the TUs.
+        if not facts.get("load_failed"):
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(json.dumps(facts))
             os.replace(tmp, path)
