@@ -71,10 +71,6 @@ def _merge(facts_list: list[dict]) -> tuple[dict, dict, dict, list]:
     return kernels, functions, typedefs, global_uses
 
 
-def _diag_id(message: str) -> str:
-    return "CM0101"
-
-
 def analyze(root: Path, rules: list[Rule], compile_db: Path | None = None, jobs: int | None = None,
             use_cache: bool = True, progress=None) -> Analysis:
     started = time.perf_counter()
