@@ -215,6 +215,7 @@ def _rewrite_sites(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str
     ns = "::" + spec.namespace
     names = {kp.name for kp in plan.kernels}
     site_ids = {s.id for kp in plan.kernels for s in kp.sites}
+    deduced = {sid: args for kp in plan.kernels for sid, args in kp.deduced.items()}
     variables = {(s.file, s.via) for kp in plan.kernels for s in kp.sites if s.via}
     files = sorted({s.file for kp in plan.kernels for s in kp.sites})
     for path in files:
@@ -229,9 +230,21 @@ def _rewrite_sites(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str
             has_args = ls.args_range[1] - ls.args_range[0] > 2
             # NOTE: no trailing blank when the arguments start on the next line.
             tail = ("," if data[ls.args_range[0] + 1:ls.args_range[0] + 2] == b"\n" else ", ") if has_args else ""
-            if callee in names and f"{path}:{ls.line}:{ls.col}" in site_ids and ls.template_args is not None:
-                name_start = data.rfind(callee.encode(), ls.callee_range[0], ls.template_args_range[0])
-                new = f"{ns}::{text(name_start, ls.callee_range[1])}().launch({', '.join(cfg)}{tail}"
+            sid = f"{path}:{ls.line}:{ls.col}"
+            extra = deduced.get(sid, [])
+            if callee in names and sid in site_ids and (ls.template_args is not None or extra):
+                name_end = ls.template_args_range[0] if ls.template_args is not None else ls.callee_range[1]
+                name_start = data.rfind(callee.encode(), ls.callee_range[0], name_end)
+                if not extra:
+                    spelled = text(name_start, ls.callee_range[1])
+                elif ls.template_args:
+                    # the deduced arguments follow the spelled ones (explicit arguments are positional)
+                    close = ls.template_args_range[1] - 1
+                    spelled = (f"{text(name_start, close).rstrip()}, {', '.join(extra)}>"
+                               f"{text(close + 1, ls.callee_range[1])}")
+                else:
+                    spelled = f"{callee}<{', '.join(extra)}>"
+                new = f"{ns}::{spelled}().launch({', '.join(cfg)}{tail}"
             elif (path, ls.callee) in variables:
                 new = f"{ls.callee}.launch({', '.join(cfg)}{tail}"
             else:

@@ -38,6 +38,9 @@ class KernelPlan:
     sites: list[Site]
     variants: list[Variant]
     headers: dict[str, str] = field(default_factory=dict)   # include name -> repo path
+    # site id -> template arguments the launch deduces, spelled as in its enclosing scope; the
+    # rewrite appends them to the spelled ones (the stub factories take explicit arguments only)
+    deduced: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -127,6 +130,25 @@ def _header_closure(root: Path, start: str, spec: MigrateSpec, out_dir: str) -> 
     return dict(sorted(headers.items()))
 
 
+def _deduced_arguments(site: Site) -> tuple[list[str], str | None]:
+    """(the template arguments a launch leaves to deduction, spelled as the analysis found them in
+    the enclosing scope, in parameter order; a refusal reason or None). Explicit template arguments
+    are positional, so the deduced ones follow the spelled ones; each needs `deduced_from`."""
+    if site.via is not None:
+        return [], None
+    missing = [i for i, a in enumerate(site.axes) if not a.arg]
+    if not missing:
+        return [], None
+    first = missing[0]
+    tail = site.axes[first:]
+    unknown = [a.param for a in tail if a.arg or not a.deduced_from or not str(a.deduced_from.get("type", "")).strip()]
+    if unknown:
+        return [], (f"template arguments {', '.join(unknown)} are deduced from the launch's arguments at "
+                    f"{site.id} and the analysis names no spelled type for them (deduced_from); spell "
+                    "them at the launch, or exclude the kernel")
+    return [a.deduced_from["type"].strip() for a in tail], None
+
+
 def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str] | None = None,
                exclude: list[str] | None = None) -> Plan:
     by_id = {k.id: k for k in analysis.kernels}
@@ -161,17 +183,17 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
         if decl is None:
             raise ApplyError(f"definition of {kid} not found", where=f"{kernel.file}:{kernel.line}")
         variants: dict[tuple, Variant] = {}
+        deduced_at: dict[str, list[str]] = {}
         refused = None
         for s in sites:
             if s.kind != "launch":
                 continue
-            deduced = [a.param for a in s.axes if not a.arg] if s.via is None else []
-            if deduced:
-                # NOTE: the stub factory takes explicit template arguments only; rewriting this
-                # launch would leave a call that no longer deduces them (nvcc: "no instance ...").
-                refused = (f"template arguments {', '.join(deduced)} are deduced from the launch's "
-                           f"arguments at {s.id}; spell them at the launch, or exclude the kernel")
+            explicit, why = _deduced_arguments(s)
+            if why:
+                refused = why
                 break
+            if explicit:
+                deduced_at[s.id] = explicit
             try:
                 site_variants = _variants(s, kernel, spec)
             except Unspellable as e:
@@ -188,5 +210,5 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
         removed += kernel.instantiations
         plans.append(KernelPlan(kernel, source.kernel_signature(data, decl.start, decl.end), sites,
                                 sorted(variants.values(), key=lambda v: v.name_expression(kid)),
-                                _header_closure(root, kernel.file, spec, spec.output_dir)))
+                                _header_closure(root, kernel.file, spec, spec.output_dir), deduced_at))
     return Plan(spec, sorted(plans, key=lambda p: p.kernel.id), skipped, removed)
