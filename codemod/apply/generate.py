@@ -18,7 +18,7 @@ import jinja2
 from .. import __version__
 from ..errors import ApplyError
 from ..frontend.treesitter import scan_bytes
-from . import source
+from . import source, stdshim
 from .plan import Plan, symbol_for
 
 CLANG_FORMAT_STYLE = "{BasedOnStyle: Google, ColumnLimit: 100, Standard: c++17}"
@@ -126,9 +126,12 @@ def generate(root: Path, plan: Plan, version: str = __version__) -> ChangeSet:
             aliases=[c for c in cases if c.get("alias")],
             copied=_copied(root, replaced, ks_spec.get("prelude_copy", []), cs)), "prelude.h")
     for name, shim in sorted(ks_spec.get("shims", {}).items()):
+        std_names, defined = shim.get("std_names", []), []
+        if shim.get("minimal"):
+            defined, std_names = stdshim.definitions(std_names)
         cs.new_files[f"{out}/shims/{name}"] = render(
-            "shim.j2", banner=head, name=name, include=shim["include"],
-            std_names=shim.get("std_names", []), global_names=shim.get("global_names", []))
+            "shim.j2", banner=head, name=name, include=shim["include"], definitions=defined,
+            std_names=std_names, global_names=shim.get("global_names", []))
 
     # NVRTC guards in the shipped library headers (host-only definitions out of NVRTC's sight).
     generated_prefix = out + "/"

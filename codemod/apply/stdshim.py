@@ -1,0 +1,86 @@
+"""Minimal hand-written definitions of standard names for NVRTC shims (`shims.<name>.minimal`).
+
+Including `<cuda/std/type_traits>` or `<cuda/std/functional>` costs 1.0-1.5 s of CPU per NVRTC
+program; the few names element-wise kernels use cost almost nothing. Each entry: the names it needs
+first, and its text (inside `namespace std`). Names not listed here come from the shim's libcu++
+include as before."""
+
+from __future__ import annotations
+
+_HD = "__host__ __device__"
+
+DEFINITIONS: dict[str, tuple[tuple[str, ...], str]] = {
+    "integral_constant": ((), f"""template <class T, T v>
+struct integral_constant {{
+  static constexpr T value = v;
+  using value_type = T;
+  using type = integral_constant;
+  {_HD} constexpr operator value_type() const noexcept {{ return value; }}
+  {_HD} constexpr value_type operator()() const noexcept {{ return value; }}
+}};"""),
+    "bool_constant": (("integral_constant",), "template <bool B>\nusing bool_constant = integral_constant<bool, B>;"),
+    "true_type": (("integral_constant",), "using true_type = integral_constant<bool, true>;"),
+    "false_type": (("integral_constant",), "using false_type = integral_constant<bool, false>;"),
+    "is_same": (("true_type", "false_type"), "template <class T, class U>\nstruct is_same : false_type {};\n"
+                                             "template <class T>\nstruct is_same<T, T> : true_type {};"),
+    "is_same_v": (("is_same",), "template <class T, class U>\ninline constexpr bool is_same_v = is_same<T, U>::value;"),
+    "conditional": ((), "template <bool B, class T, class F>\nstruct conditional { using type = T; };\n"
+                        "template <class T, class F>\nstruct conditional<false, T, F> { using type = F; };"),
+    "conditional_t": (("conditional",), "template <bool B, class T, class F>\n"
+                                        "using conditional_t = typename conditional<B, T, F>::type;"),
+    "enable_if": ((), "template <bool B, class T = void>\nstruct enable_if {};\n"
+                      "template <class T>\nstruct enable_if<true, T> { using type = T; };"),
+    "enable_if_t": (("enable_if",), "template <bool B, class T = void>\nusing enable_if_t = typename enable_if<B, T>::type;"),
+    "remove_const": ((), "template <class T>\nstruct remove_const { using type = T; };\n"
+                         "template <class T>\nstruct remove_const<const T> { using type = T; };"),
+    "remove_const_t": (("remove_const",), "template <class T>\nusing remove_const_t = typename remove_const<T>::type;"),
+    "remove_volatile": ((), "template <class T>\nstruct remove_volatile { using type = T; };\n"
+                            "template <class T>\nstruct remove_volatile<volatile T> { using type = T; };"),
+    "remove_volatile_t": (("remove_volatile",), "template <class T>\nusing remove_volatile_t = typename remove_volatile<T>::type;"),
+    "remove_cv": (("remove_const", "remove_volatile"),
+                  "template <class T>\nstruct remove_cv {\n"
+                  "  using type = typename remove_volatile<typename remove_const<T>::type>::type;\n};"),
+    "remove_cv_t": (("remove_cv",), "template <class T>\nusing remove_cv_t = typename remove_cv<T>::type;"),
+    "remove_reference": ((), "template <class T>\nstruct remove_reference { using type = T; };\n"
+                             "template <class T>\nstruct remove_reference<T &> { using type = T; };\n"
+                             "template <class T>\nstruct remove_reference<T &&> { using type = T; };"),
+    "remove_reference_t": (("remove_reference",), "template <class T>\nusing remove_reference_t = typename remove_reference<T>::type;"),
+    "remove_pointer": ((), "template <class T>\nstruct remove_pointer { using type = T; };\n"
+                           "template <class T>\nstruct remove_pointer<T *> { using type = T; };\n"
+                           "template <class T>\nstruct remove_pointer<T *const> { using type = T; };\n"
+                           "template <class T>\nstruct remove_pointer<T *volatile> { using type = T; };\n"
+                           "template <class T>\nstruct remove_pointer<T *const volatile> { using type = T; };"),
+    "remove_pointer_t": (("remove_pointer",), "template <class T>\nusing remove_pointer_t = typename remove_pointer<T>::type;"),
+    "is_floating_point": (("integral_constant", "is_same", "remove_cv_t"),
+                          "template <class T>\nstruct is_floating_point\n"
+                          "    : integral_constant<bool, is_same<remove_cv_t<T>, float>::value ||\n"
+                          "                                  is_same<remove_cv_t<T>, double>::value ||\n"
+                          "                                  is_same<remove_cv_t<T>, long double>::value> {};"),
+    "is_floating_point_v": (("is_floating_point",), "template <class T>\n"
+                            "inline constexpr bool is_floating_point_v = is_floating_point<T>::value;"),
+    "min": ((), f"template <class T>\n{_HD} constexpr const T &min(const T &a, const T &b) {{\n"
+                "  return (b < a) ? b : a;\n}"),
+    "max": ((), f"template <class T>\n{_HD} constexpr const T &max(const T &a, const T &b) {{\n"
+                "  return (a < b) ? b : a;\n}"),
+}
+
+
+def definitions(names: list[str]) -> tuple[list[str], list[str]]:
+    """(texts for the names codemod defines, with what they need first, in a stable order;
+    the names it has no definition for, left to the shim's libcu++ include)."""
+    out: list[str] = []
+    done: set[str] = set()
+
+    def add(name: str) -> None:
+        if name in done:
+            return
+        done.add(name)
+        needs, text = DEFINITIONS[name]
+        for n in needs:
+            add(n)
+        out.append(text)
+
+    for n in names:
+        if n in DEFINITIONS:
+            add(n)
+    return out, [n for n in names if n not in DEFINITIONS]
