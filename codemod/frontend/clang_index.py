@@ -279,7 +279,7 @@ class TUIndexer:
             f = cur.location.file
             if f is None or not self.files.in_project(f.name):
                 continue
-            self._decl(cur, [])
+            self._decl(cur)
         # Walk only what the TU's own functions reach: the roots are the functions defined in
         # the main file(s); callees are queued as calls are found.
         for usr, cur in self.defs.items():
@@ -297,18 +297,18 @@ class TUIndexer:
             "typedefs": self.typedefs,
         }
 
-    def _decl(self, cur, ns):
+    def _decl(self, cur):
         k = cur.kind
         if k in (CK.NAMESPACE, CK.LINKAGE_SPEC, CK.UNEXPOSED_DECL):
             for ch in cur.get_children():
                 f = ch.location.file
                 if f is not None and self.files.in_project(f.name):
-                    self._decl(ch, ns)
+                    self._decl(ch)
             return
         if k in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE, CK.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION):
             for ch in cur.get_children():
                 if ch.kind in FUNCTION_KINDS or ch.kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE):
-                    self._decl(ch, ns)
+                    self._decl(ch)
             return
         if k in (CK.TYPEDEF_DECL, CK.TYPE_ALIAS_DECL):
             canon = cur.underlying_typedef_type.get_canonical().spelling
