@@ -3,12 +3,11 @@
 The clang side is written out as data: what `codemod analyze --json` reports for each golden.
 """
 
-from pathlib import Path
 
 from codemod.analysis.crosscheck import crosscheck, from_analysis_json
 from codemod.frontend.treesitter import scan_bytes, scan_tree
 
-GOLDEN = Path(__file__).resolve().parent.parent / "golden"
+from ts_samples import GOLDEN, SPLIT, rtc_launch_pos
 
 
 def site(file, line, col, kernel, in_macro_body=False, kind="launch"):
@@ -86,14 +85,7 @@ ACTLIB_KERNELS = [
 ]
 
 
-def _rtc_launch_pos() -> tuple[int, int]:
-    """Line and column of the RTC layer's cudaLaunchKernel on a runtime handle (they move when
-    that layer changes)."""
-    lines = (GOLDEN / "actlib" / "input" / "util" / "rtc.cpp").read_text().splitlines()
-    return next((i, text.index("cudaLaunchKernel(") + 1) for i, text in enumerate(lines, 1) if "cudaLaunchKernel(" in text)
-
-
-RTC_LAUNCH_LINE, RTC_LAUNCH_COL = _rtc_launch_pos()
+RTC_LAUNCH_LINE, RTC_LAUNCH_COL = rtc_launch_pos()
 
 
 def test_actlib_only_the_rtc_launcher_differs():
@@ -113,17 +105,6 @@ def test_actlib_rtc_kernel_is_reported_when_kernel_list_is_complete():
     scoped = crosscheck(scan_tree(GOLDEN / "actlib" / "input"), ACTLIB_SITES, ACTLIB_KERNELS,
                         files=["util/vectorized_pointwise.h", "cast/dispatch.cuh"])
     assert scoped == []
-
-
-SPLIT = b"""void f(int *x) {
-  SWITCH(dtype, T,
-    if (n) {
-      kern<false, T, CType><<<b, t, 0, s>>>(x);
-    } else {
-      kern<true, T, CType><<<b, t, 0, s>>>(x);
-    });
-}
-"""
 
 
 def test_split_template_id_is_a_callee_mismatch():

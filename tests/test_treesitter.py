@@ -1,13 +1,12 @@
 """Tests of the tree-sitter scanner: inline CUDA snippets and the golden mini-libraries."""
 
 import json
-from pathlib import Path
 
 import pytest
 
 from codemod.frontend.treesitter import scan_bytes, scan_tree
 
-GOLDEN = Path(__file__).resolve().parent.parent / "golden"
+from ts_samples import GOLDEN, SPLIT, rtc_launch_pos
 
 
 def text(src: bytes, rng) -> str:
@@ -109,17 +108,6 @@ def test_launch_in_statement_list_macro_argument():
     assert not site.recovered
 
 
-SPLIT = b"""void f(int *x) {
-  SWITCH(dtype, T,
-    if (n) {
-      kern<false, T, CType><<<b, t, 0, s>>>(x);
-    } else {
-      kern<true, T, CType><<<b, t, 0, s>>>(x);
-    });
-}
-"""
-
-
 def test_error_recovery_splits_template_id():
     scan = scan_bytes("split.cu", SPLIT)
     good, bad = scan.launches
@@ -194,17 +182,12 @@ def ts_launch_lines(scans) -> set[tuple[str, int]]:
     return lines | {(c.file, c.line) for scan in scans.values() for c in scan.api_calls if c.is_launch}
 
 
-def rtc_launch_line() -> int:
-    lines = (GOLDEN / "actlib" / "input" / "util" / "rtc.cpp").read_text().splitlines()
-    return next(i for i, text in enumerate(lines, 1) if "cudaLaunchKernel(" in text)
-
-
 @pytest.mark.parametrize("case", ["actlib", "castlib"])
 def test_golden_launch_lines_match_hand_count(case):
     scans = scan_tree(GOLDEN / case / "input")
     found = ts_launch_lines(scans)
     # actlib's RTC launcher calls cudaLaunchKernel on a runtime handle: not a static launch site.
-    extra = {("util/rtc.cpp", rtc_launch_line())} if case == "actlib" else set()
+    extra = {("util/rtc.cpp", rtc_launch_pos()[0])} if case == "actlib" else set()
     assert found == hand_launch_lines(case) | extra
 
 
