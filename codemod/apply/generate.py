@@ -91,6 +91,28 @@ def _line_end(data: bytes, offset: int) -> int:
     return len(data) if nl < 0 else nl + 1
 
 
+def cmake_command_end(data: bytes, open_paren: int) -> int:
+    """Offset just past the `)` closing the CMake command whose `(` is at `open_paren` (nested
+    parentheses, quoted arguments and `#` comments skipped); -1 when it never closes."""
+    depth, i, n = 0, open_paren, len(data)
+    while i < n:
+        c = data[i:i + 1]
+        if c == b'"':
+            i += 1
+            while i < n and data[i:i + 1] != b'"':
+                i += 2 if data[i:i + 1] == b"\\" else 1
+        elif c == b"#":
+            i = _line_end(data, i) - 1
+        elif c == b"(":
+            depth += 1
+        elif c == b")":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return -1
+
+
 def _axis_expr(kind: str, param: str) -> str:
     if kind == "type":
         return f"arg_name<{param}>()"
@@ -277,7 +299,13 @@ def _cmake(root: Path, plan: Plan, cs: ChangeSet, head: str, strings: list[str])
     fn = cm["string_header_function"].encode() + b"("
     lines = [i for i in range(len(data)) if data.startswith(fn, i) and (i == 0 or data[i - 1:i] == b"\n")]
     target_line = re.search(rb"(?m)^add_library\(" + re.escape(cm["target"].encode()) + rb"\s", data)
-    at = _line_end(data, lines[-1]) if lines else (target_line.start() if target_line else -1)
+    if lines:
+        close = cmake_command_end(data, lines[-1] + len(fn) - 1)
+        if close < 0:
+            raise ApplyError(f"{path}: the last {cm['string_header_function']}( call never closes", where=path)
+        at = _line_end(data, close)
+    else:
+        at = target_line.start() if target_line else -1
     if at < 0:
         raise ApplyError(f"{path}: no add_library({cm['target']} ...) to attach the kernel strings to",
                          where=path, hint="check migrate/cmake/target in the rule")

@@ -116,3 +116,17 @@ def test_patched_golden_builds(tmp_path, legacy):
     for c in (cmd, ["ninja", "-C", str(tmp_path / "b")]):
         proc = subprocess.run(c, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+
+
+def test_cmake_insertion_point_is_after_the_whole_command():
+    from codemod.apply.generate import cmake_command_end
+
+    data = (b'make_string_header_from_file(a.cu\n'
+            b'                             sym_a)  # tail\n'
+            b'make_string_header_from_file("b (x).cu" # a ) in a comment\n'
+            b'    sym_b)\nnext()\n')
+    first = cmake_command_end(data, data.index(b"("))
+    assert data[:first].endswith(b"sym_a)")
+    second = cmake_command_end(data, data.index(b"(", first))
+    assert data[:second].endswith(b"sym_b)")
+    assert cmake_command_end(b"f(a (b)", 1) == -1
