@@ -1,5 +1,6 @@
-"""`python -m codemod.parity ARGS` = `codemod parity run ARGS`, without the analysis stack (for GPU
-machines that lack libclang and tree-sitter)."""
+"""`python -m codemod.parity ARGS` = `codemod parity run ARGS`, and `python -m codemod.parity build
+ARGS` = `codemod parity build ARGS`, without the analysis stack (for GPU machines that lack libclang
+and tree-sitter)."""
 
 from __future__ import annotations
 
@@ -7,15 +8,17 @@ import argparse
 import sys
 
 from ..errors import CodemodError
-from .command import _run, add_run_arguments
+from .command import _build, _run, add_build_arguments, add_run_arguments
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m codemod.parity")
-    add_run_arguments(parser)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    verb = argv.pop(0) if argv[:1] == ["build"] else "run"
+    parser = argparse.ArgumentParser(prog=f"python -m codemod.parity{' build' if verb == 'build' else ''}")
+    (add_build_arguments if verb == "build" else add_run_arguments)(parser)
     args = parser.parse_args(argv)
     try:
-        return _run(args)
+        return _build(args) if verb == "build" else _run(args)
     except CodemodError as exc:
         print(f"codemod parity: error: {exc.render()}", file=sys.stderr)
         return exc.exit_code

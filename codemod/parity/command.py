@@ -24,7 +24,21 @@ def add_parser(sub) -> None:
     g.add_argument("-o", "--output", type=Path, required=True, help="folder for driver.cu and plan.json")
     r = verbs.add_parser("run", help="build both trees, run the driver, compare, write JSON + markdown")
     add_run_arguments(r)
+    b = verbs.add_parser("build", help="one clean, timed build of a tree, keeping its ninja log and nvcc timings")
+    add_build_arguments(b)
     p.set_defaults(run=run)
+
+
+def add_build_arguments(b) -> None:
+    b.add_argument("--side", required=True, choices=("original", "migrated"),
+                   help="which tree; the build goes to WORK/build-SIDE, where `run --skip-build` finds it")
+    b.add_argument("--src", type=Path, required=True, help="library tree")
+    b.add_argument("--build-cmd", required=True, help="the library's build command; {src} and {build} substituted")
+    b.add_argument("--configure-cmd", default="", help="run first and timed apart (e.g. cmake -S {src} -B {build})")
+    b.add_argument("--work", type=Path, required=True, help="scratch folder shared with `parity run`")
+    b.add_argument("--no-nvcc-time", action="store_true", help="do not add nvcc --time through NVCC_APPEND_FLAGS")
+    b.add_argument("--commit", default="", help="codemod commit to record")
+    b.set_defaults(verb="build", run=run)
 
 
 def add_run_arguments(r) -> None:
@@ -89,9 +103,21 @@ def _run(args) -> int:
     return 0 if p["all_equal"] else 1
 
 
+def _build(args) -> int:
+    from .build import BuildSpec, build
+
+    r = build(BuildSpec(side=args.side, src=args.src, work=args.work.resolve(), build_cmd=args.build_cmd,
+                        configure_cmd=args.configure_cmd, nvcc_time=not args.no_nvcc_time, commit=args.commit))
+    print(f"parity: {args.side} built in {r['build']['wall_s']} s wall, {r['build']['cpu_s']} s CPU; "
+          f"record {args.work / f'build-{args.side}.json'}", file=sys.stderr)
+    return 0
+
+
 def run(args) -> int:
     if getattr(args, "verb", None) == "generate":
         return _generate(args)
+    if getattr(args, "verb", None) == "build":
+        return _build(args)
     if getattr(args, "verb", None) == "run":
         return _run(args)
-    raise UsageError("codemod parity needs a verb: generate or run")
+    raise UsageError("codemod parity needs a verb: generate, build or run")

@@ -62,15 +62,18 @@ def _say(cfg: RunConfig, text: str) -> None:
         print(text, file=cfg.log, flush=True)
 
 
+def tail(log: Path, chars: int = 3000) -> str:
+    return log.read_text(errors="replace")[-chars:]
+
+
 def _sh(cmd: str, log: Path, cwd: Path | None = None, env: dict | None = None) -> float:
     t0 = time.monotonic()
     with log.open("w") as f:
         proc = subprocess.run(cmd, shell=True, cwd=cwd, stdout=f, stderr=subprocess.STDOUT, env=env)
     seconds = time.monotonic() - t0
     if proc.returncode != 0:
-        tail = log.read_text(errors="replace")[-3000:]
         raise ParityError(f"`{cmd}` failed with exit code {proc.returncode}", where=str(log),
-                          hint="last lines:\n" + tail)
+                          hint="last lines:\n" + tail(log))
     return seconds
 
 
@@ -117,17 +120,17 @@ def _parity(cfg: RunConfig, side: str, exe: Path) -> tuple[float, list[Path]]:
     return time.monotonic() - t0, dumps
 
 
-def _environment(cfg: RunConfig) -> dict:
+def environment(nvcc: str = "nvcc", commit: str = "") -> dict:
     def out(cmd: str) -> str:
         try:
             return subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=60).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             return ""
     gpu = out("nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader")
-    nvcc = out(f"{cfg.nvcc} --version").splitlines()
-    return {"gpu": gpu, "nvcc": nvcc[-1] if nvcc else "", "cpus": os.cpu_count(),
+    version = out(f"{nvcc} --version").splitlines()
+    return {"gpu": gpu, "nvcc": version[-1] if version else "", "cpus": os.cpu_count(),
             "host": platform.platform(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "commit": cfg.commit}
+            "commit": commit}
 
 
 def _median(values: list[float]) -> float | None:
@@ -157,7 +160,7 @@ def run(cfg: RunConfig) -> dict:
         if not tree.is_dir():
             raise UsageError(f"{side} tree {tree} is not a directory")
     result: dict = {"schema": "codemod-parity/1", "library": cfg.plan["library"], "rule": cfg.plan["rule"],
-                    "label": cfg.label, "seed": cfg.seed, "arch": cfg.arch, "environment": _environment(cfg)}
+                    "label": cfg.label, "seed": cfg.seed, "arch": cfg.arch, "environment": environment(cfg.nvcc, cfg.commit)}
 
     builds = {}
     if not cfg.skip_build:
@@ -166,6 +169,11 @@ def run(cfg: RunConfig) -> dict:
             done = dict(zip(SIDES, pool.map(lambda s: _build(cfg, s), SIDES)))
         builds = {s: {"seconds": round(t.seconds, 1), "log": t.log} for s, t in done.items()}
         _say(cfg, "parity: builds " + ", ".join(f"{s} {b['seconds']} s" for s, b in builds.items()))
+    else:   # builds made by `parity build`: their timings travel with the result
+        for side in SIDES:
+            record = cfg.work / f"build-{side}.json"
+            if record.is_file():
+                builds[side] = json.loads(record.read_text())
     result["builds"] = builds
     result["build_cmd"] = cfg.build_cmd
     with ThreadPoolExecutor(2) as pool:

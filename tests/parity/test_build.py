@@ -1,0 +1,47 @@
+"""`parity build`: clean build dir, timing record, ninja log and nvcc --time wiring (no GPU, no nvcc)."""
+
+import json
+
+import pytest
+
+from codemod.parity.__main__ import main
+from codemod.parity.build import BuildSpec, build
+from codemod.parity.runner import ParityError
+
+
+def _spec(tmp_path, cmd, **kw):
+    src = tmp_path / "src"
+    src.mkdir(exist_ok=True)
+    return BuildSpec(side="original", src=src, work=tmp_path / "work", build_cmd=cmd, **kw)
+
+
+def test_record_log_and_nvcc_flags(tmp_path):
+    cmd = ("mkdir -p {build}/sub && printf '# ninja log v7\\n' > {build}/sub/.ninja_log && "
+           "echo \"$NVCC_APPEND_FLAGS\" > {build}/flags && touch {build}/../original.nvcc_time.csv")
+    stale = tmp_path / "work" / "build-original" / "stale.o"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("old")
+    r = build(_spec(tmp_path, cmd, configure_cmd="test -d {src}"))
+    work = tmp_path / "work"
+    assert not stale.exists()                                   # always a clean build
+    assert r["ninja_log"] == "original.ninja_log" and (work / "original.ninja_log").read_text() == "# ninja log v7\n"
+    assert (work / "build-original" / "flags").read_text().strip() == f"--time {work / 'original.nvcc_time.csv'}"
+    assert r["nvcc_time"] == "original.nvcc_time.csv"
+    assert r["build"]["wall_s"] >= 0 and r["build"]["cpu_s"] >= 0 and "configure" in r
+    assert json.loads((work / "build-original.json").read_text())["build"]["cmd"].startswith("mkdir -p ")
+
+
+def test_failure_names_the_log_and_its_tail(tmp_path):
+    with pytest.raises(ParityError) as e:
+        build(_spec(tmp_path, "echo compiler said no; exit 3"))
+    assert "exit code 3" in str(e.value) and "compiler said no" in e.value.render()
+
+
+def test_module_entry_point_dispatches_build(tmp_path, capsys):
+    (tmp_path / "src").mkdir()
+    rc = main(["build", "--side", "migrated", "--src", str(tmp_path / "src"), "--work", str(tmp_path / "w"),
+               "--build-cmd", "mkdir -p {build}", "--no-nvcc-time"])
+    assert rc == 0 and (tmp_path / "w" / "build-migrated.json").is_file()
+    assert "migrated built in" in capsys.readouterr().err
+    assert main(["build", "--side", "migrated", "--src", str(tmp_path / "nope"), "--work", str(tmp_path / "w"),
+                 "--build-cmd", "true"]) == 2
