@@ -5,6 +5,7 @@ jinja2 templates under codemod/templates/apply/; generated C++ is formatted with
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 import shutil
 import sys
@@ -89,6 +90,12 @@ def banner(rule_id: str, version: str = __version__) -> str:
 def _line_end(data: bytes, offset: int) -> int:
     nl = data.find(b"\n", offset)
     return len(data) if nl < 0 else nl + 1
+
+
+def relative_include(target: str, including_file: str) -> str:
+    """The `#include "..."` spelling of repo path `target` from repo path `including_file`: relative to
+    the including file's folder, which a quoted include searches first whatever the -I list is."""
+    return posixpath.relpath(target, posixpath.dirname(including_file) or ".")
 
 
 def cmake_command_end(data: bytes, open_paren: int) -> int:
@@ -197,7 +204,9 @@ def generate(root: Path, plan: Plan, version: str = __version__) -> ChangeSet:
     stub_path = f"{out}/kernels.h"
     guard = "CODEMOD_" + "".join(c.upper() if c.isalnum() else "_" for c in stub_path) + "_"
     cs.new_files[stub_path] = clang_format(render(
-        "kernels.h.j2", banner=head, guard=guard, layer=spec.layer, stub_includes=spec.stub_includes,
+        "kernels.h.j2", banner=head, guard=guard, layer=spec.layer,
+        layer_header=relative_include(spec.layer["header"], stub_path),
+        stub_includes=[relative_include(i, stub_path) for i in spec.stub_includes],
         string_headers=sorted({symbol_for(p) for p in shipped} | {k["symbol"] for k in kernels_ctx}),
         legacy_option=spec.legacy_option, namespace=spec.namespace, type_names=sorted(type_names),
         function_names=sorted(fn_names), options=spec.options, kernels=kernels_ctx), stub_path)
@@ -285,7 +294,7 @@ def _rewrite_sites(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str
             cs.edits.append(Edit(path, start, end, f"{ns}::{t[t.index(name):]}()", "kernel handle from the stub"))
         incs = [i for i in source.includes(data)]
         at = incs[-1].end if incs else 0
-        inc = f'#include "{spec.output_dir}/kernels.h"\n'
+        inc = f'#include "{relative_include(f"{spec.output_dir}/kernels.h", path)}"\n'
         if path in shipped:
             inc = f"#ifndef {RTC_GUARD}\n{inc}#endif\n"
         cs.edits.append(Edit(path, at, at, inc, "host stubs"))
