@@ -6,8 +6,7 @@ import json
 import sys
 
 from ..errors import UsageError
-from .predict import STEPS_LISTED, limit_steps
-from .replay import POLICIES
+from .options import POLICIES, STEPS_LISTED
 
 
 def add_parser(sub) -> None:
@@ -69,7 +68,7 @@ def dumps(doc: dict) -> str:
 
 def run(args) -> int:
     from . import report_text
-    from .predict import analyse, load, parse_scale
+    from .predict import analyse, limit_steps, load, parse_scale
 
     if args.cores is not None and args.cores <= 0:
         raise UsageError(f"--cores must be positive, got {args.cores}")

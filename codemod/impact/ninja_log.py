@@ -9,16 +9,16 @@ from __future__ import annotations
 import io
 import re
 from dataclasses import dataclass, field
-from itertools import compress, repeat
-from operator import add, gt, itemgetter, sub, truediv
+from itertools import repeat
 from typing import IO, Iterable, NamedTuple
+
+import numpy as np
 
 from ..errors import ParseError
 
 _HEADER = re.compile(r"#\s*ninja log v(\d+)\s*$")
 _HEX = re.compile(r"[0-9a-fA-F]+")
-_LINENO, _START, _END, _MTIME, _OUTPUT, _HASH = (itemgetter(k) for k in range(6))  # LogLine fields
-_HEX_CHARS = frozenset("0123456789abcdefABCDEF")
+_INT64 = range(-2**63, 2**63)  # what the columns hold
 
 # NOTE: tolerance for comparing mtime-derived time origins: filesystem timestamps may be as coarse
 # as 1-2 s, and ninja's origin is taken before the manifest is parsed.
@@ -41,8 +41,7 @@ class LogLine(NamedTuple):
 
 
 class Step(NamedTuple):
-    """One edge execution: the lines of one (cycle, start, end, hash) group, outputs kept in order.
-    NOTE: a named tuple, so that a 100k-step log's steps are made by C-level maps."""
+    """One edge execution: the lines of one (cycle, start, end, hash) group, outputs kept in order."""
 
     start_ms: int
     end_ms: int
@@ -63,27 +62,107 @@ class Step(NamedTuple):
         return is_link_output(self.name)
 
 
+@dataclass(eq=False)
+class LineTable:
+    """Log lines column-wise (int64 arrays and lists of str): a 100k-line log makes no per-line
+    object. `rows()` gives the LogLine of each line."""
+
+    lineno: np.ndarray
+    start_ms: np.ndarray
+    end_ms: np.ndarray
+    mtime: np.ndarray
+    output: list[str]
+    cmdhash: list[str]
+
+    @classmethod
+    def of(cls, lines: list[LogLine]) -> LineTable:
+        cols = list(zip(*lines)) or [()] * 6
+        return cls(*(np.array(c, dtype=np.int64) for c in cols[:4]), list(cols[4]), list(cols[5]))
+
+    def __len__(self) -> int:
+        return len(self.output)
+
+    def __getitem__(self, rows: slice) -> LineTable:
+        return LineTable(self.lineno[rows], self.start_ms[rows], self.end_ms[rows], self.mtime[rows],
+                         self.output[rows], self.cmdhash[rows])
+
+    def rows(self) -> list[LogLine]:
+        return list(map(LogLine._make, zip(self.lineno.tolist(), self.start_ms.tolist(), self.end_ms.tolist(),
+                                           self.mtime.tolist(), self.output, self.cmdhash)))
+
+
+@dataclass(eq=False)
+class StepTable:
+    """Steps column-wise, as LineTable: `name` is each step's first output, `more` holds every
+    output of the steps that have several. Indexing and iteration give Step views."""
+
+    start_ms: np.ndarray
+    end_ms: np.ndarray
+    lineno: np.ndarray  # first line of the group
+    cmdhash: list[str]
+    name: list[str]
+    more: dict[int, list[str]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, steps: Iterable[Step]) -> StepTable:
+        steps = list(steps)
+        more = {k: list(s.outputs) for k, s in enumerate(steps) if len(s.outputs) > 1}
+        return cls(*(np.array([getattr(s, a) for s in steps], dtype=np.int64) for a in ("start_ms", "end_ms", "lineno")),
+                   [s.cmdhash for s in steps], [s.name for s in steps], more)
+
+    @classmethod
+    def concat(cls, tables: list[StepTable], offsets: list[int]) -> StepTable:
+        """The tables one after another, each one's times shifted by its offset (ms)."""
+        if len(tables) == 1 and not offsets[0]:
+            return tables[0]
+        more, base = {}, 0
+        for t in tables:
+            more.update({base + k: v for k, v in t.more.items()})
+            base += len(t)
+        return cls(np.concatenate([t.start_ms + o for t, o in zip(tables, offsets)]),
+                   np.concatenate([t.end_ms + o for t, o in zip(tables, offsets)]),
+                   np.concatenate([t.lineno for t in tables]),
+                   [h for t in tables for h in t.cmdhash], [n for t in tables for n in t.name], more)
+
+    def __len__(self) -> int:
+        return len(self.name)
+
+    def outputs(self, k: int) -> list[str]:
+        return list(self.more[k]) if k in self.more else [self.name[k]]
+
+    def __getitem__(self, k: int) -> Step:
+        k = range(len(self))[k]  # a negative index counts from the end; IndexError past it
+        return Step(int(self.start_ms[k]), int(self.end_ms[k]), self.cmdhash[k], self.outputs(k), int(self.lineno[k]))
+
+    def __iter__(self):
+        return map(self.__getitem__, range(len(self)))
+
+
 @dataclass
 class Cycle:
     """Lines of one ninja cycle (one time origin): end times never go backwards within it."""
 
-    lines: list[LogLine]
+    table: LineTable
     origin_ms: float | None = None  # absolute wall-clock origin estimated from mtimes, if usable
 
     @property
+    def lines(self) -> list[LogLine]:
+        return self.table.rows()
+
+    @property
     def first_line(self) -> int:
-        return self.lines[0].lineno
+        return int(self.table.lineno[0])
 
     @property
     def last_line(self) -> int:
-        return self.lines[-1].lineno
+        return int(self.table.lineno[-1])
 
     @property
     def wall_ms(self) -> int:
-        return max(map(_END, self.lines))
+        return int(self.table.end_ms.max())
 
-    def steps(self) -> list[Step]:
-        return group_steps(self.lines)
+    def steps(self) -> StepTable:
+        return group_steps(self.table)
 
 
 @dataclass
@@ -108,14 +187,22 @@ class NinjaLog:
 
     path: str
     version: int
-    lines: list[LogLine]
+    table: LineTable
     builds: list[Build]
-    history_lines: list[LogLine] = field(default_factory=list)  # recompacted, unsegmentable
+    n_history: int = 0  # leading lines that are recompacted, unsegmentable history
     warnings: list[str] = field(default_factory=list)
 
     @property
+    def lines(self) -> list[LogLine]:
+        return self.table.rows()
+
+    @property
+    def history_lines(self) -> list[LogLine]:
+        return self.table[: self.n_history].rows()
+
+    @property
     def recompacted(self) -> bool:
-        return bool(self.history_lines)
+        return self.n_history > 0
 
     def build(self, index: int = -1) -> Build:
         if not self.builds:
@@ -170,6 +257,9 @@ def parse_line(text: str, lineno: int, name: str) -> LogLine | None:
             f"start/end/mtime must be integers, found {start!r} {end!r} {mtime!r}",
             where=f"{name}:{lineno}", hint="the file is not a ninja log or was corrupted",
         ) from None
+    if start_ms not in _INT64 or end_ms not in _INT64 or mtime_v not in _INT64:
+        raise ParseError(f"start/end/mtime must fit in 64 bits, found {start!r} {end!r} {mtime!r}",
+                         where=f"{name}:{lineno}", hint="the file is not a ninja log or was corrupted")
     cmdhash = cmdhash.strip()
     if not _HEX.fullmatch(cmdhash):
         raise ParseError(f"command hash must be hex, found {cmdhash[:40]!r}", where=f"{name}:{lineno}")
@@ -178,7 +268,7 @@ def parse_line(text: str, lineno: int, name: str) -> LogLine | None:
     return LogLine(lineno, start_ms, end_ms, mtime_v, output, cmdhash.lower())
 
 
-def read_lines(stream: IO[str], name: str) -> tuple[int, list[LogLine], list[str]]:
+def read_lines(stream: IO[str], name: str) -> tuple[int, LineTable, list[str]]:
     """Header version, data lines and skip warnings of a log stream."""
     first = stream.readline()
     version = parse_header(first, name)
@@ -201,10 +291,10 @@ def read_lines(stream: IO[str], name: str) -> tuple[int, list[LogLine], list[str
                 warnings.append(f"{name}:{lineno}: fewer than 5 fields; skipped as ninja does")
             continue
         append(line)
-    return version, lines, warnings
+    return version, LineTable.of(lines), warnings
 
 
-def _read_well_formed(body: str) -> list[LogLine] | None:
+def _read_well_formed(body: str) -> LineTable | None:
     """All lines of `body` when every one is a well-formed data line (the usual case), else None
     (the caller then reads line by line, for the diagnostics). NOTE: column-wise, with C-level
     splits and maps: a per-line Python loop costs ~3x more on a 100k-line log."""
@@ -217,81 +307,72 @@ def _read_well_formed(body: str) -> list[LogLine] | None:
         return None  # blank, comment or short lines, or extra tabs
     fields = "\t".join(rows).split("\t")
     hashes = fields[4::5]
-    if min(map(len, hashes)) == 0 or not set("".join(hashes)) <= _HEX_CHARS:
+    if min(map(len, hashes)) == 0:
         return None
-    try:
-        starts, ends, mtimes = list(map(int, fields[0::5])), list(map(int, fields[1::5])), map(int, fields[2::5])
-        if any(map(int.__lt__, ends, starts)):
+    rest = "".join(hashes).encode("utf-8", "surrogateescape").translate(None, b"0123456789abcdef")
+    if rest:  # ninja writes lower case
+        if rest.translate(None, b"ABCDEF"):
             return None
-        return list(map(tuple.__new__, repeat(LogLine), zip(range(2, len(rows) + 2), starts, ends, mtimes,
-                                                             fields[3::5], map(str.lower, hashes))))
-    except ValueError:
+        hashes = list(map(str.lower, hashes))
+    n = len(rows)
+    try:
+        start, end, mtime = (np.fromiter(map(int, fields[k::5]), np.int64, n) for k in range(3))
+    except (ValueError, OverflowError):
         return None
+    if np.any(end < start):
+        return None
+    return LineTable(np.arange(2, n + 2, dtype=np.int64), start, end, mtime, fields[3::5], hashes)
 
 
-def split_cycles(lines: list[LogLine], version: int = 7) -> list[Cycle]:
+def _origins(lines: LineTable, version: int) -> np.ndarray:
+    """Absolute origin (ms) of each line's cycle from its mtime (ns): about the end for v5, the
+    start for v6+. Meaningless where the mtime is not set (<= 0)."""
+    return lines.mtime / 1e6 - (lines.start_ms if version >= 6 else lines.end_ms)
+
+
+def split_cycles(lines: LineTable, version: int = 7) -> list[Cycle]:
     """Split where a new ninja cycle begins: the end time goes backwards (each cycle restarts its
     clock), an output repeats (no cycle builds an output twice), or the mtime anchor puts the line
     after everything of the current cycle ended (a new build whose first end did not go backwards).
     """
+    if not len(lines):
+        return []
     if _one_cycle(lines, version):
-        return [Cycle(list(lines))]
-    cycles: list[Cycle] = []
-    current: list[LogLine] = []
+        return [Cycle(lines)]
+    firsts = [0]  # first line of each cycle
     seen: set[str] = set()
     prev_end = -1
     cur_origin: float | None = None
-    v6 = version >= 6
-    for ln in lines:
-        # line_origin, inlined: this loop runs once per line
-        origin = (ln.mtime / 1e6 - (ln.start_ms if v6 else ln.end_ms)) if ln.mtime > 0 else None
-        if current and (
-            ln.end_ms < prev_end
-            or ln.output in seen
+    for k, (mtime, origin, end, output) in enumerate(zip(lines.mtime.tolist(), _origins(lines, version).tolist(),
+                                                         lines.end_ms.tolist(), lines.output)):
+        if mtime <= 0:
+            origin = None
+        if k > firsts[-1] and (
+            end < prev_end
+            or output in seen
             or (origin is not None and cur_origin is not None
                 and origin > cur_origin + prev_end + ORIGIN_TOLERANCE_MS)
         ):
-            cycles.append(Cycle(current))
-            current, seen, cur_origin = [], set(), None
-        current.append(ln)
-        seen.add(ln.output)
-        prev_end = ln.end_ms
+            firsts.append(k)
+            seen, cur_origin = set(), None
+        seen.add(output)
+        prev_end = end
         if cur_origin is None:
             cur_origin = origin
-    if current:
-        cycles.append(Cycle(current))
-    return cycles
+    return [Cycle(lines[a:b]) for a, b in zip(firsts, firsts[1:] + [len(lines)])]
 
 
-def _one_cycle(lines: list[LogLine], version: int) -> bool:
-    """True when split_cycles would find no boundary (the usual case), checked with C-level maps:
+def _one_cycle(lines: LineTable, version: int) -> bool:
+    """True when split_cycles would find no boundary (the usual case), checked column-wise:
     end times never go backwards, outputs are unique, every mtime is set and none jumps."""
     if len(lines) < 2:
         return False
-    ends = list(map(_END, lines))
-    if any(map(gt, ends[:-1], ends[1:])) or len(set(map(_OUTPUT, lines))) != len(lines):
+    ends = lines.end_ms
+    if np.any(ends[:-1] > ends[1:]) or len(set(lines.output)) != len(lines) or lines.mtime.min() <= 0:
         return False
-    mtimes = list(map(_MTIME, lines))
-    if min(mtimes) <= 0:
-        return False
-    anchors = map(_START, lines) if version >= 6 else iter(ends)
-    origins = list(map(sub, map(truediv, mtimes, repeat(1e6)), anchors))
-    # same float expression as split_cycles: origin > cur_origin + prev_end + ORIGIN_TOLERANCE_MS
-    limits = map(add, map(add, repeat(origins[0]), ends[:-1]), repeat(ORIGIN_TOLERANCE_MS))
-    return not any(map(gt, origins[1:], limits))
-
-
-def line_origin(ln: LogLine, version: int) -> float | None:
-    """Absolute origin of the line's cycle from its mtime (ns): about the end for v5, the start for v6+."""
-    if ln.mtime <= 0:
-        return None
-    anchor = ln.start_ms if version >= 6 else ln.end_ms
-    return ln.mtime / 1e6 - anchor
-
-
-def _median(values: list[float]) -> float:
-    values = sorted(values)
-    return values[len(values) // 2]
+    origins = _origins(lines, version)
+    # the same float expression as split_cycles: origin > cur_origin + prev_end + ORIGIN_TOLERANCE_MS
+    return not np.any(origins[1:] > origins[0] + ends[:-1] + ORIGIN_TOLERANCE_MS)
 
 
 def find_history(cycles: list[Cycle], version: int) -> tuple[int, list[str]]:
@@ -305,19 +386,12 @@ def find_history(cycles: list[Cycle], version: int) -> tuple[int, list[str]]:
     last_bad = -1
     horizon = float("-inf")  # latest absolute end seen so far
     for i, cyc in enumerate(cycles):
-        # NOTE: C-level maps, the same float expressions as line_origin
-        lines = cyc.lines
-        mtimes = list(map(_MTIME, lines))
-        anchors = map(_START if version >= 6 else _END, lines)
-        if min(mtimes, default=0) <= 0:
-            keep = list(map(int(0).__lt__, mtimes))
-            mtimes, anchors = list(compress(mtimes, keep)), compress(anchors, keep)
-        origins = list(map(sub, map(truediv, mtimes, repeat(1e6)), anchors))
-        if not origins:
+        origins = _origins(cyc.table, version)[cyc.table.mtime > 0]
+        if not origins.size:
             continue
-        origin = _median(origins)
+        origin = float(np.sort(origins)[len(origins) // 2])  # the median (upper one of an even count)
         cyc.origin_ms = origin
-        outliers = sum(map(gt, map(abs, map(sub, origins, repeat(origin))), repeat(ORIGIN_TOLERANCE_MS)))
+        outliers = np.count_nonzero(np.abs(origins - origin) > ORIGIN_TOLERANCE_MS)
         if outliers * 5 > len(origins):
             last_bad = i
             reasons.append(f"lines {cyc.first_line}-{cyc.last_line}: mtimes disagree with one time origin")
@@ -341,27 +415,31 @@ def group_builds(cycles: list[Cycle]) -> list[Build]:
 
 
 def _regenerated(cycle: Cycle) -> bool:
-    last = cycle.lines[-1].output.rsplit("/", 1)[-1]
+    last = cycle.table.output[-1].rsplit("/", 1)[-1]
     return last.endswith(".ninja")
 
 
-def group_steps(lines: Iterable[LogLine]) -> list[Step]:
+def group_steps(lines: LineTable) -> StepTable:
     """Lines of one cycle -> steps: an edge with N outputs writes N lines with one (start, end, hash)."""
-    lines = list(lines)
     # one output per edge (the usual case) when the hashes, else the (start, end, hash) keys, are unique
-    if len(set(map(_HASH, lines))) == len(lines) or \
-            len(set(zip(map(_START, lines), map(_END, lines), map(_HASH, lines)))) == len(lines):
-        return list(map(tuple.__new__, repeat(Step), zip(map(_START, lines), map(_END, lines), map(_HASH, lines),
-                                                         [[o] for o in map(_OUTPUT, lines)], map(_LINENO, lines))))
-    steps: dict[tuple[int, int, str], Step] = {}
-    for ln in lines:
-        key = (ln.start_ms, ln.end_ms, ln.cmdhash)
-        step = steps.get(key)
-        if step is None:
-            steps[key] = Step(ln.start_ms, ln.end_ms, ln.cmdhash, [ln.output], ln.lineno)
+    n = len(lines)
+    keys = None if len(set(lines.cmdhash)) == n else list(zip(lines.start_ms.tolist(), lines.end_ms.tolist(),
+                                                              lines.cmdhash))
+    if keys is None or len(set(keys)) == n:
+        return StepTable(lines.start_ms, lines.end_ms, lines.lineno, lines.cmdhash, lines.output)
+    group: dict[tuple[int, int, str], int] = {}  # key -> step
+    firsts: list[int] = []  # first line of each step
+    outputs: list[list[str]] = []
+    for k, key in enumerate(keys):
+        g = group.setdefault(key, len(firsts))
+        if g == len(firsts):
+            firsts.append(k)
+            outputs.append([lines.output[k]])
         else:
-            step.outputs.append(ln.output)
-    return list(steps.values())
+            outputs[g].append(lines.output[k])
+    return StepTable(lines.start_ms[firsts], lines.end_ms[firsts], lines.lineno[firsts],
+                     [lines.cmdhash[k] for k in firsts], [o[0] for o in outputs],
+                     {g: o for g, o in enumerate(outputs) if len(o) > 1})
 
 
 def parse(stream: IO[str], name: str = "<ninja_log>") -> NinjaLog:
@@ -369,13 +447,13 @@ def parse(stream: IO[str], name: str = "<ninja_log>") -> NinjaLog:
     version, lines, warnings = read_lines(stream, name)
     cycles = split_cycles(lines, version)
     n_history, reasons = find_history(cycles, version)
-    history = [ln for cyc in cycles[:n_history] for ln in cyc.lines]
-    if not any(ln.mtime > 0 for ln in lines) and len(cycles) > 1:
+    history = sum(len(cyc.table) for cyc in cycles[:n_history])  # cycles are consecutive: a prefix
+    if not np.any(lines.mtime > 0) and len(cycles) > 1:
         warnings.append(f"{name}: the mtime column is empty; a recompacted region cannot be told from builds")
     if history:
         warnings.append(
-            f"{name}:{history[0].lineno}-{history[-1].lineno}: recompacted (hash-ordered) history, "
-            f"{len(history)} lines: no build recovered from it ({'; '.join(reasons[:3])})"
+            f"{name}:{lines.lineno[0]}-{lines.lineno[history - 1]}: recompacted (hash-ordered) history, "
+            f"{history} lines: no build recovered from it ({'; '.join(reasons[:3])})"
         )
     builds = group_builds(cycles[n_history:])
     return NinjaLog(name, version, lines, builds, history, warnings)

@@ -7,34 +7,30 @@ from __future__ import annotations
 
 import fnmatch
 import gc
-import heapq
 import re
 from contextlib import contextmanager
-from itertools import compress, repeat
-from operator import attrgetter, itemgetter, mul, not_, sub
 from dataclasses import dataclass, field
+from itertools import compress, repeat
+
+import numpy as np
 
 from ..errors import UsageError
 from . import build_ninja, ninja_log, nvcc_time
-from .graph import Graph, from_log, from_manifest, topo_order
-from .model import (bounds, critical_chain, critical_step, profile, r3, real_nodes, summarize, tail,
-                    weighted_times)
+from .graph import Graph, from_log, from_manifest, levels
+from .model import (bounds, critical_chain, critical_step, profile, r3, real_nodes, sum_in_order, summarize,
+                    tail, weighted_times)
 from .nvcc_time import DEVICE_KINDS, HOST_KINDS, Invocation
-from .replay import POLICY_FOR_LOG_VERSION, Contention, Schedule, concurrency_steps, recorded_work, replay
+from .options import POLICY_FOR_LOG_VERSION, STEPS_LISTED
+from .replay import Contention, Schedule, concurrency_steps, recorded_work, replay
 
 SCHEMA_VERSION = 1
-_OUTPUTS, _FIRST, _START, _END = attrgetter("outputs"), itemgetter(0), attrgetter("start_ms"), attrgetter("end_ms")
-
-
-def _MANY(outputs: list) -> bool:
-    return len(outputs) > 1
 
 
 @dataclass
 class Loaded:
     log: ninja_log.NinjaLog
     build: ninja_log.Build
-    steps: list[ninja_log.Step]  # cycles laid end to end
+    steps: ninja_log.StepTable  # cycles laid end to end
     cycle_starts: list[int]
     nvcc: dict[str, Invocation] = field(default_factory=dict)  # step name -> its nvcc invocation
     nvcc_unmatched: list[Invocation] = field(default_factory=list)
@@ -45,8 +41,9 @@ class Loaded:
 
 @contextmanager
 def gc_paused():
-    """NOTE: the pipeline allocates ~10 objects per step, none in reference cycles; on a 100k-step
-    log the cyclic collector would re-scan them dozens of times (about half the run time)."""
+    """NOTE: the pipeline holds lists of every step and allocates many small containers, none in
+    reference cycles; on a 100k-step log the cyclic collector would scan them again and again
+    (~0.2 s, a fifth of the run)."""
     was = gc.isenabled()
     gc.disable()
     try:
@@ -66,16 +63,11 @@ def _load(log_path: str, nvcc_time_paths: list[str] | None, build_ninja_path: st
           build_index: int) -> Loaded:
     log = ninja_log.parse_path(log_path)
     build = log.build(build_index)
-    steps, cycle_starts, offset = [], [], 0
-    for k, cyc in enumerate(build.cycles):
-        if k:
-            cycle_starts.append(offset)
-        if not offset:
-            steps += cyc.steps()
-        else:
-            steps += [ninja_log.Step(s.start_ms + offset, s.end_ms + offset, s.cmdhash, s.outputs, s.lineno)
-                      for s in cyc.steps()]
-        offset += cyc.wall_ms
+    offsets = [0]  # where each cycle starts once they are laid end to end
+    for cyc in build.cycles:
+        offsets.append(offsets[-1] + cyc.wall_ms)
+    steps = ninja_log.StepTable.concat([cyc.steps() for cyc in build.cycles], offsets[:-1])
+    cycle_starts = offsets[1:-1]
     loaded = Loaded(log, build, steps, cycle_starts, warnings=list(log.warnings))
     invocations: list[Invocation] = []
     for path in nvcc_time_paths or []:
@@ -98,14 +90,14 @@ def _load(log_path: str, nvcc_time_paths: list[str] | None, build_ninja_path: st
     return loaded
 
 
-def match_nvcc(steps: list[ninja_log.Step], invocations: list[Invocation]) -> tuple[dict[str, Invocation], list[Invocation]]:
+def match_nvcc(steps: ninja_log.StepTable, invocations: list[Invocation]) -> tuple[dict[str, Invocation], list[Invocation]]:
     """Join nvcc invocations to steps by output path (exact, else one a path-suffix of the other)."""
     if not invocations:
         return {}, []
-    by_output: dict[str, ninja_log.Step] = {}
-    for s in steps:
-        for o in s.outputs:
-            by_output[o] = s
+    by_output: dict[str, str] = {}  # output -> its step's name
+    for k, name in enumerate(steps.name):
+        for o in steps.more.get(k, (name,)):
+            by_output[o] = name
     matched: dict[str, Invocation] = {}
     unmatched: list[Invocation] = []
     for inv in invocations:
@@ -116,9 +108,9 @@ def match_nvcc(steps: list[ninja_log.Step], invocations: list[Invocation]) -> tu
         if step is None:
             unmatched.append(inv)
             continue
-        prev = matched.get(step.name)
+        prev = matched.get(step)
         if prev is None or (inv.complete and not prev.complete) or inv.complete == prev.complete:
-            matched[step.name] = inv
+            matched[step] = inv
     return matched, unmatched
 
 
@@ -137,9 +129,9 @@ def parse_scale(items: list[str]) -> dict[str, float]:
     return out
 
 
-def _candidates(step: ninja_log.Step, inv: Invocation | None) -> list[str]:
-    out = list(step.outputs)
-    out += [o[: -len(sfx)] for o in step.outputs for sfx in (".o", ".obj") if o.endswith(sfx)]
+def _candidates(outputs: list[str], inv: Invocation | None) -> list[str]:
+    out = list(outputs)
+    out += [o[: -len(sfx)] for o in outputs for sfx in (".o", ".obj") if o.endswith(sfx)]
     if inv is not None and inv.source:
         out.append(inv.source)
     return out
@@ -162,41 +154,31 @@ def _literal(glob: str) -> str:
     return max(re.split(r"[*?]", glob), key=len)
 
 
-def factors(loaded: Loaded, remove: list[str], scale: dict[str, float]) -> dict[str, float]:
-    """Step name -> duration factor (0 = removed). A glob that matches nothing is an error.
-    NOTE: a substring test on each glob's literal part rules most steps out before any regex runs."""
+def factors(loaded: Loaded, remove: list[str], scale: dict[str, float]) -> np.ndarray:
+    """Duration factor of each step of `loaded.steps` (1 = unchanged, 0 = removed). A glob that
+    matches nothing is an error. NOTE: a substring test on each glob's literal part rules most steps
+    out before any regex runs."""
     steps = loaded.steps
     nvcc = loaded.nvcc
-    hay = list(map(_FIRST, map(_OUTPUTS, steps)))  # every candidate name of a step, one per line
-    if nvcc or any(map(_MANY, map(_OUTPUTS, steps))):  # each candidate is a substring of its hay
+    hay = steps.name  # every candidate name of a step, one per line
+    if nvcc or steps.more:  # each candidate is a substring of its hay
         hay = []
-        for s in steps:
-            inv = nvcc.get(s.outputs[0]) if nvcc else None
-            text = s.outputs[0] if len(s.outputs) == 1 else "\n".join(s.outputs)
+        for k, name in enumerate(steps.name):
+            inv = nvcc.get(name)
+            text = "\n".join(steps.more[k]) if k in steps.more else name
             hay.append(text + "\n" + inv.source if inv is not None and inv.source else text)
     rules = [(g, factor) for g, factor in scale.items()] + [(g, 0.0) for g in remove]
     hits = {g: 0 for g in list(remove) + list(scale)}
-    matched: list[set[int]] = []
-    for g, _ in rules:
+    out = np.ones(len(steps))
+    for g, factor in rules:
         rx, lit = glob_regex(g), _literal(g)
-        found = set()
-        for k in (range(len(steps)) if not lit else compress(range(len(hay)), map(str.__contains__, hay, repeat(lit)))):
-            s = steps[k]
-            if any(rx.match(n) for n in _candidates(s, nvcc.get(s.name))):
-                found.add(k)
-        matched.append(found)
+        maybe = compress(range(len(hay)), map(str.__contains__, hay, repeat(lit))) if lit else range(len(steps))
+        found = [k for k in maybe if any(map(rx.match, _candidates(steps.outputs(k), nvcc.get(steps.name[k]))))]
         hits[g] += len(found)
-    out: dict[str, float] = {}
-    for k in sorted(set().union(*matched)) if matched else []:
-        f = 1.0
-        for (g, factor), found in zip(rules, matched):
-            if k in found:
-                f = f * factor if factor else 0.0
-        if f != 1.0:
-            out[steps[k].name] = f
+        out[found] = out[found] * factor if factor else 0.0
     missing = [g for g, n in hits.items() if n == 0]
     if missing:
-        example = steps[0].name if steps else "(none)"
+        example = steps.name[0] if len(steps) else "(none)"
         raise UsageError(f"no step matches {', '.join(repr(g) for g in missing)}",
                          hint=f"globs match outputs or nvcc sources, e.g. {example!r}")
     return out
@@ -209,26 +191,19 @@ def build_graph(loaded: Loaded) -> Graph:
 
 
 def recorded_schedule(graph: Graph, jobs: int) -> Schedule:
-    steps = graph.step
-    m = len(steps)
-    while m and steps[m - 1] is None:  # graphs from the log: the steps come first, then phony nodes
-        m -= 1
-    head = steps[:m]
-    if all(head):
-        start = list(map(float, map(_START, head))) + [0.0] * (len(steps) - m)
-        end = list(map(float, map(_END, head))) + [0.0] * (len(steps) - m)
-    else:
-        start = [float(st.start_ms) if st is not None else 0.0 for st in steps]
-        end = [float(st.end_ms) if st is not None else 0.0 for st in steps]
-    if m < len(steps) or not all(head):
-        deps = graph.deps
-        topo = topo_order(graph)
-        for i in compress(topo, map(not_, map(steps.__getitem__, topo))):  # the unlogged nodes
-            end[i] = start[i] = max([end[d] for d in deps[i]], default=0.0)
+    """The build as logged; a node that is not a logged step (phony, or a build.ninja edge that
+    did not run) takes no time once its last dependency ended."""
+    logged = graph.step >= 0
+    start, end = np.zeros(len(graph)), np.zeros(len(graph))
+    start[logged] = graph.steps.start_ms[graph.step[logged]]
+    end[logged] = graph.steps.end_ms[graph.step[logged]]
+    if not logged.all():
+        for lv in levels(graph):
+            users = lv.user[lv.first]
+            unlogged = ~logged[users]
+            end[users[unlogged]] = np.maximum.reduceat(end[lv.dep], lv.first)[unlogged]
+        start[~logged] = end[~logged]
     return Schedule(start, end, jobs)
-
-
-STEPS_LISTED = 1000  # rows of steps[] by default (the longest steps); --all-steps lists every one
 
 
 def analyse(loaded: Loaded, remove: list[str] | None = None, scale: dict[str, float] | None = None,
@@ -244,12 +219,12 @@ def _analyse(loaded: Loaded, remove: list[str] | None, scale: dict[str, float] |
              policy: str | None, cores: int | None, alpha: float, max_steps: int | None) -> dict:
     remove, scale = list(remove or []), dict(scale or {})
     graph = build_graph(loaded)
-    node_step = graph.step
+    steps = loaded.steps  # the rows graph.step refers to
     step_idx = graph.step_ids()
     measured = recorded_schedule(graph, jobs or 0)
     # NOTE: phony nodes have zero length, so the recorded schedule's concurrency is the steps'
     conc_measured = concurrency_steps(measured.start, measured.end)
-    peak = max(conc_measured[1], default=1)
+    peak = int(conc_measured[1].max()) if len(conc_measured[1]) else 1
     if jobs is None:
         jobs, jobs_source = max(1, peak), "peak concurrency of the recorded build"
     else:
@@ -261,21 +236,11 @@ def _analyse(loaded: Loaded, remove: list[str] | None, scale: dict[str, float] |
     policy = policy or POLICY_FOR_LOG_VERSION.get(loaded.log.version, "1.12")
     contention = Contention(cores, alpha)
 
-    work = [0.0] * len(node_step)
-    rec = recorded_work(list(map(measured.start.__getitem__, step_idx)), list(map(measured.end.__getitem__, step_idx)),
-                        contention)
-    if step_idx and step_idx[-1] == len(step_idx) - 1:  # the steps come first (graph from the log)
-        work[: len(rec)] = rec
-    else:
-        for i, w in zip(step_idx, rec):
-            work[i] = w
-    factor_by_name = factors(loaded, remove, scale)
-    work_after = list(work)
-    if factor_by_name:
-        step_names = map(_FIRST, map(_OUTPUTS, map(node_step.__getitem__, step_idx)))
-        for i, f in zip(step_idx, map(factor_by_name.get, step_names)):
-            if f is not None:
-                work_after[i] = work[i] * f
+    factor = factors(loaded, remove, scale)  # per step
+    work = np.zeros(len(graph))
+    work[step_idx] = recorded_work(measured.start[step_idx], measured.end[step_idx], contention)
+    work_after = work.copy()
+    work_after[step_idx] *= factor[graph.step[step_idx]]
 
     replayed = replay(graph, work, jobs, policy, contention)
     predicted = replay(graph, work_after, jobs, policy, contention)
@@ -285,36 +250,37 @@ def _analyse(loaded: Loaded, remove: list[str] | None, scale: dict[str, float] |
 
     real = {name: real_nodes(graph, s) for name, s in schedules.items()}
     sums = {name: summarize(graph, s, real[name]) for name, s in schedules.items()}
-    st_start = list(map(_START, loaded.steps))
-    st_end = list(map(_END, loaded.steps))
-    st_factor = list(map(factor_by_name.get, map(_FIRST, map(_OUTPUTS, loaded.steps)), repeat(1.0)))
-    sums["measured"].wall_s = max(st_end, default=0) / 1000.0
-    cpu_before = sum(map(sub, st_end, st_start)) / 1000.0
-    cpu_after = sum(map(mul, map(sub, st_end, st_start), st_factor)) / 1000.0
+    elapsed = steps.end_ms - steps.start_ms
+    sums["measured"].wall_s = (int(steps.end_ms.max()) if len(steps) else 0) / 1000.0
+    cpu_before = int(elapsed.sum()) / 1000.0
+    cpu_after = sum_in_order(elapsed * factor) / 1000.0
     measured_wall = sums["measured"].wall_s
     replayed_wall = replayed.wall_ms / 1000.0
     predicted_wall = predicted.wall_ms / 1000.0
     chains = {k: critical_chain(graph, s, real=real[k]) for k, s in schedules.items()}
 
     # steps[] order: longest first, then by name (elapsed_s is r3(elapsed_ms / 1000): same order)
+    step_of, neg_elapsed = graph.step.tolist(), (-elapsed).tolist()
+
     def row_key(i: int) -> tuple:
-        st = node_step[i]
-        return (st.start_ms - st.end_ms, st.outputs[0])
+        k = step_of[i]
+        return (neg_elapsed[k], steps.name[k])
 
     listed = step_idx
     if max_steps is not None and len(step_idx) > max_steps:
         # NOTE: only steps at least as long as the max_steps-th longest can be listed; sort those
-        elapsed = [graph.duration[i] for i in step_idx]
-        cut = heapq.nlargest(max_steps, elapsed)[-1] if max_steps > 0 else float("inf")
-        listed = [i for i, e in zip(step_idx, elapsed) if e >= cut]
-    listed = sorted(listed, key=row_key)
+        durations = graph.duration[step_idx]
+        cut = -np.partition(-durations, max_steps - 1)[max_steps - 1] if max_steps > 0 else np.inf
+        listed = step_idx[durations >= cut]
+    listed = sorted(listed.tolist(), key=row_key)
     if max_steps is not None:
         listed = listed[:max_steps]
-    weighted = weighted_times(measured, conc_measured, listed)
     rows = []
-    for i, w in zip(listed, weighted):
-        step = node_step[i]
-        f = factor_by_name.get(step.name, 1.0)
+    columns = zip(listed, weighted_times(measured, conc_measured, listed).tolist(), factor[graph.step[listed]].tolist(),
+                  replayed.start[listed].tolist(), replayed.end[listed].tolist(),
+                  predicted.start[listed].tolist(), predicted.end[listed].tolist())
+    for i, w, f, r0, r1, p0, p1 in columns:
+        step = steps[step_of[i]]
         row = {
             "name": step.name,
             "start_s": r3(step.start_ms / 1000.0),
@@ -323,9 +289,8 @@ def _analyse(loaded: Loaded, remove: list[str] | None, scale: dict[str, float] |
             "weighted_s": r3(w / 1000.0),
             "action": "remove" if f == 0 else ("scale" if f != 1.0 else "keep"),
             "factor": f,
-            "replayed": {"start_s": r3(replayed.start[i] / 1000.0), "end_s": r3(replayed.end[i] / 1000.0)},
-            "predicted": {"start_s": r3(predicted.start[i] / 1000.0), "end_s": r3(predicted.end[i] / 1000.0),
-                          "elapsed_s": r3((predicted.end[i] - predicted.start[i]) / 1000.0)},
+            "replayed": {"start_s": r3(r0 / 1000.0), "end_s": r3(r1 / 1000.0)},
+            "predicted": {"start_s": r3(p0 / 1000.0), "end_s": r3(p1 / 1000.0), "elapsed_s": r3((p1 - p0) / 1000.0)},
         }
         if len(step.outputs) > 1:
             row["outputs"] = list(step.outputs)
@@ -335,8 +300,8 @@ def _analyse(loaded: Loaded, remove: list[str] | None, scale: dict[str, float] |
     # nvcc totals over every step, in steps[] order, whether listed or not
     cuda = []
     if loaded.nvcc:
-        for i in sorted((i for i in step_idx if node_step[i].name in loaded.nvcc), key=row_key):
-            name = node_step[i].name
+        for i in sorted((i for i in step_idx.tolist() if steps.name[step_of[i]] in loaded.nvcc), key=row_key):
+            name = steps.name[step_of[i]]
             cuda.append({"name": name} | nvcc_fields(loaded.nvcc[name]))
     doc = {
         "schema_version": SCHEMA_VERSION,
@@ -371,8 +336,9 @@ def _analyse(loaded: Loaded, remove: list[str] | None, scale: dict[str, float] |
         "warnings": list(loaded.warnings) + list(graph.warnings),
     }
     if len(rows) < len(step_idx):
-        doc["steps_limited"] = _limited(len(rows), len(step_idx), st_factor.count(0.0),
-                                        len(st_factor) - st_factor.count(0.0) - st_factor.count(1.0))
+        removed = int(np.count_nonzero(factor == 0.0))
+        doc["steps_limited"] = _limited(len(rows), len(step_idx), removed,
+                                        len(factor) - removed - int(np.count_nonzero(factor == 1.0)))
     return doc
 
 
