@@ -1,0 +1,92 @@
+"""Cache keys of the generated stubs, over the whole golden domain: the patched actlib's kernels.h
+is compiled on the host with nvcc (fixtures/cache_labels.cu) and prints every variant's label.
+No two variants share a key, every axis value and NVRTC option is in it, and its source hash is
+FNV-1a over the program and every header, so changing any source byte changes the key."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from codemod.apply.command import compute
+from codemod.apply.golden import GOLDEN
+from codemod.apply.patch import write_all
+from codemod.apply.plan import symbol_for
+
+HERE = Path(__file__).resolve().parent
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (host compile of the stubs)")
+
+
+def _fnv1a(parts: list[bytes]) -> int:
+    h = 1469598103934665603
+    for part in parts:
+        for byte in part:
+            h = ((h ^ byte) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+@pytest.fixture(scope="module")
+def labels(tmp_path_factory) -> tuple[dict, dict[str, list[str]], Path]:
+    """(manifest, fast-math option 0/1 -> the label printed for each manifest variant in manifest
+    order, the patched tree)."""
+    work = tmp_path_factory.mktemp("keys")
+    root = work / "input"
+    shutil.copytree(GOLDEN / "actlib" / "input", root)
+    write_all(root, compute(root, str(GOLDEN / "actlib" / "activation.yaml"))[0])
+    manifest = json.loads((root / "rtc/activation/codemod_manifest.json").read_text())
+    # The string headers the library's CMake would configure from util/string_header.h.in.
+    strings = work / "strings"
+    strings.mkdir()
+    template = (root / "util/string_header.h.in").read_text()
+    shipped = {p for k in manifest["kernels"] for p in [k["kernel_string"]["path"], *k["headers"].values()]}
+    for path in shipped:
+        text = (template.replace("@ACTLIB_STRING_SOURCE@", path).replace("@ACTLIB_STRING_SYMBOL@", symbol_for(path))
+                .replace("@ACTLIB_STRING_CONTENT@", (root / path).read_text()))
+        (strings / f"{symbol_for(path)}.h").write_text(text)
+    (work / "variants.inc").write_text("".join(
+        f"LABEL({k['id'].split('::')[-1]}, {', '.join(v['axes'].values())})\n"
+        for k in manifest["kernels"] for v in k["variants"]))
+    builds = {}
+    for fast in ("0", "1"):
+        exe = work / f"labels_{fast}"
+        builds[fast] = (exe, subprocess.Popen(
+            ["nvcc", "-std=c++17", "-x", "cu", "-I", str(root), "-I", str(root / "include"), "-I", str(strings),
+             "-I", str(work), "-DACTLIB_BUILD_LEGACY_STATIC_ACTIVATION=0",
+             f"-DACTLIB_BUILD_ACTIVATION_WITH_FAST_MATH={fast}", str(HERE / "fixtures/cache_labels.cu"),
+             "-o", str(exe)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    out = {}
+    for fast, (exe, proc) in builds.items():
+        log, _ = proc.communicate(timeout=600)
+        assert proc.returncode == 0, log[-4000:]
+        out[fast] = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()
+    return manifest, out, root
+
+
+def test_no_two_variants_share_a_key(labels):
+    manifest, out, _ = labels
+    total = sum(len(k["variants"]) for k in manifest["kernels"])
+    assert total == 384
+    for fast in ("0", "1"):
+        assert len(out[fast]) == total and len(set(out[fast])) == total
+
+
+def test_key_is_kernel_every_axis_options_and_source_hash(labels):
+    manifest, out, root = labels
+    i = 0
+    for k in manifest["kernels"]:
+        program = (root / k["kernel_string"]["path"]).read_bytes()
+        parts = [program] + [b for name, path in k["headers"].items() for b in (name.encode(), (root / path).read_bytes())]
+        # FNV-1a's steps are bijections of its state: any one-byte change of the program or of a
+        # header gives another hash, hence another key
+        src = f",src={_fnv1a(parts)}"
+        for v in k["variants"]:
+            axes = "".join(f",{param}={value}" for param, value in v["axes"].items())
+            assert out["0"][i] == f"{k['id']}{axes},--std=c++17{src}"
+            # another NVRTC option (the fast-math CMake option ON) is another key
+            assert out["1"][i] == f"{k['id']}{axes},--std=c++17,--use_fast_math{src}"
+            i += 1
+
