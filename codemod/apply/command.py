@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import argparse
+import io
+import subprocess
 import sys
 from pathlib import Path
 
@@ -21,13 +22,24 @@ def add_parser(sub) -> None:
     mode.add_argument("--check", action="store_true", help="exit 1 when changes are pending")
     p.add_argument("--only", nargs="+", default=None, metavar="K", help="migrate only these kernels")
     p.add_argument("--exclude", nargs="+", default=None, metavar="K", help="leave these kernels static")
+    p.add_argument("-i", "--interactive", action="store_true",
+                   help="review one change set per kernel and answer y/n/a/d/q (needs a terminal on stdin)")
+    p.add_argument("--answers", metavar="FILE",
+                   help="the --interactive answers, one per line, from FILE ('-': stdin); implies --interactive")
+    p.add_argument("--allow-dirty", action="store_true",
+                   help="--write even when tracked files under DIR have uncommitted changes")
+    p.add_argument("--no-format", action="store_true",
+                   help="leave generated files as the templates render them (no clang-format)")
     p.add_argument("--report", type=Path, metavar="FILE", help="where to write the migration report")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(run=run)
 
 
-def compute(root: Path, target: str, only=None, exclude=None, version: str | None = None, progress=None):
-    """(files, report text, plan) for a tree; files is empty when it is already migrated."""
+def compute(root: Path, target: str, only=None, exclude=None, version: str | None = None, progress=None,
+            review=None, formatted: bool = True):
+    """(files, report text, plan) for a tree; files is empty when it is already migrated.
+    `review(views) -> {kernel id: reason}` decides per kernel change set (--interactive); the
+    declined kernels leave the plan the way --exclude does."""
     import json
 
     from .. import __version__
@@ -35,50 +47,121 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     from ..rule import load_rule
     from .generate import generate
     from .patch import apply_edits
-    from .plan import build_plan
+    from .plan import build_plan, check_selection
     from .report import render_report
+    from .review import change_sets
     from .spec import migrate_spec
 
     rule = load_rule(target)
     spec = migrate_spec(rule)
+    check_selection(spec, only, exclude)
     manifest = root / spec.output_dir / "codemod_manifest.json"
     if manifest.is_file() and json.loads(manifest.read_text()).get("rule") == spec.rule_id:
         return {}, f"already migrated: {manifest.relative_to(root)} exists\n", None
     analysis = analyze(root, [rule], progress=progress)
     plan = build_plan(root, analysis, spec, only=only, exclude=exclude)
+    version = version or __version__
+    if review is not None and plan.kernels:
+        if progress:
+            progress(f"apply: preparing {len(plan.kernels)} change sets for review")
+        declined = review(change_sets(root, plan, version, formatted))
+        if declined:
+            plan = build_plan(root, analysis, spec, only=only, exclude=exclude, declined=declined)
     if not plan.kernels:
         from .generate import ChangeSet
         return {}, render_report(plan, ChangeSet(), {}), plan
-    cs = generate(root, plan, version or __version__)
+    cs = generate(root, plan, version, formatted)
     files = apply_edits(root, cs)
     return files, render_report(plan, cs, files), plan
 
 
+def _answers(args):
+    """The --interactive answer source, or None. Refused (exit 2) when stdin is not a terminal and
+    no --answers was given: a pipe or /dev/null must not answer for a reviewer by accident."""
+    from .review import Answers
+
+    if not (args.interactive or args.answers is not None):
+        return None
+    if args.check:
+        raise UsageError("--interactive chooses what to write; --check only reports",
+                         hint="use --check with --only/--exclude")
+    if args.answers is None:
+        if not sys.stdin.isatty():
+            raise UsageError("--interactive needs a terminal on stdin",
+                             hint="to script it, pipe the answers and add --answers -, one of y/n/a/d/q "
+                                  "per line; or choose with --only/--exclude")
+        return Answers(sys.stdin, sys.stderr, scripted=False)
+    if args.answers == "-":
+        return Answers(sys.stdin, sys.stderr, scripted=True)
+    try:
+        return Answers(io.StringIO(Path(args.answers).read_text()), sys.stderr, scripted=True)
+    except OSError as exc:
+        raise UsageError(f"cannot read --answers {args.answers}: {exc.strerror}") from None
+
+
+def _dirty(root: Path) -> list[str]:
+    """Tracked files under root with uncommitted changes; [] outside a git work tree."""
+    try:
+        proc = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "."],
+                              cwd=root, capture_output=True, text=True)
+    except OSError:
+        return []
+    return [line[3:] for line in proc.stdout.splitlines()] if proc.returncode == 0 else []
+
+
 def run(args) -> int:
     from .patch import unified_diff, write_all
+    from .review import review
 
     root = Path(args.directory)
     if not root.is_dir():
         raise UsageError(f"no such directory: {root}")
+    answers = _answers(args)
+    if args.write and not args.allow_dirty:
+        dirty = _dirty(root)
+        if dirty:
+            raise UsageError(f"uncommitted changes in {len(dirty)} tracked file(s) under {root}: "
+                             + ", ".join(dirty[:3]) + (", ..." if len(dirty) > 3 else ""),
+                             hint="commit or stash them so the migration can be reviewed and reverted "
+                                  "on its own, or pass --allow-dirty")
     progress = None if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
-    files, report, _ = compute(root, args.target, args.only, args.exclude, progress=progress)
+    chooser = None if answers is None else (lambda views: review(views, answers))
+    files, report, plan = compute(root, args.target, args.only, args.exclude, progress=progress, review=chooser,
+                                  formatted=not args.no_format)
     diff = unified_diff(files)
     report_path = args.report or (args.diff.with_suffix(args.diff.suffix + ".report.md") if args.diff else None)
     if report_path:
         report_path.write_text(report)
-    new = sum(1 for old, _ in files.values() if old is None)
-    summary = f"{len(files)} files changed ({new} new)" + (f"; report: {report_path}" if report_path else "")
+    summary = _summary(files, plan, report_path)
     if args.check:
         print(summary if files else "nothing to do", file=sys.stderr)
         return 1 if files else 0
     if args.write:
+        if not files:
+            print(f"{summary}; nothing written", file=sys.stderr)
+            return 0
         write_all(root, files)
-        print(f"{summary}; written. Next: build, then `codemod verify`.", file=sys.stderr)
+        print(f"{summary}; written. Next: build, then `codemod verify {root}`.", file=sys.stderr)
         return 0
     if args.diff:
         args.diff.write_text(diff)
-        print(f"{summary}; diff: {args.diff}. Next: git apply {args.diff}", file=sys.stderr)
+        print(f"{summary}; diff: {args.diff}" + (f". Next: git apply {args.diff}" if files else ""),
+              file=sys.stderr)
     else:
         sys.stdout.write(diff)
         print(summary, file=sys.stderr)
     return 0
+
+
+def _summary(files: dict, plan, report_path: Path | None) -> str:
+    """One line in LibCST's manner: files changed, kernels migrated and left static, the report."""
+    if plan is None:
+        text = "already migrated: 0 files changed"
+    else:
+        new = sum(1 for old, _ in files.values() if old is None)
+        n = len(plan.kernels)
+        text = (f"{len(files)} file{'s' if len(files) != 1 else ''} changed ({new} new); {n} "
+                f"kernel{'s' if n != 1 else ''} migrated, {len(plan.skipped)} left static")
+    if report_path:
+        text += f": see {report_path}"
+    return text

@@ -128,7 +128,9 @@ def _axis_expr(kind: str, param: str) -> str:
     return f"value_arg_name({param})"
 
 
-def generate(root: Path, plan: Plan, version: str = __version__) -> ChangeSet:
+def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool = True) -> ChangeSet:
+    """`formatted=False` (--no-format) keeps the templates' raw output instead of clang-format's."""
+    fmt = clang_format if formatted else (lambda text, filename: text)
     spec = plan.spec
     out = spec.output_dir
     cs = ChangeSet()
@@ -139,8 +141,8 @@ def generate(root: Path, plan: Plan, version: str = __version__) -> ChangeSet:
     shipped: dict[str, str] = {}      # repo path -> symbol, every file NVRTC sees
     for kp in plan.kernels:
         path = f"{out}/{kp.name}.cu"
-        cs.new_files[path] = clang_format(render("kernel_string.cu.j2", banner=head, kernel_id=kp.kernel.id,
-                                                 include=kp.kernel.file), path)
+        cs.new_files[path] = fmt(render("kernel_string.cu.j2", banner=head, kernel_id=kp.kernel.id,
+                                       include=kp.kernel.file), path)
         kp.headers = {kp.kernel.file: kp.kernel.file, **kp.headers}
         for repo_path in kp.headers.values():
             shipped[repo_path] = symbol_for(repo_path)
@@ -149,11 +151,13 @@ def generate(root: Path, plan: Plan, version: str = __version__) -> ChangeSet:
     cases = spec.types["cases"].values()
     for replaced in ks_spec.get("replace_with_prelude", []):
         path = f"{out}/prelude/{replaced}"
-        cs.new_files[path] = clang_format(render(
+        cs.new_files[path] = fmt(render(
             "prelude.h.j2", banner=head, replaced=replaced, includes=ks_spec.get("prelude_includes", []),
             namespace=ks_spec.get("prelude_namespace", spec.names.get("default_namespace", "")),
             aliases=[c for c in cases if c.get("alias")],
             copied=_copied(root, replaced, ks_spec.get("prelude_copy", []), cs)), "prelude.h")
+        cs.notes.append(f"{replaced}: replaced under NVRTC by the generated prelude {path} (dtype aliases, "
+                        "toolkit headers)")
     for name, shim in sorted(ks_spec.get("shims", {}).items()):
         std_names, defined = shim.get("std_names", []), []
         if shim.get("minimal"):
@@ -161,6 +165,8 @@ def generate(root: Path, plan: Plan, version: str = __version__) -> ChangeSet:
         cs.new_files[f"{out}/shims/{name}"] = render(
             "shim.j2", banner=head, name=name, include=shim["include"], definitions=defined,
             std_names=std_names, global_names=shim.get("global_names", []))
+        cs.notes.append(f"<{name}>: not in NVRTC; shipped as the in-memory shim {out}/shims/{name} over "
+                        f"<{shim['include']}>" + (f", with {len(defined)} names defined by codemod" if defined else ""))
 
     # NVRTC guards in the shipped library headers (host-only definitions out of NVRTC's sight).
     generated_prefix = out + "/"
@@ -203,7 +209,7 @@ def generate(root: Path, plan: Plan, version: str = __version__) -> ChangeSet:
             headers=[dict(symbol=symbol_for(path), include_name=name) for name, path in kp.headers.items()]))
     stub_path = f"{out}/kernels.h"
     guard = "CODEMOD_" + "".join(c.upper() if c.isalnum() else "_" for c in stub_path) + "_"
-    cs.new_files[stub_path] = clang_format(render(
+    cs.new_files[stub_path] = fmt(render(
         "kernels.h.j2", banner=head, guard=guard, layer=spec.layer,
         layer_header=relative_include(spec.layer["header"], stub_path),
         stub_includes=[relative_include(i, stub_path) for i in spec.stub_includes],

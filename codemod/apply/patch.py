@@ -54,10 +54,30 @@ def unified_diff(files: dict[str, tuple[str | None, str]]) -> str:
     return "".join(chunks)
 
 
+def line_counts(old: str | None, new: str) -> tuple[int, int]:
+    """(lines added, lines removed) as the unified diff of the two texts shows them."""
+    a = [] if old is None else old.splitlines(keepends=True)
+    b = new.splitlines(keepends=True)
+    added = removed = 0
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b).get_opcodes():
+        if tag != "equal":
+            removed += i2 - i1
+            added += j2 - j1
+    return added, removed
+
+
 def write_all(root: Path, files: dict[str, tuple[str | None, str]], fail_after: int | None = None) -> None:
-    """Stage every new content in a temp dir next to the tree, then move each into place; on any
-    failure, restore what was replaced so the tree is left unchanged. `fail_after` injects a failure
-    after that many files (tests)."""
+    """Check that every file still holds the text the diff was computed from, stage every new
+    content in a temp dir next to the tree, then move each into place; on any failure, restore what
+    was replaced so the tree is left unchanged. `fail_after` injects a failure after that many files
+    (tests)."""
+    for path, (old, _) in files.items():
+        target = root / path
+        current = target.read_text() if target.is_file() else None
+        if current != old:
+            raise ApplyError("changed since the migration was computed" if old is not None or current is None
+                             else "exists, but the migration creates it", where=path,
+                             hint="nothing was written; re-run `codemod apply`")
     stage = Path(tempfile.mkdtemp(prefix=".codemod-stage-", dir=root))
     backup = Path(tempfile.mkdtemp(prefix=".codemod-backup-", dir=root))
     done: list[tuple[Path, Path | None]] = []

@@ -6,7 +6,7 @@ import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ApplyError, UnsupportedConstruct
+from ..errors import ApplyError, UnsupportedConstruct, UsageError
 from ..frontend.treesitter import scan_bytes
 from ..model import Analysis, Kernel, Site
 from . import source
@@ -149,17 +149,50 @@ def _deduced_arguments(site: Site) -> tuple[list[str], str | None]:
     return [a.deduced_from["type"].strip() for a in tail], None
 
 
+def _unrewritable(site: Site) -> str | None:
+    """Why apply cannot rewrite a site of a kernel it migrates, or None. Apply rewrites `<<<>>>`
+    launches and cudaFuncSetAttribute on a kernel variable; anything else (cudaLaunchKernel*,
+    cooperative launches, occupancy queries, kernel tables) would keep a static instantiation or
+    stop compiling, so the kernel stays static instead."""
+    if site.kind == "launch" and site.api == "<<<>>>":
+        return None
+    if site.kind == "use" and site.api == "cudaFuncSetAttribute" and site.via:
+        return None
+    what = "launch through" if site.kind == "launch" else "use in"
+    return (f"{what} {site.api} at {site.id}: apply rewrites only `<<<>>>` launches and "
+            "cudaFuncSetAttribute on a kernel variable; migrate that site by hand, or exclude the kernel")
+
+
+def _selected(kernel_id: str, names: list[str] | None) -> bool:
+    """A kernel is named on the command line by its id or its unqualified name."""
+    return bool(names) and (kernel_id in names or kernel_id.split("::")[-1] in names)
+
+
+def check_selection(spec: MigrateSpec, only: list[str] | None, exclude: list[str] | None) -> None:
+    """A name given to --only/--exclude that matches no kernel of the rule is a usage error."""
+    unknown = [k for k in (only or []) + (exclude or []) if not any(_selected(r, [k]) for r in spec.kernels)]
+    if unknown:
+        raise UsageError(f"--only/--exclude name kernels the rule does not migrate: {', '.join(unknown)}",
+                         hint="the rule's kernels: " + ", ".join(spec.kernels))
+
+
 def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str] | None = None,
-               exclude: list[str] | None = None) -> Plan:
+               exclude: list[str] | None = None, declined: dict[str, str] | None = None) -> Plan:
+    """`only`/`exclude`: kernel ids or names from the command line; `declined`: kernel id -> why it
+    stays static (the --interactive review's answers)."""
     by_id = {k.id: k for k in analysis.kernels}
     missing = [k for k in spec.kernels if k not in by_id]
     if missing:
         raise ApplyError("the tree does not match the rule: kernels not found: " + ", ".join(missing),
                          hint=f"found: {', '.join(sorted(by_id)) or 'none'}; is the tree already "
                               "migrated, or does the rule name other kernels?")
-    wanted = [k for k in spec.kernels if (not only or k in only or k.split('::')[-1] in only)
-              and not (exclude and (k in exclude or k.split('::')[-1] in exclude))]
-    skipped = [Skipped(k, "excluded on the command line") for k in spec.kernels if k not in wanted]
+    check_selection(spec, only, exclude)
+    declined = declined or {}
+    wanted = [k for k in spec.kernels if (not only or _selected(k, only)) and not _selected(k, exclude)
+              and k not in declined]
+    skipped = [Skipped(k, declined.get(k) or ("excluded with --exclude" if _selected(k, exclude)
+                                              else "not selected with --only"))
+               for k in spec.kernels if k not in wanted]
     skipped += [Skipped(k.id, "not listed in the rule's migrate/kernels") for k in analysis.kernels
                 if k.id not in spec.kernels]
     sites_by_id = {s.id: s for s in analysis.sites}
@@ -186,6 +219,9 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
         deduced_at: dict[str, list[str]] = {}
         refused = None
         for s in sites:
+            refused = _unrewritable(s)
+            if refused:
+                break
             if s.kind != "launch":
                 continue
             explicit, why = _deduced_arguments(s)

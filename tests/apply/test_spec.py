@@ -1,0 +1,45 @@
+"""The rule's migrate: section is schema-checked: unknown keys and wrong types name file:line."""
+
+from __future__ import annotations
+
+import pytest
+
+from codemod.apply.golden import GOLDEN
+from codemod.apply.spec import migrate_spec
+from codemod.errors import RuleError
+from codemod.rule import load_rule_file
+
+RULE = (GOLDEN / "actlib" / "activation.yaml").read_text()
+
+
+def _line(text: str, needle: str) -> int:
+    return text[:text.index(needle)].count("\n") + 1
+
+
+@pytest.mark.parametrize("old, new, field", [
+    ("  output_dir: rtc/activation\n", "  output_dir: rtc/activation\n  outptu_dir: x\n", "outptu_dir"),
+    ("    legacy_option: ACTLIB_BUILD_LEGACY_STATIC_ACTIVATION\n", "    legacy_option: ACTLIB_STATIC\n",
+     "migrate/cmake/legacy_option"),
+    ("  namespace: actlib::rtc_activation\n", "  namespace: [actlib]\n", "migrate/namespace"),
+    ("      - {option: --use_fast_math, cmake_option: ACTLIB_BUILD_ACTIVATION_WITH_FAST_MATH}\n",
+     "      - {option: --use_fast_math}\n", "migrate/options/conditional/0"),
+    ("    error_macro: ACTLIB_ERROR\n", "    error_macro: ACTLIB_ERROR\n    attribute_type: [1]\n", "migrate/nvrtc_layer/attribute_type"),
+])
+def test_migrate_schema_errors_name_the_line(tmp_path, old, new, field):
+    assert old in RULE
+    text = RULE.replace(old, new)
+    path = tmp_path / "rule.yaml"
+    path.write_text(text)
+    with pytest.raises(RuleError) as exc:
+        load_rule_file(path)
+    rendered = exc.value.render()
+    assert field in rendered
+    bad = new.strip().splitlines()[-1].strip()
+    assert f"rule.yaml:{_line(text, bad)}:" in rendered, rendered
+
+
+def test_rule_without_migrate_section_is_a_rule_error(tmp_path):
+    path = tmp_path / "rule.yaml"
+    path.write_text(RULE.split("migrate:")[0])
+    with pytest.raises(RuleError, match="has no migrate: section"):
+        migrate_spec(load_rule_file(path))
