@@ -45,7 +45,8 @@ def run(args) -> int:
     if args.build_log:
         from .pricing import attach_impact
 
-        attach_impact(result, args.build_log, args.nvcc_time)
+        moved = {k for r in rules for k in (r.raw.get("migrate") or {}).get("kernels", [])}
+        attach_impact(result, args.build_log, args.nvcc_time, moved or None)
     from ..report.text import render
 
     print(render(result, verbose=args.verbose))

@@ -1,8 +1,15 @@
-"""Join build-log prices to an analysis and predict the build with the target's TUs migrated.
+"""Join build-log prices to an analysis and predict the build with the target's kernels migrated.
 
-Two what-ifs are replayed (docs/impact.md has the model): "device code removed" keeps each
-migrated TU's host-compiler time (entry points, dispatch and launch stubs still compile) and drops
-its device phases; "TU removed" is the bound if host-side fan-out is collapsed as well.
+A TU is "migrated" when it instantiates a kernel in a rule's `migrate.kernels` (without such a
+list: every TU that instantiates any kernel of the target). Three what-ifs are replayed
+(docs/impact.md has the replay model):
+
+- `instantiation_share`: the TU keeps its host phases and the share of its device phases that
+  belongs to the kernels left static, weighted by instantiation count (it also compiles the
+  kernels the rule does not move; kernels whose bodies compile to nothing for the build's arch
+  are weighted like any other, so this tends to under-predict the saving);
+- `device_removed`: every device phase of a migrated TU goes (the optimistic bound);
+- `tu_removed`: the TU disappears (the bound if host-side fan-out is collapsed as well).
 """
 
 from __future__ import annotations
@@ -17,41 +24,64 @@ def _glob(tu: str) -> str:
     return f"*/{tu}.o"
 
 
-def attach_impact(result: Analysis, build_log: Path, nvcc_times: list[Path], jobs: int | None = None) -> None:
+def _migrated_share(tu, migrated_kernels: set[str] | None) -> float:
+    if not tu.instantiations:
+        return 0.0
+    if migrated_kernels is None:
+        return 1.0
+    return sum(n for k, n in tu.kernels.items() if k in migrated_kernels) / tu.instantiations
+
+
+def _prediction(doc: dict) -> dict:
+    return {"predicted_wall_s": doc["predicted_wall_s"], "cpu_s_after": doc["cpu_s_after"],
+            "critical_after": doc.get("critical", {}).get("after")}
+
+
+def attach_impact(result: Analysis, build_log: Path, nvcc_times: list[Path],
+                  migrated_kernels: set[str] | None = None, jobs: int | None = None) -> None:
     from ..impact.predict import predict_migration
 
     if not Path(build_log).is_file():
         raise UsageError(f"build log not found: {build_log}")
-    migrated = [tu for tu in result.translation_units if tu.instantiations > 0]
-    globs = [_glob(tu.file) for tu in migrated]
-    removed = predict_migration(str(build_log), [str(p) for p in nvcc_times], globs, None, jobs)
+    share = {tu.file: _migrated_share(tu, migrated_kernels) for tu in result.translation_units}
+    migrated = [tu for tu in result.translation_units if share[tu.file] > 0]
+    logs = [str(p) for p in nvcc_times]
+    removed = predict_migration(str(build_log), logs, [_glob(tu.file) for tu in migrated], None, jobs)
     by_name = {s["name"]: s for s in removed["steps"]}
-    scale = {}
+    kept_scale, share_scale = {}, {}
     for tu in result.translation_units:
         step = next((s for n, s in by_name.items() if n.endswith(f"/{tu.file}.o")), None)
         if step is None:
             continue
         tu.price = {k: step.get(k) for k in ("name", "elapsed_s", "weighted_s", "host_s", "device_s") if k in step}
-        if tu in migrated and step.get("host_s") is not None and step.get("elapsed_s"):
-            scale[_glob(tu.file)] = round(step["host_s"] / step["elapsed_s"], 4)
+        host, device, elapsed = step.get("host_s"), step.get("device_s"), step.get("elapsed_s")
+        if tu in migrated and host is not None and device is not None and elapsed:
+            # Phase sums and the step's elapsed time differ (contention); scale the elapsed time.
+            phases = host + device
+            kept_scale[_glob(tu.file)] = round(host / phases, 4)
+            share_scale[_glob(tu.file)] = round((host + device * (1 - share[tu.file])) / phases, 4)
+            tu.price["migrated_share"] = round(share[tu.file], 4)
+            tu.price["predicted_elapsed_s"] = {
+                "instantiation_share": round(elapsed * share_scale[_glob(tu.file)], 1),
+                "device_removed": round(elapsed * kept_scale[_glob(tu.file)], 1)}
     impact = {
         "build_log": Path(build_log).name,
         "nvcc_time": [Path(p).name for p in nvcc_times],
+        "migrated_kernels": sorted(migrated_kernels) if migrated_kernels is not None else None,
         "migrated_tus": [tu.file for tu in migrated],
         "priced_tus": sum(1 for tu in result.translation_units if tu.price),
         "measured_wall_s": removed["measured_wall_s"],
         "replayed_wall_s": removed["replayed_wall_s"],
         "cpu_s_before": removed["cpu_s_before"],
-        "tu_removed": {"predicted_wall_s": removed["predicted_wall_s"], "cpu_s_after": removed["cpu_s_after"],
-                       "critical_after": removed.get("critical", {}).get("after")},
+        "tu_removed": _prediction(removed),
     }
-    if scale and len(scale) == len(migrated):
-        kept = predict_migration(str(build_log), [str(p) for p in nvcc_times], [], scale, jobs)
-        impact["device_removed"] = {"predicted_wall_s": kept["predicted_wall_s"], "cpu_s_after": kept["cpu_s_after"],
-                                    "critical_after": kept.get("critical", {}).get("after")}
-        impact["predicted_wall_s"] = kept["predicted_wall_s"]
-        impact["cpu_s_after"] = kept["cpu_s_after"]
-        impact["model"] = "device phases of migrated TUs removed, host phases kept (conservative)"
+    if migrated and len(kept_scale) == len(migrated):
+        impact["device_removed"] = _prediction(predict_migration(str(build_log), logs, [], kept_scale, jobs))
+        impact["instantiation_share"] = _prediction(predict_migration(str(build_log), logs, [], share_scale, jobs))
+        impact["predicted_wall_s"] = impact["instantiation_share"]["predicted_wall_s"]
+        impact["cpu_s_after"] = impact["instantiation_share"]["cpu_s_after"]
+        impact["model"] = ("device phases of migrated TUs scaled by the instantiation share left static, host "
+                           "phases kept; device_removed is the optimistic bound")
     else:
         impact["predicted_wall_s"] = removed["predicted_wall_s"]
         impact["cpu_s_after"] = removed["cpu_s_after"]

@@ -1,0 +1,46 @@
+"""`analyze --build-log`: which TUs count as migrated, the per-TU device share and the three what-ifs,
+on the committed TE build log (TU names and kernel counts as TE's; no parse needed)."""
+
+import pytest
+
+from codemod.analysis.pricing import attach_impact
+from codemod.model import Analysis, TranslationUnit
+from tests.impact.conftest import TE_CSV, TE_LOG
+
+MOVED = {"unary_kernel", "gated_act_kernel"}
+
+
+def _analysis() -> Analysis:
+    tus = [TranslationUnit("activation/relu.cu", [], {"unary_kernel": 180, "gated_act_kernel": 90, "cast_kernel": 230},
+                           500, 0.0, 0),
+           TranslationUnit("activation/gelu_grouped.cu", [], {"group_quantize_kernel": 1152}, 1152, 0.0, 0),
+           TranslationUnit("common.cu", [], {}, 0, 0.0, 0)]
+    return Analysis(schema_version="1.0", tool_version="t", root=".", target=None, translation_units=tus,
+                    entry_points=[], kernels=[], sites=[], diagnostics=[], totals={}, stats={})
+
+
+def test_only_tus_with_a_migrated_kernel_count():
+    a = _analysis()
+    attach_impact(a, TE_LOG, [TE_CSV], MOVED)
+    imp = a.impact
+    assert imp["migrated_tus"] == ["activation/relu.cu"]
+    relu = a.translation_units[0].price
+    assert relu["migrated_share"] == pytest.approx(270 / 500)
+    pred = relu["predicted_elapsed_s"]
+    # device_removed keeps only host phases; the share model keeps 46% of the device phases on top.
+    assert pred["device_removed"] < pred["instantiation_share"] < relu["elapsed_s"]
+    host, device, elapsed = relu["host_s"], relu["device_s"], relu["elapsed_s"]
+    assert pred["instantiation_share"] == pytest.approx(elapsed * (host + device * 230 / 500) / (host + device), abs=0.1)
+    # gelu_grouped.cu (no migrated kernel) is TE's critical path: the wall cannot move.
+    assert imp["predicted_wall_s"] == imp["replayed_wall_s"]
+    assert imp["device_removed"]["cpu_s_after"] < imp["instantiation_share"]["cpu_s_after"] < imp["cpu_s_before"]
+    assert "gelu_grouped" not in str(imp["migrated_tus"])
+
+
+def test_without_a_migrate_list_every_kernel_counts():
+    a = _analysis()
+    attach_impact(a, TE_LOG, [TE_CSV], None)
+    assert a.impact["migrated_tus"] == ["activation/relu.cu", "activation/gelu_grouped.cu"]
+    assert a.translation_units[0].price["migrated_share"] == 1.0
+    # gelu_grouped.cu loses its device phases; relu_grouped.cu (444 s, not in this analysis) then bounds it.
+    assert 444 < a.impact["predicted_wall_s"] < a.impact["replayed_wall_s"] - 60
