@@ -78,7 +78,12 @@ def render_markdown(r: dict) -> str:
         lines.append(f"| `{b['entry']}` | {b['input']} | {b['format']} | {b['first_ms']['original']:.1f} / "
                      f"{b['first_ms']['migrated']:.1f} | {b['warm_median_ms']['original']:.4f} / "
                      f"{b['warm_median_ms']['migrated']:.4f} | {b['ratio']:.3f} |")
-    if r.get("builds"):
+    builds = r.get("builds") or {}
+    if builds and all("build" in b for b in builds.values()):      # `parity build` records
+        lines += ["", "| build (clean, `parity build`) | wall s | CPU s | configure s |", "|---|---:|---:|---:|"]
+        lines += [f"| {s} | {b['build']['wall_s']} | {b['build']['cpu_s']} | "
+                  f"{b.get('configure', {}).get('wall_s', '–')} |" for s, b in builds.items()]
+    elif builds:
         lines += ["", "Builds (both at once on the same machine, for the harness only): "
-                  + ", ".join(f"{s} {b['seconds']} s" for s, b in r["builds"].items()) + "."]
+                  + ", ".join(f"{s} {b['seconds']} s" for s, b in builds.items()) + "."]
     return "\n".join(lines) + "\n"

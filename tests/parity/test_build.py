@@ -45,3 +45,20 @@ def test_module_entry_point_dispatches_build(tmp_path, capsys):
     assert "migrated built in" in capsys.readouterr().err
     assert main(["build", "--side", "migrated", "--src", str(tmp_path / "nope"), "--work", str(tmp_path / "w"),
                  "--build-cmd", "true"]) == 2
+
+
+def test_markdown_lists_parity_build_records():
+    from codemod.parity.report import render_markdown
+
+    result = {"library": "lib", "rule": "r", "arch": "sm_90", "seed": 1,
+              "environment": {"commit": "c", "gpu": "g", "nvcc": "n", "cpus": 16, "date": "d"},
+              "parity": {"equal": 1, "ran": 1, "all_equal": True, "bytes_compared": 8, "rejected_by_both": 0,
+                         "shapes": [[1, 2]]},
+              "bench_summary": {"shape": [1, 2], "reps": 3, "first_use_ms_migrated_median": None,
+                                "first_use_ms_migrated_max": None, "first_use_ms_original_median": None,
+                                "first_call_ms_first_in_process": None, "warm_ratio_median": None},
+              "combinations": [], "mismatches": [], "mismatch_count": 0,
+              "builds": {"original": {"build": {"wall_s": 551.2, "cpu_s": 5300.0}, "configure": {"wall_s": 4.9}},
+                         "migrated": {"build": {"wall_s": 530.0, "cpu_s": 5100.5}}}}
+    md = render_markdown(result)
+    assert "| original | 551.2 | 5300.0 | 4.9 |" in md and "| migrated | 530.0 | 5100.5 | – |" in md
