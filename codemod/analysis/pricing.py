@@ -33,8 +33,9 @@ def _migrated_share(tu, migrated_kernels: set[str] | None) -> float:
 
 
 def _prediction(doc: dict) -> dict:
+    step = doc.get("critical", {}).get("predicted", {}).get("step") or {}
     return {"predicted_wall_s": doc["predicted_wall_s"], "cpu_s_after": doc["cpu_s_after"],
-            "critical_after": doc.get("critical", {}).get("after")}
+            "critical_after": step.get("name")}
 
 
 def attach_impact(result: Analysis, build_log: Path, nvcc_times: list[Path],

@@ -35,6 +35,7 @@ def test_only_tus_with_a_migrated_kernel_count():
     assert imp["predicted_wall_s"] == imp["replayed_wall_s"]
     assert imp["device_removed"]["cpu_s_after"] < imp["instantiation_share"]["cpu_s_after"] < imp["cpu_s_before"]
     assert "gelu_grouped" not in str(imp["migrated_tus"])
+    assert imp["instantiation_share"]["critical_after"].endswith("activation/gelu_grouped.cu.o")
 
 
 def test_without_a_migrate_list_every_kernel_counts():
