@@ -171,6 +171,9 @@ def run(cfg: RunConfig) -> dict:
         _say(cfg, "parity: builds " + ", ".join(f"{s} {b['seconds']} s" for s, b in builds.items()))
     else:   # builds made by `parity build`: their timings travel with the result
         for side in SIDES:
+            if not (cfg.work / f"build-{side}").is_dir():
+                raise UsageError(f"--skip-build: no {side} build in {cfg.work / f'build-{side}'}",
+                                 hint=f"run `codemod parity build --side {side} --work {cfg.work} ...` first")
             record = cfg.work / f"build-{side}.json"
             if record.is_file():
                 builds[side] = json.loads(record.read_text())

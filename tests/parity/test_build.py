@@ -62,3 +62,15 @@ def test_markdown_lists_parity_build_records():
                          "migrated": {"build": {"wall_s": 530.0, "cpu_s": 5100.5}}}}
     md = render_markdown(result)
     assert "| original | 551.2 | 5300.0 | 4.9 |" in md and "| migrated | 530.0 | 5100.5 | – |" in md
+
+
+def test_skip_build_without_builds_is_a_usage_error(tmp_path, capsys):
+    (tmp_path / "o").mkdir()
+    (tmp_path / "m").mkdir()
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "plan.json").write_text('{"library": "l", "rule": "r"}')
+    (tmp_path / "d" / "driver.cu").write_text("")
+    rc = main(["--original", str(tmp_path / "o"), "--migrated", str(tmp_path / "m"), "--build-cmd", "true",
+               "--driver", str(tmp_path / "d"), "--work", str(tmp_path / "w"), "--skip-build",
+               "--json", str(tmp_path / "r.json"), "--no-timings"])
+    assert rc == 2 and "no original build" in capsys.readouterr().err
