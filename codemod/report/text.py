@@ -26,7 +26,13 @@ def render(a: Analysis, top: int = 25, verbose: bool = False) -> str:
         out.append("")
         imp = a.impact
         out.append(f"Build impact: measured {imp.get('measured_wall_s')} s, predicted after migration "
-                   f"{imp.get('predicted_wall_s')} s (CPU {imp.get('cpu_s_before')} -> {imp.get('cpu_s_after')} s)")
+                   f"{imp.get('predicted_wall_s')} s (CPU {imp.get('cpu_s_before')} -> {imp.get('cpu_s_after')} s), "
+                   f"{len(imp.get('migrated_tus', []))} TUs migrated")
+        for what in ("instantiation_share", "device_removed", "tu_removed"):
+            p = imp.get(what)
+            if p:
+                out.append(f"  {what:20s} wall {p['predicted_wall_s']} s, CPU {p['cpu_s_after']} s, critical step "
+                           f"{p.get('critical_after') or '?'}")
     out.append("")
     out.append("Kernels (largest fan-out first)")
     rows = []

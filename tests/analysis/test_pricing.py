@@ -45,3 +45,15 @@ def test_without_a_migrate_list_every_kernel_counts():
     assert a.translation_units[0].price["migrated_share"] == 1.0
     # gelu_grouped.cu loses its device phases; relu_grouped.cu (444 s, not in this analysis) then bounds it.
     assert 444 < a.impact["predicted_wall_s"] < a.impact["replayed_wall_s"] - 60
+
+
+def test_text_report_shows_the_three_what_ifs_and_their_critical_step():
+    from codemod.report.text import render
+
+    a = _analysis()
+    attach_impact(a, TE_LOG, [TE_CSV], MOVED)
+    text = render(a)
+    assert "predicted after migration 556.271 s" in text and "1 TUs migrated" in text
+    for what in ("instantiation_share", "device_removed", "tu_removed"):
+        assert any(line.strip().startswith(what) and line.endswith("activation/gelu_grouped.cu.o")
+                   for line in text.splitlines())
