@@ -52,7 +52,7 @@ def test_text_report_shows_the_three_what_ifs_and_their_critical_step():
 
     a = _analysis()
     a.totals = dict.fromkeys(("translation_units", "entry_points", "kernels", "kernel_templates", "launch_sites",
-                              "use_sites", "instantiations"), 0)
+                              "use_sites", "instantiations", "runtime_discoverable_kernels", "errors", "warnings"), 0)
     attach_impact(a, TE_LOG, [TE_CSV], MOVED)
     text = render(a)
     assert "predicted after migration 556.271 s" in text and "1 TUs migrated" in text
