@@ -40,6 +40,10 @@ USE_APIS = {
     "cudaOccupancyAvailableDynamicSMemPerBlock": "occupancy",
 }
 FUNCTION_KINDS = (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE, CK.CXX_METHOD, CK.CONSTRUCTOR)
+# The declarations `TUIndexer._decl` records or descends into.
+_DECL_KINDS = frozenset({CK.NAMESPACE, CK.LINKAGE_SPEC, CK.UNEXPOSED_DECL, CK.STRUCT_DECL, CK.CLASS_DECL,
+                         CK.CLASS_TEMPLATE, CK.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION, CK.TYPEDEF_DECL,
+                         CK.TYPE_ALIAS_DECL, CK.VAR_DECL, *FUNCTION_KINDS})
 
 _lib_ready = False
 
@@ -73,15 +77,41 @@ def _setup_lib() -> None:
     _lib_ready = True
 
 
-def _loc(fn_name: str, loc: ci.SourceLocation) -> tuple[str | None, int, int, int]:
+def _collect(child, _parent, out) -> int:
+    out.append(child)
+    return 1  # CXChildVisit_Continue
+
+
+_COLLECT = ci.callbacks["cursor_visit"](_collect)
+
+
+def _children(cursor) -> list:
+    """`cursor.get_children()` without its per-call callback and per-child null-cursor check (a
+    fifth of the walk)."""
+    out: list = []
+    ci.conf.lib.clang_visitChildren(cursor, _COLLECT, out)
+    for child in out:
+        child._tu = cursor._tu  # keeps the TU alive, as cindex does
+    return out
+
+
+def _loc(fn_name: str, loc: ci.SourceLocation, names: dict[int, str] | None = None) -> tuple[str | None, int, int, int]:
+    """(file name, line, column, offset); `names` caches file names by libclang's file handle."""
     f, line, col, off = ci.c_object_p(), ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint()
     getattr(ci.conf.lib, fn_name)(loc, ctypes.byref(f), ctypes.byref(line), ctypes.byref(col), ctypes.byref(off))
-    name = ci.File(f).name if f else None
+    if not f:
+        return None, line.value, col.value, off.value
+    if names is None:
+        return ci.File(f).name, line.value, col.value, off.value
+    handle = ctypes.cast(f, ctypes.c_void_p).value
+    name = names.get(handle)
+    if name is None:
+        name = names[handle] = ci.File(f).name
     return name, line.value, col.value, off.value
 
 
-def file_loc(loc):
-    return _loc("clang_getFileLocation", loc)
+def file_loc(loc, names: dict[int, str] | None = None):
+    return _loc("clang_getFileLocation", loc, names)
 
 
 def spelling_loc(loc):
@@ -140,7 +170,7 @@ def _has_default(param) -> bool:
 
 def template_params(cursor) -> list[dict]:
     params = []
-    for ch in cursor.get_children():
+    for ch in _children(cursor):
         if ch.kind == CK.TEMPLATE_TYPE_PARAMETER:
             params.append({"name": ch.spelling, "kind": "type"})
         elif ch.kind == CK.TEMPLATE_NON_TYPE_PARAMETER:
@@ -182,7 +212,7 @@ def _callee_name(c) -> str:
             return x.spelling
         if x.kind == CK.DECL_REF_EXPR and x.referenced is not None and x.referenced.kind == CK.OVERLOADED_DECL_REF:
             return x.referenced.spelling
-        stack.extend(reversed(list(x.get_children())))
+        stack.extend(reversed(_children(x)))
     return ""
 
 
@@ -196,12 +226,12 @@ def _primary(cursor):
 
 def _device_only(cursor) -> bool:
     """__device__ without __host__: cannot launch kernels (dynamic parallelism is out of scope)."""
-    kinds = {ch.kind for ch in cursor.get_children()}
+    kinds = {ch.kind for ch in _children(cursor)}
     return CK.CUDADEVICE_ATTR in kinds and CK.CUDAHOST_ATTR not in kinds
 
 
 def _is_global(cursor) -> bool:
-    return any(ch.kind == CK.CUDAGLOBAL_ATTR for ch in cursor.get_children())
+    return any(ch.kind == CK.CUDAGLOBAL_ATTR for ch in _children(cursor))
 
 
 def _qualname(cursor) -> str:
@@ -226,23 +256,30 @@ class TUIndexer:
         self.globals_uses: list[dict] = []
         self.typedefs: dict[str, str] = {}
         self.macros: dict[tuple[str, int], dict] = {}  # (file, offset) -> macro instantiation
+        self._macro_args: dict[tuple, tuple | None] = {}  # (file, offset, limit) -> read_macro_args
+        self._definitions: dict[tuple, dict | None] = {}  # (file, offset, name) -> _in_definition
+        self._project_files: dict[int, bool] = {}  # libclang file handle -> under the root
+        self._file_names: dict[int, str] = {}  # libclang file handle -> name
         self.defs: dict[str, ci.Cursor] = {}  # usr -> function definition, walked when reached
         self.mains = {_realpath(tu.spelling)}
         self._queue: list[str] = []
 
     # -- positions -------------------------------------------------------------------------
+    def file_loc(self, loc):
+        return file_loc(loc, self._file_names)
+
     def pos(self, cursor):
         """Spelled position, plus whether the cursor was made by a macro body.
 
         A cursor whose extent starts at a macro invocation's name came from that macro's body
         (text not in the file); one spelled in a macro argument starts after the '('.
         """
-        fname, line, col, off = file_loc(cursor.location)
+        fname, line, col, off = self.file_loc(cursor.location)
         in_body = self.macro_at(cursor) is not None
         return fname, line, col, off, in_body
 
     def macro_at(self, cursor):
-        sf, _, _, soff = file_loc(cursor.extent.start)
+        sf, _, _, soff = self.file_loc(cursor.extent.start)
         if not sf:
             return None
         key = (_realpath(sf), soff)
@@ -259,27 +296,39 @@ class TUIndexer:
         c = ci.Cursor.from_location(self.tu, ci.SourceLocation.from_offset(self.tu, f, off))
         if c is None or c.kind != CK.MACRO_INSTANTIATION:
             return None
-        mf, line, _, moff = file_loc(c.location)
+        mf, line, _, moff = self.file_loc(c.location)
         if moff != off:
             return None
         m = {"name": c.spelling, "file": mf, "line": line, "offset": moff}
         d = c.referenced
         if d is not None and d.kind == CK.MACRO_DEFINITION:
-            df, _, _, doff = file_loc(d.extent.start)
-            _, _, _, dend = file_loc(d.extent.end)
+            df, _, _, doff = self.file_loc(d.extent.start)
+            _, _, _, dend = self.file_loc(d.extent.end)
             if df and self.files.in_project(df):
                 m["def"] = (df, doff, dend)
         return m
 
     # -- top level -------------------------------------------------------------------------
+    def declared_in_project(self, cursor) -> bool:
+        """Whether a declaration's (expansion) location is in a project file, asked once per file.
+
+        NOTE: the top level holds every declaration of every header, the PCH's included; naming
+        each one's file costs more than the rest of a small TU's walk.
+        """
+        f = ci.c_object_p()
+        ci.conf.lib.clang_getInstantiationLocation(cursor.location, ctypes.byref(f), None, None, None)
+        if not f:
+            return False
+        handle = ctypes.cast(f, ctypes.c_void_p).value
+        known = self._project_files.get(handle)
+        if known is None:
+            known = self._project_files[handle] = self.files.in_project(ci.File(f).name)
+        return known
+
     def run(self) -> dict:
-        for cur in self.tu.cursor.get_children():
-            if cur.kind in (CK.MACRO_INSTANTIATION, CK.MACRO_DEFINITION, CK.INCLUSION_DIRECTIVE):
-                continue
-            f = cur.location.file
-            if f is None or not self.files.in_project(f.name):
-                continue
-            self._decl(cur)
+        for cur in _children(self.tu.cursor):
+            if cur.kind in _DECL_KINDS and self.declared_in_project(cur):
+                self._decl(cur)
         # Walk only what the TU's own functions reach: the roots are the functions defined in
         # the main file(s); callees are queued as calls are found.
         for usr, cur in self.defs.items():
@@ -300,13 +349,12 @@ class TUIndexer:
     def _decl(self, cur):
         k = cur.kind
         if k in (CK.NAMESPACE, CK.LINKAGE_SPEC, CK.UNEXPOSED_DECL):
-            for ch in cur.get_children():
-                f = ch.location.file
-                if f is not None and self.files.in_project(f.name):
+            for ch in _children(cur):
+                if ch.kind in _DECL_KINDS and self.declared_in_project(ch):
                     self._decl(ch)
             return
         if k in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE, CK.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION):
-            for ch in cur.get_children():
+            for ch in _children(cur):
                 if ch.kind in FUNCTION_KINDS or ch.kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE):
                     self._decl(ch)
             return
@@ -348,7 +396,7 @@ class TUIndexer:
             "line": line,
             "is_template": cur.kind == CK.FUNCTION_TEMPLATE,
             "params": template_params(cur) if cur.kind == CK.FUNCTION_TEMPLATE else [],
-            "fn_params": [{"name": p.spelling, "type": p.type.spelling} for p in cur.get_children() if p.kind == CK.PARM_DECL],
+            "fn_params": [{"name": p.spelling, "type": p.type.spelling} for p in _children(cur) if p.kind == CK.PARM_DECL],
             "defined": cur.is_definition(),
         }
 
@@ -366,14 +414,14 @@ class TUIndexer:
             "line": line,
             "is_template": cur.kind == CK.FUNCTION_TEMPLATE,
             "tparams": template_params(cur) if cur.kind == CK.FUNCTION_TEMPLATE else [],
-            "params": [{"name": p.spelling, "type": p.type.spelling} for p in cur.get_children() if p.kind == CK.PARM_DECL],
+            "params": [{"name": p.spelling, "type": p.type.spelling} for p in _children(cur) if p.kind == CK.PARM_DECL],
             "static": cur.storage_class == ci.StorageClass.STATIC,
             "sites": {},
         }
         self.functions[usr] = fn
         self._cur_fn = fn
         self._var_kernels: dict[str, list] = {}
-        body = [ch for ch in cur.get_children() if ch.kind == CK.COMPOUND_STMT]
+        body = [ch for ch in _children(cur) if ch.kind == CK.COMPOUND_STMT]
         for b in body:
             self._walk(b, [], [])
 
@@ -383,8 +431,7 @@ class TUIndexer:
         macro = None
         m = self.macro_at(decl)
         if m:
-            text = self.files.get(m["file"])
-            name_args = read_macro_args(text, m["offset"], limit=2)
+            name_args = self.macro_args(m, limit=2)
             args = name_args[1] if name_args else []
             macro = {"name": m["name"], "expr": args[0] if args else "", "line": m["line"],
                      "file": self.files.rel(m["file"])}
@@ -419,14 +466,14 @@ class TUIndexer:
         if in_body:
             return True  # macro-made constexpr flags (e.g. a condition switch)
         ext = decl.extent
-        sf, _, _, soff = file_loc(ext.start)
+        sf, _, _, soff = self.file_loc(ext.start)
         text = self.files.get(sf)
         return "constexpr" in text[soff:off]
 
     def _decl_init_text(self, decl, alias: bool = False) -> str | None:
         """Text after '=' of a spelled declaration, up to the ';' that ends it."""
         fname, line, col, off, _ = self.pos(decl)
-        ef, _, _, eoff = file_loc(decl.extent.end)
+        ef, _, _, eoff = self.file_loc(decl.extent.end)
         if not fname or ef != fname:
             return None
         text = self.files.get(fname)
@@ -439,8 +486,8 @@ class TUIndexer:
         """Source text of a condition spelled in the file; None when a macro made it."""
         if self.macro_at(cur) is not None:
             return None
-        sf, _, _, soff = file_loc(cur.extent.start)
-        ef, _, _, eoff = file_loc(cur.extent.end)
+        sf, _, _, soff = self.file_loc(cur.extent.start)
+        ef, _, _, eoff = self.file_loc(cur.extent.end)
         if not sf or sf != ef or eoff < soff or eoff - soff > 400:
             return None
         return normalize(self.files.get(sf)[soff:eoff])
@@ -450,13 +497,13 @@ class TUIndexer:
         local = list(scope)
         for ch in stmts:
             if ch.kind == CK.DECL_STMT:
-                for d in ch.get_children():
+                for d in _children(ch):
                     b = self._binding_of(d) if d.kind in (CK.TYPE_ALIAS_DECL, CK.TYPEDEF_DECL, CK.VAR_DECL) else None
                     if b:
                         local.append(b)
                     if d.kind == CK.VAR_DECL:
                         self._var_decl(d, local, branches)
-                        for sub in d.get_children():
+                        for sub in _children(d):
                             self._walk(sub, local, branches)
                 continue
             self._walk(ch, local, branches)
@@ -464,9 +511,9 @@ class TUIndexer:
     def _signature(self, cur, depth=0):
         """Where a statement's text lives: equal signatures mean the same spelled source."""
         if cur.kind == CK.COMPOUND_STMT and self.macro_at(cur) is not None and depth < 4:
-            return tuple(self._signature(ch, depth + 1) for ch in cur.get_children())
-        sf, _, _, so = file_loc(cur.extent.start)
-        ef, _, _, eo = file_loc(cur.extent.end)
+            return tuple(self._signature(ch, depth + 1) for ch in _children(cur))
+        sf, _, _, so = self.file_loc(cur.extent.start)
+        ef, _, _, eo = self.file_loc(cur.extent.end)
         return (sf, so, ef, eo)
 
     def _macro_arms(self, cur) -> bool:
@@ -477,17 +524,17 @@ class TUIndexer:
         the same spelled body are walked once, with a binding that holds every arm's value; the
         consumers expand the product. Arms that differ are walked on their own.
         """
-        children = list(cur.get_children())
+        children = _children(cur)
         if not children:
             return False
         comps, others = [], []
         if cur.kind == CK.SWITCH_STMT:
             body = children[-1]
             self._walk(children[0], [], [])  # calls inside the switched expression
-            for st in (body.get_children() if body.kind == CK.COMPOUND_STMT else [body]):
+            for st in (_children(body) if body.kind == CK.COMPOUND_STMT else [body]):
                 c = st
                 while c is not None and c.kind in (CK.CASE_STMT, CK.DEFAULT_STMT):
-                    sub = list(c.get_children())
+                    sub = _children(c)
                     c = sub[-1] if sub else None
                 (comps if c is not None and c.kind == CK.COMPOUND_STMT else others).append(c if c is not None and c.kind == CK.COMPOUND_STMT else st)
         else:
@@ -500,10 +547,10 @@ class TUIndexer:
         comps, others = self._macro_arms(cur)
         groups: dict = {}
         for comp in comps:
-            kids = list(comp.get_children())
+            kids = _children(comp)
             binds, i = [], 0
             while i < len(kids) and kids[i].kind == CK.DECL_STMT:
-                decls = list(kids[i].get_children())
+                decls = _children(kids[i])
                 got = [self._binding_of(d) for d in decls if d.kind in (CK.TYPE_ALIAS_DECL, CK.TYPEDEF_DECL, CK.VAR_DECL)]
                 if not got or any(g is None for g in got) or len(got) != len(decls):
                     break
@@ -529,13 +576,13 @@ class TUIndexer:
         """scope: list of (name, binding) visible here; branches: runtime conditions on the path."""
         k = cur.kind
         if k == CK.COMPOUND_STMT:
-            self._walk_stmts(cur.get_children(), scope, branches)
+            self._walk_stmts(_children(cur), scope, branches)
             return
         if k in (CK.SWITCH_STMT, CK.IF_STMT) and self.macro_at(cur) is not None:
             self._walk_macro_switch(cur, scope, branches)
             return
         if k == CK.IF_STMT:
-            children = list(cur.get_children())
+            children = _children(cur)
             # NOTE: `if constexpr` is a compile-time choice, not a runtime branch.
             cond = self._cond_text(children[0]) if children and self.macro_at(cur) is None else None
             fname, line, col, off, in_body = self.pos(cur)
@@ -550,13 +597,13 @@ class TUIndexer:
                 self._walk(ch, scope, br)
             return
         if k == CK.SWITCH_STMT:
-            children = list(cur.get_children())
+            children = _children(cur)
             cond = self._cond_text(children[0]) if children and self.macro_at(cur) is None else None
             for ch in children[1:]:
                 self._walk(ch, scope, branches + ([f"switch({cond})"] if cond else []), )
             return
         if k == CK.CASE_STMT:
-            children = list(cur.get_children())
+            children = _children(cur)
             label = self._cond_text(children[0]) if children else None
             br = branches
             if label and branches and branches[-1].startswith("switch("):
@@ -568,7 +615,7 @@ class TUIndexer:
             self._call(cur, scope, branches)
         elif k == CK.BINARY_OPERATOR:
             self._assignment(cur, scope, branches)
-        for ch in cur.get_children():
+        for ch in _children(cur):
             self._walk(ch, scope, branches)
 
     # -- kernel references ---------------------------------------------------------------------
@@ -585,7 +632,7 @@ class TUIndexer:
                         return r.get_usr(), c
             if c.kind in (CK.CALL_EXPR, CK.LAMBDA_EXPR):
                 continue
-            stack.extend(reversed(list(c.get_children())))
+            stack.extend(reversed(_children(c)))
         return None
 
     def _kernel_refs(self, cur) -> list:
@@ -599,7 +646,7 @@ class TUIndexer:
                 continue
             if c.kind in (CK.CALL_EXPR, CK.LAMBDA_EXPR):
                 continue
-            stack.extend(reversed(list(c.get_children())))
+            stack.extend(reversed(_children(c)))
         return out
 
     def _var_ref(self, cur):
@@ -608,8 +655,16 @@ class TUIndexer:
             c = stack.pop()
             if c.kind == CK.DECL_REF_EXPR and c.referenced is not None and c.referenced.kind in (CK.VAR_DECL, CK.PARM_DECL):
                 return c.referenced
-            stack.extend(reversed(list(c.get_children())))
+            stack.extend(reversed(_children(c)))
         return None
+
+    def macro_args(self, m: dict, limit: int | None = None):
+        """`read_macro_args` at a macro invocation, read once per invocation (a type-switch macro's
+        every arm asks again)."""
+        key = (m["file"], m["offset"], limit)
+        if key not in self._macro_args:
+            self._macro_args[key] = read_macro_args(self.files.get(m["file"]), m["offset"], limit)
+        return self._macro_args[key]
 
     def _in_definition(self, cur, name: str):
         """For a cursor made by a macro body: where `name` is spelled in the #define, and the
@@ -617,6 +672,12 @@ class TUIndexer:
         m = self.macro_at(cur)
         if not m or "def" not in m or not name:
             return None
+        key = (m["file"], m["offset"], name)
+        if key not in self._definitions:
+            self._definitions[key] = self._locate_in_definition(m, name)
+        return self._definitions[key]
+
+    def _locate_in_definition(self, m: dict, name: str):
         df, doff, dend = m["def"]
         text = self.files.get(df)
         body = text[doff:dend + 1]
@@ -633,7 +694,7 @@ class TUIndexer:
             off = doff + q.start()
         line = text.count("\n", 0, off) + 1
         col = off - (text.rfind("\n", 0, off) + 1) + 1
-        inv = read_macro_args(self.files.get(m["file"]), m["offset"])
+        inv = self.macro_args(m)
         args = dict(zip(params, inv[1] if inv else []))
         return {"file": df, "line": line, "col": col, "offset": off, "macro": m, "args": args}
 
@@ -714,7 +775,7 @@ class TUIndexer:
 
     def _var_decl(self, d, scope, branches):
         """`auto kernel = k<...>;` : remember which kernel(s) the variable holds."""
-        for sub in d.get_children():
+        for sub in _children(d):
             for usr, refcur in self._kernel_refs(sub):
                 name, targs = self._ref_text(refcur)
                 self._var_kernels.setdefault(d.get_usr(), []).append((usr, name, targs, self.pos(refcur)))
@@ -723,7 +784,7 @@ class TUIndexer:
                 self._record(site, scope)
 
     def _assignment(self, cur, scope, branches):
-        children = list(cur.get_children())
+        children = _children(cur)
         if len(children) != 2:
             return
         var = self._var_ref(children[0]) if children[0].kind == CK.DECL_REF_EXPR else None
@@ -749,7 +810,7 @@ class TUIndexer:
             if not held and var.kind == CK.VAR_DECL:
                 # a table of kernel pointers (local or at namespace scope)
                 d = var.get_definition() or var
-                refs = [r for ch in d.get_children() for r in self._kernel_refs(ch)]
+                refs = [r for ch in _children(d) for r in self._kernel_refs(ch)]
                 if refs:
                     return {"kernel": refs[0][0], "kernels": sorted({u for u, _ in refs}), "via": var.spelling,
                             "table": True, "targs": None, "callee_text": var.spelling}
@@ -761,7 +822,7 @@ class TUIndexer:
         return None
 
     def _call(self, cur, scope, branches):
-        children = list(cur.get_children())
+        children = _children(cur)
         if len(children) >= 2 and children[1].kind == CK.CALL_EXPR and children[1].spelling == "__cudaPushCallConfiguration":
             res = self._resolve_kernel_expr(children[0]) or {"kernel": None, "unresolved": "callee is not a kernel reference"}
             site = self._site_base(cur, scope, branches, "launch", _callee_name(children[0]))
@@ -800,12 +861,12 @@ class TUIndexer:
                 cands = _candidates(c)
                 refcur = c
                 break
-            stack.extend(reversed(list(c.get_children())))
+            stack.extend(reversed(_children(c)))
         cands = [_primary(x) for x in cands if x is not None]
         cands = [x for x in cands if x is not None and x.kind in FUNCTION_KINDS and not _is_global(x)]
         if not cands:
             return
-        cands = [x for x in cands if x.location.file is not None and self.files.in_project(x.location.file.name)]
+        cands = [x for x in cands if self.declared_in_project(x)]
         if not cands:
             return
         for c in cands:
@@ -831,7 +892,7 @@ class TUIndexer:
 
     def _scan_refs_outside(self, var):
         """Kernel references at namespace scope (tables of kernel pointers)."""
-        stack = list(var.get_children())
+        stack = _children(var)
         while stack:
             c = stack.pop()
             got = self._kernel_ref(c) if c.kind in (CK.DECL_REF_EXPR, CK.OVERLOADED_DECL_REF, CK.UNEXPOSED_EXPR) else None
@@ -843,7 +904,7 @@ class TUIndexer:
                                           "targs": targs, "callee_text": name, "file": self.files.rel(fname),
                                           "line": line, "col": col, "offset": off, "in_macro_body": in_body})
                 continue
-            stack.extend(c.get_children())
+            stack.extend(_children(c))
 
 
 def group_diagnostics(tu, files: _Files) -> list[dict]:
@@ -867,23 +928,24 @@ def group_diagnostics(tu, files: _Files) -> list[dict]:
     return out
 
 
-def index_tu(path: Path, root: Path, flags: list[str], mains: list[Path] | None = None) -> dict:
-    """Parse one TU (or an umbrella file including several) and return its facts (JSON-serializable).
+def parse_tu(path: Path, root: Path, flags: list[str]) -> tuple[ci.TranslationUnit, dict]:
+    """Parse one TU (or an umbrella file including several): the libclang TU and the facts that
+    need no walk (diagnostics, project and external includes)."""
+    _setup_lib()
+    tu = ci.Index.create().parse(str(path), args=flags, options=ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD)
+    files = _Files(str(root))
+    includes = sorted({_realpath(inc.include.name) for inc in tu.get_includes() if inc.include is not None})
+    return tu, {"diagnostics": group_diagnostics(tu, files),
+                "includes": [files.rel(i) for i in includes if files.in_project(i)],
+                "external_includes": [i for i in includes if not files.in_project(i)]}
+
+
+def index_tu(tu: ci.TranslationUnit, root: Path, mains: list[Path] | None = None) -> dict:
+    """Walk a parsed TU into its facts (kernels, functions, global uses, typedefs; JSON-serializable).
 
     `mains`: the files whose functions are the roots of the walk (default: the TU itself).
     """
-    _setup_lib()
-    index = ci.Index.create()
-    opts = ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD
-    tu = index.parse(str(path), args=flags, options=opts)
-    files = _Files(str(root))
-    diags = group_diagnostics(tu, files)
     indexer = TUIndexer(tu, str(root))
     if mains:
         indexer.mains = {_realpath(str(m)) for m in mains}
-    facts = indexer.run()
-    includes = sorted({_realpath(inc.include.name) for inc in tu.get_includes() if inc.include is not None})
-    facts["diagnostics"] = diags
-    facts["includes"] = [files.rel(i) for i in includes if files.in_project(i)]
-    facts["external_includes"] = [i for i in includes if not files.in_project(i)]
-    return facts
+    return indexer.run()

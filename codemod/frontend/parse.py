@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import heapq
+import itertools
 import re
 import json
 import os
-import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,8 @@ class ParseJob:
     flags: list[str]
     members: list[str] | None = None   # TUs parsed together through one umbrella file
     pch: str | None = None             # prefix PCH to load (not part of the cache key)
+    cost: int = 0                      # scheduling estimate: bytes of project source it includes
+    cccl: bool = False                 # every TU includes CCCL: the PCH with CCCL_PREFIX
 
 
 def _sha(path: Path) -> str:
@@ -62,10 +65,28 @@ def _cache_valid(entry: dict, root: Path) -> bool:
 
 # System and CUDA headers nearly every CUDA TU includes. Parsed once into a precompiled header that
 # every parse with the same flags loads (-include-pch): ~1.5 s less per parse. Project headers
-# are never in it, so the PCH cannot change what the analysis sees of the project.
-PCH_PREFIX = ("cuda_runtime.h", "cuda.h", "cuda_fp16.h", "cuda_bf16.h", "cuda_fp8.h", "cstdint", "cstddef",
-              "string", "vector", "type_traits", "memory", "functional", "iostream", "sstream", "stdexcept",
-              "mutex", "unordered_map", "algorithm", "limits", "tuple", "cmath", "utility")
+# are never in it, so the PCH cannot change what the analysis sees of the project; it holds only
+# headers whose names live in std:: or carry a CUDA prefix, or that the CUDA wrapper includes
+# anyway. NOTE: what a TU did not include can still change its name lookup: cuda_pipeline.h
+# declares a namespace `cuda` that makes TE's `using namespace transformer_engine; cuda::...`
+# ambiguous, and POSIX headers declare `close`, `read`, `sync`, ... globally; such headers stay
+# out, as do headers with errors of their own (CCCL's <cuda/barrier> with libclang 18: a PCH is
+# only built without errors).
+PCH_PREFIX = ("cuda_runtime.h", "cuda.h", "cuda_fp16.h", "cuda_bf16.h", "cuda_fp8.h", "cuda_fp4.h", "cudaTypedefs.h",
+              "nvrtc.h", "cstdint", "cstddef", "cstdlib", "cstdio", "cstring", "cmath", "string", "vector", "array",
+              "map", "set", "deque", "stack", "unordered_map", "unordered_set", "type_traits", "memory", "functional",
+              "iostream", "sstream", "iomanip", "stdexcept", "mutex", "atomic", "algorithm", "numeric", "iterator",
+              "limits", "tuple", "utility", "optional", "variant", "typeindex", "chrono", "regex")
+# CCCL (libcu++, CUB, Thrust) headers that TUs using CCCL pull in, in a second PCH loaded only by
+# parses whose every TU includes a CCCL header (found by following `#include`s textually), so that
+# CCCL's `namespace cuda` never reaches a TU that does not include it. <cuda/barrier> itself has
+# errors under libclang 18 (`__isClusterShared` undeclared) that each TU must still report, so its
+# clean dependencies are here instead (~1 s less per TU that includes it).
+CCCL_PREFIX = ("cuda/std/atomic", "cuda/std/chrono", "cuda/std/cstdint", "cuda/ptx", "nv/target",
+               "cuda/std/__atomic/scopes.h", "cuda/std/__barrier/barrier.h", "cuda/std/__barrier/empty_completion.h",
+               "cuda/std/__barrier/poll_tester.h", "cuda/std/__new_", "cuda/__fwd/barrier.h",
+               "cuda/__fwd/barrier_native_handle.h")
+CCCL_DIRS = ("cuda/", "cub/", "thrust/", "nv/")
 
 
 def _pch_flags(flags: list[str]) -> list[str]:
@@ -73,19 +94,20 @@ def _pch_flags(flags: list[str]) -> list[str]:
     return [f for f in flags if not f.startswith(("-I", "-include"))]
 
 
-def build_pch(flags: list[str]) -> Path | None:
-    """The prefix PCH for these flags (cached by flag set); None when it cannot be built."""
+def build_pch(flags: list[str], headers: tuple[str, ...] = PCH_PREFIX) -> Path | None:
+    """The prefix PCH of these headers for these flags (cached); None when it cannot be built."""
     if os.environ.get("CODEMOD_NO_PCH"):
         return None
     import clang.cindex as ci
 
-    key = hashlib.sha256(json.dumps([CACHE_FORMAT, _indexer_hash(), _pch_flags(flags)]).encode()).hexdigest()[:16]
+    key = hashlib.sha256(json.dumps([CACHE_FORMAT, _indexer_hash(), headers, _pch_flags(flags)]).encode()).hexdigest()[:16]
     out = cache_root() / "pch" / f"prefix-{key}.pch"
     if out.is_file():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     header = out.with_suffix(".h")
-    header.write_text("".join(f"#include <{h}>\n" for h in PCH_PREFIX))
+    # A header this toolchain lacks is left out rather than failing the PCH.
+    header.write_text("".join(f"#if __has_include(<{h}>)\n#include <{h}>\n#endif\n" for h in headers))
     try:
         tu = ci.Index.create().parse(str(header), args=_pch_flags(flags), options=ci.TranslationUnit.PARSE_INCOMPLETE)
         if any(d.severity >= ci.Diagnostic.Error for d in tu.diagnostics):
@@ -98,10 +120,15 @@ def build_pch(flags: list[str]) -> Path | None:
         return None
 
 
-def _run_job(job: ParseJob) -> dict:
-    from .clang_index import index_tu
+def _build_pch_timed(flags: list[str], headers: tuple[str, ...]) -> tuple[Path | None, float]:
+    started = time.process_time()
+    return build_pch(flags, headers), time.process_time() - started
 
-    started = time.perf_counter()
+
+def _run_job(job: ParseJob) -> dict:
+    from .clang_index import index_tu, parse_tu
+
+    started, cpu_started = time.perf_counter(), time.process_time()
     root = Path(job.root)
     path = root / job.tu
     mains = None
@@ -115,21 +142,26 @@ def _run_job(job: ParseJob) -> dict:
     flags = list(job.flags)
     if job.pch:
         flags += ["-include-pch", job.pch]
+    stub_dir = next((f[len("-idirafter"):] for f in job.flags if f.startswith("-idirafter")), None)
     try:
-        facts = index_tu(path, root, flags, mains)
+        tu, facts = parse_tu(path, root, flags)
+        facts["members"] = job.members or [job.tu]
+        facts["stubs_used"] = _stubs_used(facts, stub_dir) if stub_dir else []
+        # A shared parse that will be redone TU by TU is not walked: only its diagnostics count.
+        walked = {"kernels": {}, "functions": {}, "global_uses": [], "typedefs": {}} if _umbrella_conflict(facts) \
+            else index_tu(tu, root, mains)
+        facts = {**walked, **facts}
     except Exception as exc:  # noqa: BLE001 - a TU that cannot be loaded is a diagnostic
         hint = ""
         if any("sm_100" in f or "sm_120" in f for f in job.flags):
             hint = " (libclang 18 knows no Blackwell arch; codemod analyses with sm_90a)"
         facts = {"load_failed": True, "kernels": {}, "functions": {}, "global_uses": [], "typedefs": {}, "includes": [],
-                 "external_includes": [],
+                 "external_includes": [], "members": job.members or [job.tu], "stubs_used": [],
                  "diagnostics": [{"severity": "fatal", "message": f"libclang could not load the TU: {exc}{hint}",
                                   "file": job.tu, "line": 1, "col": 1, "count": 1}]}
     facts["tu"] = job.tu
-    facts["members"] = job.members or [job.tu]
-    stub_dir = next((f[len("-idirafter"):] for f in job.flags if f.startswith("-idirafter")), None)
-    facts["stubs_used"] = _stubs_used(facts, stub_dir) if stub_dir else []
     facts["parse_seconds"] = round(time.perf_counter() - started, 3)
+    facts["cpu_seconds"] = round(time.process_time() - cpu_started, 3)
     facts["closure"] = {rel: _sha(root / rel) for rel in [*facts["members"], *facts.get("includes", [])]
                         if (root / rel).is_file()}
     return facts
@@ -182,68 +214,189 @@ def _group_jobs(root: Path, tus: list[str], flags_of: dict[str, list[str]], grou
     return jobs
 
 
-def _run_jobs(job_list: list[ParseJob], root: Path, fp: str, jobs: int | None, use_cache: bool, progress):
+def _cached_facts(path: Path, root: Path) -> dict | None:
+    try:
+        entry = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not _cache_valid(entry, root):
+        return None
+    entry["from_cache"] = True
+    return entry
+
+
+def _run_jobs(job_list: list[ParseJob], root: Path, fp: str, jobs: int | None, use_cache: bool, progress,
+              estimate, on_parse_start=None) -> tuple[list[dict], dict]:
+    """Facts of every job, from the cache or parsed by worker processes, largest first.
+
+    A shared parse that must be redone TU by TU (`_umbrella_conflict`) has its TUs queued as soon
+    as its result is in, so they run alongside the rest. `estimate(job)` gives (cost, cccl). The
+    prefix PCHs are built by the workers first. Returns the facts in job order with a redone
+    parse's TUs after the rest (the order the merge sees), and counts.
+    """
     cache_dir = cache_root() / "parse"
     cache_dir.mkdir(parents=True, exist_ok=True)
     results: dict[str, dict] = {}
-    todo = []
-    for job in job_list:
-        path = cache_dir / f"{_cache_key(job, fp)}.json"
-        if use_cache and path.is_file():
-            try:
-                entry = json.loads(path.read_text())
-                if _cache_valid(entry, root):
-                    entry["from_cache"] = True
-                    results[job.tu] = entry
-                    continue
-            except ValueError:
-                pass
-        todo.append((job, path))
-    pchs: dict[tuple, Path | None] = {}
-    for job, _ in todo:
-        key = tuple(_pch_flags(job.flags))
-        if key not in pchs:
-            pchs[key] = build_pch(job.flags)
-        job.pch = str(pchs[key]) if pchs[key] else None
-    done = 0
+    redo: dict[str, list[ParseJob]] = {}
+    queue: list[tuple] = []   # heap of (-cost, order, job, cache path)
+    order = itertools.count()
+    pchs: dict[tuple, Path | None] = {}   # (PCH flags, CCCL or not) -> built PCH
+    counts = {"parsed": 0, "cpu": 0.0, "pch_cpu": 0.0}
 
-    def finish(job, path, facts):
-        nonlocal done
-        done += 1
+    def add(job: ParseJob) -> None:
+        path = cache_dir / f"{_cache_key(job, fp)}.json"
+        entry = _cached_facts(path, root) if use_cache and path.is_file() else None
+        if entry is not None:
+            accept(job, entry)
+            return
+        job.cost, job.cccl = estimate(job)
+        heapq.heappush(queue, (-job.cost, next(order), job, path))
+
+    def accept(job: ParseJob, facts: dict) -> None:
+        results[job.tu] = facts
+        if _umbrella_conflict(facts):
+            redo[job.tu] = [ParseJob(m, job.root, job.flags) for m in facts["members"]]
+            if progress:
+                progress(f"{job.tu}: {len(redo[job.tu])} TUs had errors when parsed together; parsing them one by one")
+            for single in redo[job.tu]:
+                add(single)
+
+    def pch_key(job: ParseJob) -> tuple:
+        return tuple(_pch_flags(job.flags)), job.cccl
+
+    def missing_pchs() -> list[tuple]:
+        """PCHs queued jobs need that are not built yet, the largest job's first."""
+        return list(dict.fromkeys(k for _, _, job, _ in sorted(queue) if (k := pch_key(job)) not in pchs))
+
+    def pch_args(key: tuple) -> tuple[list[str], tuple[str, ...]]:
+        return list(key[0]), PCH_PREFIX + (CCCL_PREFIX if key[1] else ())
+
+    def next_ready() -> tuple[ParseJob, Path] | None:
+        """The largest queued job whose PCH is built (None when all wait for one)."""
+        held, found = [], None
+        while queue and found is None:
+            item = heapq.heappop(queue)
+            if pch_key(item[2]) in pchs:
+                found = item
+            else:
+                held.append(item)
+        for item in held:
+            heapq.heappush(queue, item)
+        if found is None:
+            return None
+        job, path = found[2], found[3]
+        pch = pchs[pch_key(job)]
+        job.pch = str(pch) if pch else None
+        return job, path
+
+    def finish(job: ParseJob, path: Path, facts: dict) -> None:
+        counts["parsed"] += 1
+        counts["cpu"] += facts.get("cpu_seconds", 0.0)
         if progress:
             n = len(job.members or [job.tu])
-            progress(f"[{done}/{len(todo)}] parsed {job.tu}" + (f" ({n} TUs together)" if n > 1 else "")
-                     + f" in {facts['parse_seconds']:.1f}s")
-        results[job.tu] = facts
+            progress(f"[{counts['parsed']}/{counts['parsed'] + len(queue)}] parsed {job.tu}"
+                     + (f" ({n} TUs together)" if n > 1 else "")
+                     + f" in {facts['parse_seconds']:.1f}s ({facts['cpu_seconds']:.1f}s CPU)")
         # Everything is cached, failures included: a warm run must parse nothing. A shared parse
         # that has to be redone per TU is cached too, so the next run goes straight to the TUs.
         if not facts.get("load_failed"):
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(json.dumps(facts))
             os.replace(tmp, path)
+        accept(job, facts)
 
-    if todo:
-        # Largest groups first so that the two workers finish together.
-        todo.sort(key=lambda jp: -len(jp[0].members or [1]))
-        workers = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
-        if workers == 1:
-            for job, path in todo:
-                finish(job, path, _run_job(job))
-        else:
-            with ProcessPoolExecutor(max_workers=workers) as pool:
-                futs = {pool.submit(_run_job, job): (job, path) for job, path in todo}
-                from concurrent.futures import as_completed
+    for job in job_list:
+        add(job)
+    workers = max(1, jobs or os.cpu_count() or 1)
+    if queue and workers == 1:
+        if on_parse_start:
+            on_parse_start()
+        while queue:
+            for key in missing_pchs():
+                pchs[key], cpu = _build_pch_timed(*pch_args(key))
+                counts["pch_cpu"] += cpu
+            job, path = next_ready()
+            finish(job, path, _run_job(job))
+    elif queue:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            running: dict = {}   # future -> (job, cache path), or the key of a PCH being built
 
-                for fut in as_completed(futs):
-                    job, path = futs[fut]
-                    finish(job, path, fut.result())
-    return [results[j.tu] for j in job_list], len(todo)
+            def start_pchs() -> None:
+                for key in missing_pchs():
+                    if key not in running.values() and len(running) < workers:
+                        running[pool.submit(_build_pch_timed, *pch_args(key))] = key
+
+            start_pchs()
+            if on_parse_start:
+                on_parse_start()  # while the workers build the PCHs
+            while queue or running:
+                start_pchs()
+                while len(running) < workers and (ready := next_ready()) is not None:
+                    running[pool.submit(_run_job, ready[0])] = ready
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    what = running.pop(fut)
+                    if isinstance(what[0], ParseJob):
+                        finish(*what, fut.result())
+                    else:
+                        pchs[what], cpu = fut.result()
+                        counts["pch_cpu"] += cpu
+    facts = [results[j.tu] for j in job_list if j.tu not in redo]
+    facts += [results[s.tu] for j in job_list for s in redo.get(j.tu, [])]
+    return facts, {"parsed": counts["parsed"], "workers": workers, "parse_cpu_seconds": round(counts["cpu"], 1),
+                   "pch_cpu_seconds": round(counts["pch_cpu"], 1)}
 
 
 _INCLUDE = re.compile(rb'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
 
 
-def missing_system_headers(root: Path, flags: list[str], tc: Toolchain) -> list[str]:
+class IncludeGraph:
+    """The project's `#include`s, read once with a regex (no preprocessor: conditions are ignored)."""
+
+    def __init__(self, root: Path):
+        self.directives: dict[Path, list[tuple[str, str]]] = {}   # file -> (`<` or `"`, name)
+        for p in root.rglob("*"):
+            if p.suffix in (".h", ".hpp", ".cuh", ".cu", ".cpp", ".cc", ".inl") and p.is_file():
+                self.directives[p.resolve()] = [(kind.decode(), raw.decode(errors="replace"))
+                                                for kind, raw in _INCLUDE.findall(p.read_bytes())]
+        self._resolved: dict[tuple, Path | None] = {}
+
+    def _resolve(self, including: Path, kind: str, name: str, dirs: tuple[Path, ...]) -> Path | None:
+        """The project file an include names (next to the including file first for `"`), if any."""
+        key = (including.parent if kind == '"' else None, name, dirs)
+        if key not in self._resolved:
+            self._resolved[key] = next((q for d in ((including.parent,) if kind == '"' else ()) + dirs
+                                        if (q := (d / name).resolve()) in self.directives), None)
+        return self._resolved[key]
+
+    def estimate(self, job: ParseJob) -> tuple[int, bool]:
+        """Following each TU's includes through the project: the bytes of project source the job
+        includes (its scheduling estimate: it tracks the parse time well, system headers being in
+        the PCH), and whether every TU includes a CCCL header."""
+        dirs = tuple(Path(f[2:]) for f in job.flags if f.startswith("-I"))
+        files: set[Path] = set()
+        cccl = True
+        for member in job.members or [job.tu]:
+            seen: set[Path] = set()
+            todo = [(Path(job.root) / member).resolve()]
+            uses_cccl = False
+            while todo:
+                p = todo.pop()
+                if p in seen or p not in self.directives:
+                    continue
+                seen.add(p)
+                for kind, name in self.directives[p]:
+                    found = self._resolve(p, kind, name, dirs)
+                    if found is not None:
+                        todo.append(found)
+                    elif name.startswith(CCCL_DIRS):
+                        uses_cccl = True
+            files |= seen
+            cccl = cccl and uses_cccl
+        return sum(p.stat().st_size for p in files), cccl
+
+
+def missing_system_headers(root: Path, flags: list[str], tc: Toolchain, graph: IncludeGraph | None = None) -> list[str]:
     """`#include <...>` names in the project that no known include dir holds (to be stubbed).
 
     Stubs sit behind every real include dir (-idirafter), so a false positive is harmless.
@@ -254,41 +407,36 @@ def missing_system_headers(root: Path, flags: list[str], tc: Toolchain) -> list[
     dirs += [Path(p) for p in glob.glob("/usr/include/c++/*")] + [Path(p) for p in glob.glob("/usr/include/*-linux-gnu/c++/*")]
     dirs = [d for d in dirs if d.is_dir()]
     names = set()
-    for p in root.rglob("*"):
-        if p.suffix in (".h", ".hpp", ".cuh", ".cu", ".cpp", ".cc", ".inl") and p.is_file():
-            for kind, raw in _INCLUDE.findall(p.read_bytes()):
-                name = raw.decode(errors="replace")
-                if kind == b'"' and (p.parent / name).is_file():
-                    continue  # found next to the including file
-                names.add(name)
+    for p, found in (graph or IncludeGraph(root)).directives.items():
+        for kind, name in found:
+            if kind == '"' and (p.parent / name).is_file():
+                continue  # found next to the including file
+            names.add(name)
     return sorted(n for n in names if not n.startswith(("/", "..")) and not any((d / n).is_file() for d in dirs))
 
 
 def parse_all(root: Path, tus: list[str], extra_flags: list[str], compile_db: Path | None = None,
               jobs: int | None = None, use_cache: bool = True, stub_headers: list[str] | None = None,
-              progress=None, group: bool = True) -> tuple[list[dict], dict]:
-    """Parse TUs (relative to root). Returns (facts per parse: a TU or a group of TUs, stats)."""
+              progress=None, group: bool = True, on_parse_start=None) -> tuple[list[dict], dict]:
+    """Parse TUs (relative to root). Returns (facts per parse: a TU or a group of TUs, stats).
+
+    `on_parse_start` is called once in this process when something has to be parsed, before the
+    first parse (while the workers build the prefix PCHs).
+    """
+    started = time.perf_counter()
+    graph = IncludeGraph(root)
     if stub_headers is None:
         probe = make_toolchain([])
-        stub_headers = missing_system_headers(root, probe.base_flags() + list(extra_flags), probe)
+        stub_headers = missing_system_headers(root, probe.base_flags() + list(extra_flags), probe, graph)
     tc: Toolchain = make_toolchain(list(stub_headers))
     base = tc.base_flags()
     flags_of = {}
     for tu in tus:
         flags = flags_from_compile_db(compile_db, root / tu) if compile_db is not None else None
         flags_of[tu] = base + (flags if flags is not None else list(extra_flags))
-    fp = tc.fingerprint()
-    facts_list, parsed = _run_jobs(_group_jobs(root, tus, flags_of, group), root, fp, jobs, use_cache, progress)
-    # Umbrella parses whose TUs clash (file-local names defined twice) are redone one TU at a time.
-    clashing = [f for f in facts_list if len(f.get("members", [])) > 1 and _umbrella_conflict(f)]
-    if clashing:
-        singles = [m for f in clashing for m in f["members"]]
-        if progress:
-            progress(f"{len(singles)} TUs had errors when parsed together; parsing them one by one")
-        again, n2 = _run_jobs(_group_jobs(root, singles, flags_of, False), root, fp, jobs, use_cache, progress)
-        facts_list = [f for f in facts_list if f not in clashing] + again
-        parsed += n2
-    stats = {"tus": len(tus), "parses": len(facts_list), "parsed": parsed,
+    facts_list, run = _run_jobs(_group_jobs(root, tus, flags_of, group), root, tc.fingerprint(), jobs, use_cache,
+                                progress, estimate=graph.estimate, on_parse_start=on_parse_start)
+    stats = {"tus": len(tus), "parses": len(facts_list), **run,
              "cached": sum(1 for f in facts_list if f.get("from_cache"))}
     _note_stubs(facts_list, tc)
     # A header the environment lacks (cuBLAS, cuDNN, ...) stops clang at once: redo such parses
@@ -299,11 +447,13 @@ def parse_all(root: Path, tus: list[str], extra_flags: list[str], compile_db: Pa
         stubs = sorted(set(stub_headers) | set(missing))
         again, st2 = parse_all(root, retry_tus, extra_flags, compile_db, jobs, use_cache, stubs, progress, group)
         facts_list = [f for f in facts_list if not _missing_headers(f)] + again
-        stats = {"tus": len(tus), "parses": len(facts_list), "parsed": stats["parsed"] + st2["parsed"],
-                 "cached": sum(1 for f in facts_list if f.get("from_cache")),
-                 "stubbed_headers": st2.get("stubbed_headers", [])}
+        stats.update(parses=len(facts_list), parsed=stats["parsed"] + st2["parsed"],
+                     parse_cpu_seconds=round(stats["parse_cpu_seconds"] + st2["parse_cpu_seconds"], 1),
+                     pch_cpu_seconds=round(stats["pch_cpu_seconds"] + st2["pch_cpu_seconds"], 1),
+                     cached=sum(1 for f in facts_list if f.get("from_cache")), stubbed_headers=st2.get("stubbed_headers", []))
     else:
         stats["stubbed_headers"] = sorted({h for f in facts_list for h in f.get("stubs_used", [])})
+    stats["parse_seconds"] = round(time.perf_counter() - started, 2)
     return facts_list, stats
 
 
