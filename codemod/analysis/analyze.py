@@ -10,6 +10,7 @@ import re
 import sys
 import time
 from collections import defaultdict
+from dataclasses import fields
 from pathlib import Path
 
 from .. import __version__
@@ -91,7 +92,9 @@ def analyze(root: Path, rules: list[Rule], compile_db: Path | None = None, jobs:
         flags += [f"-D{d}" for d in r.defines]
     if progress:
         progress(f"analyzing {len(tus)} translation units under {root}")
-    facts_list, stats = parse_all(root, tus, flags, compile_db=compile_db, jobs=jobs, use_cache=use_cache, progress=progress)
+    scans = _Scans(root)
+    facts_list, stats = parse_all(root, tus, flags, compile_db=compile_db, jobs=jobs, use_cache=use_cache,
+                                  progress=progress, on_parse_start=scans.scan_all)
     # The analysis is a pure function of the facts (whose closures carry the hash of every project
     # file they read), the rules and this code: reuse it when all of those are unchanged.
     key = _result_key(facts_list, rules, root)
@@ -103,12 +106,20 @@ def analyze(root: Path, rules: list[Rule], compile_db: Path | None = None, jobs:
             return result
         except (ValueError, TypeError, KeyError):
             pass
-    result = _analyze_facts(root, rules, tus, facts_list, stats, started)
+    analysis_started = time.perf_counter()
+    result = _analyze_facts(root, rules, tus, facts_list, stats, started, scans)
+    stats["analysis_seconds"] = round(time.perf_counter() - analysis_started, 2)
     cached.parent.mkdir(parents=True, exist_ok=True)
     tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(result.to_json()))
+    tmp.write_text(dumps(result))
     os.replace(tmp, cached)
     return result
+
+
+def dumps(result: Analysis, indent: int | None = None) -> str:
+    """`json.dumps(result.to_json())` without `asdict`'s deep copy (1.3 s -> 0.25 s on all of TE's
+    common)."""
+    return json.dumps(result, indent=indent, default=lambda o: {f.name: getattr(o, f.name) for f in fields(o)})
 
 
 def _result_key(facts_list: list[dict], rules: list[Rule], root: Path) -> str:
@@ -122,8 +133,26 @@ def _result_key(facts_list: list[dict], rules: list[Rule], root: Path) -> str:
     return hashlib.sha256(json.dumps(data, default=str, sort_keys=True).encode()).hexdigest()
 
 
+class _Scans:
+    """tree-sitter scans for the cross-check. When clang has work to do, every source under the
+    root is scanned while the workers build the PCHs (off the critical path that the analysis is
+    on); the files of clang's closure not scanned by then are scanned when asked for."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.done: dict = {}
+
+    def scan_all(self) -> None:
+        self.done = scan_tree(self.root)
+
+    def of(self, files: list[str]) -> dict:
+        missing = [f for f in files if f not in self.done]
+        self.done.update(scan_tree(self.root, missing))
+        return {f: self.done[f] for f in files}
+
+
 def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: list[dict], stats: dict,
-                   started: float) -> Analysis:
+                   started: float, scans: _Scans) -> Analysis:
     kernels_raw, functions, typedefs, global_uses = _merge(facts_list)
 
     # Entry points: the rule's regex over functions defined in the TUs themselves.
@@ -333,7 +362,7 @@ def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: li
                     "in_macro_body": st.in_macro_body} for st in sites]
     clang_kernels = [{"name": k["qualname"], "file": k["file"], "line": k["line"], "is_template": k["is_template"]}
                      for k in kernels_raw.values()]
-    for d in crosscheck(scan_tree(root, closure), clang_sites, clang_kernels, files=closure):
+    for d in crosscheck(scans.of(closure), clang_sites, clang_kernels, files=closure):
         diags.append(Diagnostic(**d))
     tu_models.sort(key=lambda t: (-t.instantiations, t.file))
     sites.sort(key=lambda s: (s.file, s.line, s.col))

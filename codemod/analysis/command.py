@@ -6,7 +6,6 @@ Exit codes: 0 analysis done; 1 analysis done with error-level diagnostics (a TU 
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -34,7 +33,7 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     from ..model import Analysis
     from ..rule import load_rule
-    from .analyze import analyze
+    from .analyze import analyze, dumps
 
     rules = [load_rule(t) for t in args.target]
     if args.compile_db is not None and not args.compile_db.is_file():
@@ -51,7 +50,7 @@ def run(args) -> int:
 
     print(render(result, verbose=args.verbose))
     if args.json:
-        args.json.write_text(json.dumps(result.to_json(), indent=1, sort_keys=False) + "\n")
+        args.json.write_text(dumps(result, indent=1) + "\n")
     if args.html:
         from ..report.html import render_html
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from functools import lru_cache
 
 from ..frontend.source_text import normalize, substitute
 
@@ -20,6 +21,7 @@ DEFAULT = "(default)"  # a defaulted template parameter nobody passes (e.g. an e
 _CV = re.compile(r"\b(const|volatile|struct|class|typename)\b|[&*]")
 
 
+@lru_cache(maxsize=None)
 def strip_type(text: str) -> str:
     """`const T *` -> `T`: the part of a parameter type that deduction binds."""
     return normalize(_CV.sub(" ", text or ""))
@@ -62,30 +64,42 @@ class Evaluator:
     def __init__(self, typedefs: dict[str, str]):
         self.typedefs = typedefs
         self._names: dict[str, frozenset] = {}
+        self._parts: dict[tuple, tuple] = {}
         self._memo: dict[tuple, str] = {}
 
-    def _closure_key(self, text: str, env: dict, bindings: dict) -> tuple:
-        """Everything the result depends on: the values of the names reachable from `text`."""
-        key, todo, seen = [], [text], set()
-        while todo:
-            t = todo.pop()
-            names = self._names.get(t)
-            if names is None:
-                names = self._names[t] = frozenset(_NAME.findall(t))
-            for n in names:
-                if n in seen:
-                    continue
-                seen.add(n)
-                if n in bindings:
-                    v = bindings[n]["value"]
-                    key.append((n, 0, v))
-                    todo.append(v)
-                elif n in env:
-                    key.append((n, 1, env[n]))
-        return tuple(sorted(key))
+    def _names_in(self, text: str) -> frozenset:
+        names = self._names.get(text)
+        if names is None:
+            names = self._names[text] = frozenset(_NAME.findall(text))
+        return names
+
+    def _closure_parts(self, text: str, bindings: dict) -> tuple[tuple, tuple]:
+        """What `text`'s value depends on besides the environment: the bindings reachable from it
+        (followed through their values), and the other names, which the environment may hold.
+        Both are fixed for one bindings dict (a recorded copy's), so they are worked out once."""
+        key = (text, id(bindings) if bindings else 0)
+        got = self._parts.get(key)
+        if got is None or (bindings and got[0] is not bindings):
+            bound, free, todo, seen = [], [], [text], set()
+            while todo:
+                for n in self._names_in(todo.pop()):
+                    if n in seen:
+                        continue
+                    seen.add(n)
+                    if n in bindings:
+                        v = bindings[n]["value"]
+                        bound.append((n, v))
+                        todo.append(v)
+                    else:
+                        free.append(n)
+            # the dict is kept with its parts, so its id cannot be reused while they are cached
+            got = self._parts[key] = (bindings, tuple(sorted(bound)), tuple(sorted(free)))
+        return got[1], got[2]
 
     def evaluate(self, text: str, env: dict, bindings: dict) -> str:
-        key = (text, self._closure_key(text, env, bindings))
+        # Everything the result depends on: the values of the names reachable from `text`.
+        bound, free = self._closure_parts(text, bindings)
+        key = (text, bound, tuple((n, env[n]) for n in free if n in env))
         got = self._memo.get(key)
         if got is None:
             got = self._memo[key] = self._evaluate(text, env, bindings)
@@ -179,6 +193,9 @@ class Instantiator:
     def run(self, entries: dict[str, str]) -> None:
         """entries: function usr -> entry point name."""
         work = [(usr, {}, {name}) for usr, name in entries.items()]
+        # A function reached again in an environment it has had, by new entry points, passes
+        # them on to the same callee environments: those are bound once.
+        calls: dict[tuple, list[tuple[str, dict]]] = {}
         while work:
             usr, env, ents = work.pop()
             table = self.envs[usr]
@@ -195,18 +212,27 @@ class Instantiator:
                     self.truncated.add(usr)
                     continue
                 table[k] = [env, set(ents)]
-            fn = self.functions.get(usr)
-            if fn is None:
+            bound = calls.get((usr, k))
+            if bound is None:
+                bound = calls[(usr, k)] = self._calls(usr, env)
+            for callee, cenv in bound:
+                work.append((callee, cenv, set(ents)))
+
+    def _calls(self, usr: str, env: dict) -> list[tuple[str, dict]]:
+        """(callee, callee environment) of every live call in a function under `env`."""
+        fn = self.functions.get(usr)
+        if fn is None:
+            return []
+        out = []
+        for site in fn["sites"].values():
+            if site["kind"] != "call":
                 continue
-            for site in fn["sites"].values():
-                if site["kind"] != "call":
+            for copy in (v for c in site["copies"] for v in expansions(c)):
+                if not self.live(copy, env):
                     continue
-                for copy in (v for c in site["copies"] for v in expansions(c)):
-                    if not self.live(copy, env):
-                        continue
-                    for callee in self._pick_callees(site, copy):
-                        cenv = self.bind(callee, site, copy, env)
-                        work.append((callee["usr"], cenv, set(ents)))
+                for callee in self._pick_callees(site, copy):
+                    out.append((callee["usr"], self.bind(callee, site, copy, env)))
+        return out
 
     def live(self, copy: dict, env: dict) -> bool:
         """False when an `if constexpr` on the path is false for this environment."""
