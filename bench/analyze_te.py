@@ -5,7 +5,9 @@
 Cold = a fresh parse cache; warm = the same command again. Runs (a) all of `common` with no
 target (every TU, every function) and (b) `--target activation --target cast`. Each run is a
 separate `codemod analyze` process, timed end to end. The load average is recorded with the
-timings because the machine may be shared. Writes bench/results/analyze_te.{json,txt}.
+timings because the machine may be shared. Per stage (from the JSON's `stats`): the parse
+stage's wall time, the CPU time of its parses (their sum over the workers) and the workers'
+utilisation, and the analysis. Writes bench/results/analyze_te.{json,txt}.
 """
 
 from __future__ import annotations
@@ -36,6 +38,16 @@ def run(common: Path, cache: Path, extra: list[str], jobs: int) -> dict:
         doc = json.loads(out.read_text()) if out.is_file() else {}
     return {"wall_s": round(wall, 2), "exit": proc.returncode, "load_before": round(load0, 2),
             "load_after": round(os.getloadavg()[0], 2), "totals": doc.get("totals"), "stats": doc.get("stats")}
+
+
+def stages(stats: dict) -> str:
+    """Parse stage (wall, CPU of the parses and of the PCH builds, utilisation of the workers), analysis."""
+    parse, cpu, pch = stats.get("parse_seconds", 0), stats.get("parse_cpu_seconds", 0), stats.get("pch_cpu_seconds", 0)
+    workers = stats.get("workers", 1)
+    busy = f"{100 * (cpu + pch) / (parse * workers):.0f}%" if parse else "-"
+    return (f"parse {parse} s ({stats.get('parsed', 0)} parses {cpu} s CPU + PCHs {pch} s CPU; "
+            f"{workers} workers {busy} busy), "
+            f"analysis {stats.get('analysis_seconds', 0)} s, total in-process {stats.get('seconds', 0)} s")
 
 
 def main() -> int:
@@ -70,6 +82,7 @@ def main() -> int:
                      f"parses {r['cold']['stats'] and r['cold']['stats'].get('parses')}, "
                      f"kernels {r['cold']['totals'] and r['cold']['totals'].get('kernels')}, "
                      f"errors {r['cold']['totals'] and r['cold']['totals'].get('errors')}")
+        lines.append(f"  cold stages: {stages(r['cold']['stats'] or {})}")
     (out / "analyze_te.txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
