@@ -115,7 +115,7 @@ def classify(sources: frozenset, domain: list[str], literal_varies_by_branch: bo
     if "unresolved" in classes:
         primary = "unresolved"
     if primary == "unresolved":
-        return primary, False, next(d for c, d in sources if c == "unresolved")
+        return primary, False, min(d for c, d in sources if c == "unresolved")   # stable across hash seeds
     reasons = {
         "type_switch": "runtime dtype switch",
         "value_switch": "runtime value switch",
