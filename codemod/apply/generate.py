@@ -203,9 +203,8 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
             id=kp.kernel.id, name=kp.name, namespace=kp.namespace, symbol=symbol_for(f"{out}/{kp.name}.cu"),
             kernel_string_path=f"{out}/{kp.name}.cu", template_params=kp.signature.template_params,
             param_decls=", ".join(kp.signature.param_decls), param_types=", ".join(kp.signature.param_types),
-            param_names=", ".join(params),
+            param_names=", ".join(params), params=params,
             axes=[_axis_expr(kinds[p], p) for p in params],
-            axis_labels=[dict(param=p, expr=_axis_expr(kinds[p], p)) for p in params],
             headers=[dict(symbol=symbol_for(path), include_name=name) for name, path in kp.headers.items()]))
     stub_path = f"{out}/kernels.h"
     guard = "CODEMOD_" + "".join(c.upper() if c.isalnum() else "_" for c in stub_path) + "_"

@@ -15,13 +15,11 @@ import os
 import resource
 import shlex
 import shutil
-import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UsageError
-from .runner import ParityError, environment, tail
+from .runner import environment, run_logged
 
 
 @dataclass
@@ -41,14 +39,9 @@ def _children_cpu() -> float:
 
 
 def _timed(cmd: str, log: Path, env: dict) -> dict:
-    cpu0, t0 = _children_cpu(), time.monotonic()
-    with log.open("w") as f:
-        rc = subprocess.run(cmd, shell=True, stdout=f, stderr=subprocess.STDOUT, env=env).returncode
-    wall, cpu = time.monotonic() - t0, _children_cpu() - cpu0
-    if rc != 0:
-        raise ParityError(f"`{cmd}` failed with exit code {rc} after {wall:.0f} s", where=str(log),
-                          hint="last lines:\n" + tail(log))
-    return {"cmd": cmd, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "log": log.name}
+    cpu0 = _children_cpu()
+    wall = run_logged(cmd, log, env=env)
+    return {"cmd": cmd, "wall_s": round(wall, 2), "cpu_s": round(_children_cpu() - cpu0, 2), "log": log.name}
 
 
 def build(spec: BuildSpec) -> dict:

@@ -62,18 +62,14 @@ def _say(cfg: RunConfig, text: str) -> None:
         print(text, file=cfg.log, flush=True)
 
 
-def tail(log: Path, chars: int = 3000) -> str:
-    return log.read_text(errors="replace")[-chars:]
-
-
-def _sh(cmd: str, log: Path, cwd: Path | None = None, env: dict | None = None) -> float:
+def run_logged(cmd: str, log: Path, cwd: Path | None = None, env: dict | None = None) -> float:
     t0 = time.monotonic()
     with log.open("w") as f:
         proc = subprocess.run(cmd, shell=True, cwd=cwd, stdout=f, stderr=subprocess.STDOUT, env=env)
     seconds = time.monotonic() - t0
     if proc.returncode != 0:
         raise ParityError(f"`{cmd}` failed with exit code {proc.returncode}", where=str(log),
-                          hint="last lines:\n" + tail(log))
+                          hint="last lines:\n" + log.read_text(errors="replace")[-3000:])
     return seconds
 
 
@@ -81,7 +77,7 @@ def _build(cfg: RunConfig, side: str) -> Timed:
     build = cfg.work / f"build-{side}"
     cmd = cfg.build_cmd.format(src=shlex.quote(str(cfg.trees[side])), build=shlex.quote(str(build)))
     log = cfg.work / f"build-{side}.log"
-    return Timed(_sh(cmd, log), cmd, log.name)
+    return Timed(run_logged(cmd, log), cmd, log.name)
 
 
 def _driver(cfg: RunConfig, side: str) -> Path:
@@ -94,7 +90,7 @@ def _driver(cfg: RunConfig, side: str) -> Path:
     cmd = (f"{cfg.nvcc} -std=c++17 -O2 -cudart shared -arch={cfg.arch} {incs} {shlex.quote(str(cfg.driver))} "
            f"-o {shlex.quote(str(exe))} -L{shlex.quote(str(build))} -l{cfg.plan['link_name']} "
            f"-Xlinker -rpath,{shlex.quote(str(build))}")
-    _sh(cmd, cfg.work / f"driver-{side}.log")
+    run_logged(cmd, cfg.work / f"driver-{side}.log")
     return exe
 
 
@@ -105,7 +101,7 @@ def _combos(plan: dict, formats: list[str]) -> list[str]:
 def _bench(cfg: RunConfig, side: str, exe: Path, name: str, only: list[str]) -> list[dict]:
     out = cfg.work / f"{name}-{side}.jsonl"
     cmd = f"{shlex.quote(str(exe))} --bench {shlex.quote(str(out))} --reps {cfg.reps} --only {','.join(only)}"
-    _sh(cmd, cfg.work / f"{name}-{side}.log")
+    run_logged(cmd, cfg.work / f"{name}-{side}.log")
     return [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
 
 
@@ -113,7 +109,7 @@ def _parity(cfg: RunConfig, side: str, exe: Path) -> tuple[float, list[Path]]:
     dumps = [cfg.work / f"parity-{side}-{i}.bin" for i in range(cfg.shards)]
     t0 = time.monotonic()
     with ThreadPoolExecutor(cfg.shards) as pool:
-        list(pool.map(lambda i: _sh(f"{shlex.quote(str(exe))} --parity {shlex.quote(str(dumps[i]))} "
+        list(pool.map(lambda i: run_logged(f"{shlex.quote(str(exe))} --parity {shlex.quote(str(dumps[i]))} "
                                     f"--seed {cfg.seed} --shard {i}/{cfg.shards} "
                                     f"--clear-pending-errors {int(cfg.clear_pending)}",
                                     cfg.work / f"parity-{side}-{i}.log"), range(cfg.shards)))
