@@ -47,7 +47,7 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     from ..rule import load_rule
     from .generate import generate
     from .patch import apply_edits
-    from .plan import build_plan, check_selection
+    from .plan import build_plan, check_selection, units_reaching
     from .report import render_report
     from .review import change_sets
     from .spec import migrate_spec
@@ -72,6 +72,13 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
         return {}, render_report(plan, ChangeSet(), {}), plan
     cs = generate(root, plan, version, formatted)
     files = apply_edits(root, cs)
+    rewritten = {path for path, (old, _) in files.items() if old is not None and not path.endswith(".txt")}
+    if rewritten:
+        analyzed = {tu.file for tu in analysis.translation_units}
+        if progress:
+            progress(f"apply: finding the translation units that include {len(rewritten)} rewritten file(s)")
+        plan.outside_units = [u for u in units_reaching(root, rewritten, spec.include_dirs, skip=spec.output_dir)
+                              if u not in analyzed]
     return files, render_report(plan, cs, files), plan
 
 
@@ -162,6 +169,10 @@ def _summary(files: dict, plan, report_path: Path | None) -> str:
         n = len(plan.kernels)
         text = (f"{len(files)} file{'s' if len(files) != 1 else ''} changed ({new} new); {n} "
                 f"kernel{'s' if n != 1 else ''} migrated, {len(plan.skipped)} left static")
+        if plan.outside_units:
+            u = len(plan.outside_units)
+            text += (f"; {u} TU{'s' if u != 1 else ''} outside the analysis include rewritten code "
+                     "(arguments only they use keep the static kernel)")
     if report_path:
         text += f": see {report_path}"
     return text

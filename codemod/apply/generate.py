@@ -120,6 +120,15 @@ def cmake_command_end(data: bytes, open_paren: int) -> int:
     return -1
 
 
+def _domain_expr(kind: str, param: str) -> str | None:
+    """The stub's check that an argument has a spelling (values of other kinds always have one)."""
+    if kind == "type":
+        return f"type_in_domain<{param}>()"
+    if kind == "function_pointer":
+        return f"fn_in_domain<{param}>()"
+    return None
+
+
 def _axis_expr(kind: str, param: str) -> str:
     if kind == "type":
         return f"arg_name<{param}>()"
@@ -205,6 +214,7 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
             param_decls=", ".join(kp.signature.param_decls), param_types=", ".join(kp.signature.param_types),
             param_names=", ".join(params), params=params,
             axes=[_axis_expr(kinds[p], p) for p in params],
+            domain=[d for d in (_domain_expr(kinds[p], p) for p in params) if d],
             headers=[dict(symbol=symbol_for(path), include_name=name) for name, path in kp.headers.items()]))
     stub_path = f"{out}/kernels.h"
     guard = "CODEMOD_" + "".join(c.upper() if c.isalnum() else "_" for c in stub_path) + "_"

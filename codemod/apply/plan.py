@@ -63,6 +63,9 @@ class Plan:
     kernels: list[KernelPlan]
     skipped: list[Skipped]
     removed_instantiations: int
+    # TUs the analysis did not cover that include a rewritten header: arguments only they use
+    # are outside the migrated domain and keep the static kernel (the stubs' domain check).
+    outside_units: list[str] = field(default_factory=list)
 
 
 def _variants(site: Site, kernel: Kernel, spec: MigrateSpec) -> list[dict[str, str]]:
@@ -248,3 +251,38 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
                                 sorted(variants.values(), key=lambda v: v.name_expression(kid)),
                                 _header_closure(root, kernel.file, spec, spec.output_dir), deduced_at))
     return Plan(spec, sorted(plans, key=lambda p: p.kernel.id), skipped, removed)
+
+
+_TU_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")
+_SOURCE_SUFFIXES = _TU_SUFFIXES + (".cuh", ".h", ".hpp", ".hh", ".inl")
+_SKIP_DIRS = {".git", "build", "__pycache__"}
+
+
+def units_reaching(root: Path, headers: set[str], include_dirs: list[str], skip: str = "") -> list[str]:
+    """Translation units under root (repo paths, sorted) that include one of `headers`
+    (repo paths), directly or through other library headers. `skip`: a folder left out (the
+    generated output)."""
+    top = root.resolve()
+    sources = sorted(p.relative_to(top).as_posix() for p in top.rglob("*")
+                     if p.suffix in _SOURCE_SUFFIXES and p.is_file()
+                     and not _SKIP_DIRS.intersection(p.relative_to(top).parts))
+    if skip:
+        sources = [s for s in sources if not (s + "/").startswith(skip.rstrip("/") + "/")]
+    reaches: dict[str, bool] = {h: True for h in headers}
+
+    def visit(path: str, stack: set[str]) -> bool:
+        if path in reaches:
+            return reaches[path]
+        if path in stack:           # an include cycle: decided by the other members
+            return False
+        stack.add(path)
+        try:
+            found = any(target is not None and visit(target, stack)
+                        for inc in source.includes((top / path).read_bytes())
+                        for target in [_resolve(top, path, inc, include_dirs)])
+        finally:
+            stack.discard(path)
+        reaches[path] = found
+        return found
+
+    return [s for s in sources if s.endswith(_TU_SUFFIXES) and s not in headers and visit(s, set())]

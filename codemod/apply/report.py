@@ -18,6 +18,16 @@ def render_report(plan: Plan, cs: ChangeSet, files: dict) -> str:
                      f"{', '.join(axes)} |")
     lines += ["", "## Left static", ""]
     lines += [f"- `{s.what}`: {s.reason}" for s in sorted(plan.skipped, key=lambda s: s.what)] or ["- nothing"]
+    lines += ["", "## Translation units outside the analysis", ""]
+    if plan.outside_units:
+        lines += ["These include a rewritten file but are not among the rule's `analyze.translation_units`. "
+                  "A template argument only they use has no spelling in the stubs: its variants keep the "
+                  "static kernel (checked at compile time, `type_in_domain` / `fn_in_domain` in the stub "
+                  "header) and still cost build time there. Add them to the analysis to migrate those "
+                  "variants too.", ""]
+        lines += [f"- `{u}`" for u in plan.outside_units]
+    else:
+        lines += ["- none: every translation unit that includes a rewritten file was analyzed"]
     lines += ["", "## NVRTC-safety changes", ""]
     lines += [f"- {n}" for n in cs.notes] or ["- none"]
     lines += ["", "## Notes", "",

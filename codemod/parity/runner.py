@@ -124,7 +124,9 @@ def environment(nvcc: str = "nvcc", commit: str = "") -> dict:
             return ""
     gpu = out("nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader")
     version = out(f"{nvcc} --version").splitlines()
-    return {"gpu": gpu, "nvcc": version[-1] if version else "", "cpus": os.cpu_count(),
+    # cpus_usable: the CPUs this process may run on (a build pinned with taskset sees fewer).
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"gpu": gpu, "nvcc": version[-1] if version else "", "cpus": os.cpu_count(), "cpus_usable": usable,
             "host": platform.platform(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "commit": commit}
 

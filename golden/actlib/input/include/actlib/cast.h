@@ -12,6 +12,9 @@ void actlib_quantize(const ActlibTensor input, ActlibTensor output, cudaStream_t
 void actlib_quantize_dbias(const ActlibTensor input, ActlibTensor output, ActlibTensor dbias,
                            ActlibTensor workspace, cudaStream_t stream);
 
+// output = input (FP8) * input.scale_inv, in the output's dtype.
+void actlib_dequantize(const ActlibTensor input, ActlibTensor output, cudaStream_t stream);
+
 // output[c, r] = input[r, c]; element bytes are moved unchanged. Compiled with NVRTC on first use.
 void actlib_transpose(const ActlibTensor input, ActlibTensor output, cudaStream_t stream);
 
