@@ -168,12 +168,15 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
         cs.notes.append(f"{replaced}: replaced under NVRTC by the generated prelude {path} (dtype aliases, "
                         "toolkit headers)")
     for name, shim in sorted(ks_spec.get("shims", {}).items()):
-        std_names, defined = shim.get("std_names", []), []
+        std_names, global_names, defined, defined_global = shim.get("std_names", []), shim.get("global_names", []), [], []
         if shim.get("minimal"):
-            defined, std_names = stdshim.definitions(std_names)
+            defined, std_names = stdshim.definitions(std_names + global_names)
+            defined_global = [n for n in global_names if n not in std_names]
+            global_names = [n for n in global_names if n in std_names]
+            std_names = [n for n in std_names if n not in global_names]
         cs.new_files[f"{out}/shims/{name}"] = render(
             "shim.j2", banner=head, name=name, include=shim["include"], definitions=defined,
-            std_names=std_names, global_names=shim.get("global_names", []))
+            std_names=std_names, global_names=global_names, defined_global=defined_global)
         cs.notes.append(f"<{name}>: not in NVRTC; shipped as the in-memory shim {out}/shims/{name} over "
                         f"<{shim['include']}>" + (f", with {len(defined)} names defined by codemod" if defined else ""))
 
@@ -353,6 +356,7 @@ def manifest(plan: Plan, version: str = __version__) -> str:
             "kernel_string": {"path": f"{out}/{kp.name}.cu", "symbol": symbol_for(f"{out}/{kp.name}.cu")},
             "headers": kp.headers,
             "include_cuda_toolkit": True,
+            "include_cuda_cccl": bool(spec.layer.get("cuda_includes_cccl", False)),
             "nvrtc_options": list(spec.options["always"]),
             "conditional_options": [dict(c) for c in spec.options["conditional"]],
             "sites": sorted(s.id for s in kp.sites),

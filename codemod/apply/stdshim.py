@@ -62,6 +62,20 @@ struct integral_constant {{
                 "  return (b < a) ? b : a;\n}"),
     "max": ((), f"template <class T>\n{_HD} constexpr const T &max(const T &a, const T &b) {{\n"
                 "  return (a < b) ? b : a;\n}"),
+    # <cstdint>: fixed-width integers by size (long long is 64-bit on every CUDA target; libcu++
+    # spells int64_t `long` on LP64 hosts: same size and layout, another type name).
+    # <cuda/std/cstdint> lives under include/cccl since CUDA 13, a folder a library's NVRTC layer
+    # does not always put on the include path.
+    "int8_t": ((), "using int8_t = signed char;"),
+    "int16_t": ((), "using int16_t = short;"),
+    "int32_t": ((), "using int32_t = int;"),
+    "int64_t": ((), "using int64_t = long long;"),
+    "uint8_t": ((), "using uint8_t = unsigned char;"),
+    "uint16_t": ((), "using uint16_t = unsigned short;"),
+    "uint32_t": ((), "using uint32_t = unsigned int;"),
+    "uint64_t": ((), "using uint64_t = unsigned long long;"),
+    "intptr_t": ((), "using intptr_t = long long;"),
+    "uintptr_t": ((), "using uintptr_t = unsigned long long;"),
 }
 
 

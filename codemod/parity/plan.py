@@ -63,6 +63,9 @@ class Plan:
     bench_formats: list[str]
     entries: list[Entry]
     compile_verified_only: list[str] = field(default_factory=list)
+    # Libraries the library itself leaves to its loader (TE: NVRTC and the driver API, which its
+    # Python package loads): the driver links them explicitly.
+    link_libs: list[str] = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
@@ -175,4 +178,5 @@ def build_plan(analysis: dict, rule: dict, profile: Profile, library_root: Path)
         shapes_rc=[tuple(s) for s in profile["shapes_rc"]], bench_rc=tuple(profile["bench_rc"]),
         step=list(profile.get("step", [])),
         bench_formats=list(profile.get("bench_formats", [f.name for f in formats])), entries=entries,
-        compile_verified_only=list(profile.get("compile_verified_only", [])))
+        compile_verified_only=list(profile.get("compile_verified_only", [])),
+        link_libs=list(profile.get("link_libs", [])))

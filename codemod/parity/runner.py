@@ -89,7 +89,8 @@ def _driver(cfg: RunConfig, side: str) -> Path:
     # library's pending errors are invisible to the driver (nvcc links cudart statically by default).
     cmd = (f"{cfg.nvcc} -std=c++17 -O2 -cudart shared -arch={cfg.arch} {incs} {shlex.quote(str(cfg.driver))} "
            f"-o {shlex.quote(str(exe))} -L{shlex.quote(str(build))} -l{cfg.plan['link_name']} "
-           f"-Xlinker -rpath,{shlex.quote(str(build))}")
+           + "".join(f"-Xlinker --no-as-needed -l{lib} " for lib in cfg.plan.get("link_libs", []))
+           + f"-Xlinker -rpath,{shlex.quote(str(build))}")
     run_logged(cmd, cfg.work / f"driver-{side}.log")
     return exe
 

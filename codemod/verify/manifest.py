@@ -36,6 +36,7 @@ class KernelEntry:
     symbol: str
     headers: dict[str, str]    # include name -> path relative to the library root
     include_cuda_toolkit: bool
+    include_cuda_cccl: bool     # the layer also passes the toolkit's include/cccl
     nvrtc_options: list[str]
     conditional_options: list[ConditionalOption]
     sites: list[str]
@@ -109,6 +110,7 @@ def _kernel(doc: dict, where: str) -> KernelEntry:
     return KernelEntry(id=_get(doc, "id", str, where), program_path=_get(string, "path", str, where + ".kernel_string"),
                        symbol=string.get("symbol", ""), headers={str(k): str(v) for k, v in headers.items()},
                        include_cuda_toolkit=bool(doc.get("include_cuda_toolkit", True)),
+                       include_cuda_cccl=bool(doc.get("include_cuda_cccl", False)),
                        nvrtc_options=[str(o) for o in doc.get("nvrtc_options", [])],
                        conditional_options=conditional, sites=list(doc.get("sites", [])), variants=variants)
 

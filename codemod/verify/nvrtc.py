@@ -138,21 +138,23 @@ class Nvrtc:
         self._lib.nvrtcGetSupportedArchs(archs)
         return list(archs)
 
-    def default_options(self, options=(), include_cuda: bool = True) -> list[str]:
-        """`--std=c++17` unless `options` choose a standard, and `-I` for the CUDA headers."""
+    def default_options(self, options=(), include_cuda: bool = True, include_cccl: bool = True) -> list[str]:
+        """`--std=c++17` unless `options` choose a standard, and `-I` for the CUDA headers (their
+        `cccl/` folder only with include_cccl: a library's layer may not pass it)."""
         base = [] if any(o.startswith(("--std", "-std")) for o in options) else list(BASE_OPTIONS)
-        return base + ([f"-I{d}" for d in self.include_dirs] if include_cuda else [])
+        dirs = [d for d in self.include_dirs if include_cccl or d.name != "cccl"] if include_cuda else []
+        return base + [f"-I{d}" for d in dirs]
 
     def compile(self, source: str, name: str, headers: dict[str, str] | None = None,
                 options: list[str] | tuple[str, ...] = (), name_expressions: list[str] | tuple[str, ...] = (),
-                arch: str = "sm_90", include_cuda: bool = True) -> CompileResult:
+                arch: str = "sm_90", include_cuda: bool = True, include_cccl: bool = True) -> CompileResult:
         """Compile one program for `arch` with every name expression added.
 
         `options` follow `--std=c++17 -I<CUDA headers> --gpu-architecture=<arch>`. A failed
         compile is a result with `compiled=False` and the log, never an exception.
         """
         headers = headers or {}
-        all_options = self.default_options(options, include_cuda) + arch_options(arch) + list(options)
+        all_options = self.default_options(options, include_cuda, include_cccl) + arch_options(arch) + list(options)
         lib = self._lib
         prog = ctypes.c_void_p()
         names = (ctypes.c_char_p * len(headers))(*[k.encode() for k in headers])
@@ -277,6 +279,7 @@ def load(library: Path | None = None) -> Nvrtc:
 
 def compile(source: str, name: str, headers: dict[str, str] | None = None,
             options: list[str] | tuple[str, ...] = (), name_expressions: list[str] | tuple[str, ...] = (),
-            arch: str = "sm_90", include_cuda: bool = True) -> CompileResult:
+            arch: str = "sm_90", include_cuda: bool = True, include_cccl: bool = True) -> CompileResult:
     """Compile with the process's NVRTC; see `Nvrtc.compile`."""
-    return load().compile(source, name, headers, options, name_expressions, arch=arch, include_cuda=include_cuda)
+    return load().compile(source, name, headers, options, name_expressions, arch=arch, include_cuda=include_cuda,
+                          include_cccl=include_cccl)

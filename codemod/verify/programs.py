@@ -29,6 +29,7 @@ class Program:
     headers: dict[str, str]
     options: list[str]
     include_cuda: bool
+    include_cccl: bool
     variants: list[str]
     variants_total: int
 
@@ -96,7 +97,8 @@ def plan(manifests: list[Manifest], archs: list[str], all_variants: bool = False
                 for arch in archs:
                     programs.append(Program(kernel=kernel.id, arch=arch, config=config, name=kernel.program_path,
                                             source=source, headers=headers, options=kernel.nvrtc_options + extra,
-                                            include_cuda=kernel.include_cuda_toolkit, variants=names,
+                                            include_cuda=kernel.include_cuda_toolkit,
+                                            include_cccl=kernel.include_cuda_cccl, variants=names,
                                             variants_total=len(kernel.variants)))
     return programs
 
@@ -107,7 +109,8 @@ def run_program(program: Program) -> ProgramResult:
 
     def compile_with(names: list[str]):
         return nvrtc.compile(program.source, program.name, program.headers, program.options, names,
-                             arch=program.arch, include_cuda=program.include_cuda)
+                             arch=program.arch, include_cuda=program.include_cuda,
+                             include_cccl=program.include_cccl)
 
     first = compile_with(program.variants)
     result = ProgramResult(kernel=program.kernel, arch=program.arch, config=program.config,

@@ -64,7 +64,8 @@ def test_axis_classes_on_actlib(analyses):
     axes = {ax.param: ax for ax in site.axes}
     assert axes["aligned"].binding == "runtime_branch"
     assert axes["OP"].binding == "entry_param"
-    assert axes["InputType"].binding == "type_switch" and "ACTLIB_TYPE_SWITCH_INPUT" in axes["InputType"].reason
+    assert axes["InputType"].binding == "type_switch"
+    assert any(s["class"] == "type_switch" and "ACTLIB_TYPE_SWITCH_INPUT" in s["detail"] for s in axes["InputType"].sources)
     assert axes["OutputType"].domain == ["__half", "__nv_bfloat16", "__nv_fp8_e4m3", "__nv_fp8_e5m2", "float"]
     assert axes["nvec"].binding == "constant" and not axes["nvec"].discoverable
     block = next(s for s in a.sites if s.kernel == "actlib::quantize_block_kernel" and s.kind == "launch")

@@ -131,3 +131,23 @@ def test_cmake_insertion_point_is_after_the_whole_command():
     second = cmake_command_end(data, data.index(b"(", first))
     assert data[:second].endswith(b"sym_b)")
     assert cmake_command_end(b"f(a (b)", 1) == -1
+
+
+def test_units_reaching_a_rewritten_header_follow_includes(tmp_path):
+    """The TUs a rewritten header reaches, directly or through other headers (quoted includes from
+    the including folder, then the rule's include dirs); others and the output folder are left out."""
+    from codemod.apply.plan import units_reaching
+
+    files = {
+        "util/launch.h": "#pragma once\n",
+        "cast/dispatch.cuh": '#include "../util/launch.h"\n',
+        "cast/cast.cu": '#include "dispatch.cuh"\n',
+        "gemm/gemm.cu": '#include "util/launch.h"\n',      # through the include dir "."
+        "norm/norm.cu": '#include <cuda_runtime.h>\n',      # reaches nothing
+        "loop/a.h": '#include "b.h"\n', "loop/b.h": '#include "a.h"\n', "loop/l.cu": '#include "a.h"\n',
+        "gen/out.cu": '#include "../util/launch.h"\n',      # the generated output folder
+    }
+    for path, text in files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    assert units_reaching(tmp_path, {"util/launch.h"}, ["."], skip="gen") == ["cast/cast.cu", "gemm/gemm.cu"]

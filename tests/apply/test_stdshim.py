@@ -38,3 +38,28 @@ template __global__ void k<float>(float *);
 """
     r = lib.compile(src, "shim_test.cu", {"type_traits": shim}, arch="sm_90")
     assert r.ok, r.log
+
+
+def test_minimal_cstdint_needs_no_libcu_include():
+    """`<cstdint>` with `minimal: true`: the fixed-width names defined in std and re-exported to
+    the global namespace, with no `<cuda/std/cstdint>` (CUDA 13 keeps it under include/cccl, which
+    TE's NVRTC layer does not pass: the H200 run failed on it)."""
+    from codemod.verify import nvrtc
+
+    names = ["uint8_t", "uint16_t", "uint32_t", "uint64_t", "int8_t", "int16_t", "int32_t", "int64_t"]
+    texts, rest = stdshim.definitions(names)
+    assert rest == []
+    shim = render("shim.j2", banner="test", name="cstdint", include="cuda/std/cstdint", definitions=texts,
+                  std_names=[], global_names=[], defined_global=names)
+    assert "#include" not in shim and "using ::std::uint64_t;" in shim
+    try:
+        lib = nvrtc.load()
+    except nvrtc.NvrtcNotFound as exc:
+        pytest.skip(f"NVRTC not available: {exc.render()}")
+    src = """#include <cstdint>
+static_assert(sizeof(uint8_t) == 1 && sizeof(std::int16_t) == 2 && sizeof(uint32_t) == 4);
+static_assert(sizeof(std::uint64_t) == 8 && sizeof(int64_t) == 8 && int8_t(-1) < 0);
+__global__ void k(uint64_t *p) { *p = static_cast<std::uint32_t>(*p); }
+"""
+    r = lib.compile(src, "cstdint_test.cu", {"cstdint": shim}, arch="sm_90", include_cuda=False)
+    assert r.ok, r.log

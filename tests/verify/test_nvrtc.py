@@ -111,3 +111,15 @@ def test_bad_arch_name_is_rejected():
     assert arch_options("sm_100a") == ["--gpu-architecture=sm_100a"]
     with pytest.raises(VerifyError):
         arch_options("hopper")
+
+
+def test_cccl_folder_only_when_the_layer_passes_it(lib):
+    """libcu++ lives under include/cccl since CUDA 13: verify adds that folder only when the rule
+    says the library's NVRTC layer does (`nvrtc_layer.cuda_includes_cccl`), so a kernel string that
+    needs it fails here as it would at run time."""
+    if not any(d.name == "cccl" for d in lib.include_dirs):
+        pytest.skip("this CUDA include tree has no cccl/ folder")
+    src = "#include <cuda/std/cstdint>\n__global__ void k(cuda::std::uint32_t *p) { *p = 1; }\n"
+    assert lib.compile(src, "with_cccl.cu", include_cccl=True).ok
+    without = lib.compile(src, "without_cccl.cu", include_cccl=False)
+    assert not without.ok and "cuda/std/cstdint" in without.log

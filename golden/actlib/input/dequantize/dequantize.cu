@@ -19,6 +19,14 @@ __device__ inline fp32 dequantize_func(fp32 value, const DequantizeParam &p) {
 }
 
 }  // namespace dequant
+
+// One instantiation of the launcher per (input, output) pair; nvec is fixed here, not by the entry.
+template <typename IType, typename OType>
+void dequantize_launch(const Tensor &in, Tensor &out, const dequant::DequantizeParam &p,
+                       cudaStream_t stream) {
+  launch_unary<4, dequant::DequantizeParam, dequant::dequantize_func, IType, OType>(in, out, p, stream);
+}
+
 }  // namespace actlib
 
 void actlib_dequantize(const ActlibTensor input, ActlibTensor output, cudaStream_t stream) {
@@ -30,8 +38,7 @@ void actlib_dequantize(const ActlibTensor input, ActlibTensor output, cudaStream
   const dequant::DequantizeParam p{in.scale_inv};
   ACTLIB_TYPE_SWITCH_FP8ONLY(in.dtype, IType,
     ACTLIB_TYPE_SWITCH_OUTPUT(out.dtype, OType,
-      launch_unary<4, dequant::DequantizeParam, dequant::dequantize_func, IType, OType>(
-          in, out, p, stream);
+      dequantize_launch<IType, OType>(in, out, p, stream);
     )
   )
 }
