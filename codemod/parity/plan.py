@@ -42,6 +42,7 @@ class Entry:
     where: str                 # header:line of the prototype
     args: list[Arg]
     kernels: list[str]         # migrated kernels it reaches (from the analysis)
+    inputs: list[str] = field(default_factory=list)   # input dtypes it is called with
 
 
 @dataclass
@@ -110,6 +111,27 @@ def _shape_for(profile: Profile, entry: str, param: str) -> tuple[int, int]:
     return (1, 1)
 
 
+def _all_inputs(profile: Profile, entries: list[Entry]) -> list[str]:
+    """The driver's input dtype table: the profile's list, then any an entry adds (appended, so
+    indices, and with them the case seeds, of the common ones do not move)."""
+    out = list(profile["input_dtypes"])
+    for e in entries:
+        out += [d for d in e.inputs if d not in out]
+    for d in out:
+        if d not in profile["dtypes"]:
+            raise RuleError(f"input dtype {d} is not in the profile's dtypes", where=str(profile.path))
+    return out
+
+
+def _inputs_for(profile: Profile, entry: str) -> list[str]:
+    """Input dtypes an entry point is called with: the first `entry_inputs` pattern that matches
+    (e.g. a dequantize entry takes FP8 only), else the profile's `input_dtypes`."""
+    for rule in profile.get("entry_inputs", []):
+        if re.search(rule["match"], entry):
+            return list(rule["input_dtypes"])
+    return list(profile["input_dtypes"])
+
+
 def _args(profile: Profile, proto) -> list[Arg]:
     roles, scalars = profile["roles"], profile.get("scalars", {})
     tensor, stream = profile["tensor_type"], profile["stream_type"]
@@ -161,7 +183,8 @@ def build_plan(analysis: dict, rule: dict, profile: Profile, library_root: Path)
         if proto is None:
             raise UnsupportedConstruct(f"entry point {ep['name']} is not declared in the profile's headers",
                                        where=f"{ep['file']}:{ep['line']}")
-        entries.append(Entry(ep["name"], proto.where, _args(profile, proto), reached))
+        entries.append(Entry(ep["name"], proto.where, _args(profile, proto), reached,
+                             _inputs_for(profile, ep["name"])))
     if not entries:
         raise UsageError("no entry point of the analysis reaches a migrated kernel")
     formats = [Format(**f) for f in profile["formats"]]
@@ -174,7 +197,7 @@ def build_plan(analysis: dict, rule: dict, profile: Profile, library_root: Path)
         include_dirs=list(profile.get("include_dirs", [])), library_file=profile["library_file"],
         link_name=profile["link_name"],
         dtypes={k: tuple(v) for k, v in profile["dtypes"].items()},
-        input_dtypes=list(profile["input_dtypes"]), formats=formats,
+        input_dtypes=_all_inputs(profile, entries), formats=formats,
         shapes_rc=[tuple(s) for s in profile["shapes_rc"]], bench_rc=tuple(profile["bench_rc"]),
         step=list(profile.get("step", [])),
         bench_formats=list(profile.get("bench_formats", [f.name for f in formats])), entries=entries,

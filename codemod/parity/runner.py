@@ -96,7 +96,8 @@ def _driver(cfg: RunConfig, side: str) -> Path:
 
 
 def _combos(plan: dict, formats: list[str]) -> list[str]:
-    return [f"{e['name']}:{i}:{f}" for e in plan["entries"] for i in plan["input_dtypes"] for f in formats]
+    return [f"{e['name']}:{i}:{f}" for e in plan["entries"] for i in e.get("inputs") or plan["input_dtypes"]
+            for f in formats]
 
 
 def _bench(cfg: RunConfig, side: str, exe: Path, name: str, only: list[str]) -> list[dict]:

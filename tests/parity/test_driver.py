@@ -44,7 +44,9 @@ def test_plan_takes_migrated_entry_points_from_the_analysis():
         "grad": (1, 1), "input": (1, 2), "output": (1, 2)}
     clamped = next(e for e in plan.entries if e.name == "actlib_clamped_swiglu")
     assert [a.value for a in clamped.args if a.role == "scalar"] == ["7.0f", "1.702f"]
-    assert len(plan.formats) == 14 and plan.input_dtypes == ["fp32", "fp16", "bf16"]
+    assert len(plan.formats) == 14 and plan.input_dtypes == ["fp32", "fp16", "bf16", "fp8e4m3", "fp8e5m2"]
+    dequantize = next(e for e in plan.entries if e.name == "actlib_dequantize")
+    assert dequantize.inputs == ["fp8e4m3", "fp8e5m2"] and dswiglu.inputs == ["fp32", "fp16", "bf16"]
 
 
 def test_generated_driver_matches_golden():

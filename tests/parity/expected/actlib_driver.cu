@@ -68,6 +68,8 @@ const int kInputDTypes[] = {
     0,  // fp32
     1,  // fp16
     2,  // bf16
+    3,  // fp8e4m3
+    4,  // fp8e5m2
 };
 
 const Format kFormats[] = {
@@ -238,6 +240,12 @@ Tensor make_input(const Case& c, size_t rm, size_t cm, int salt) {
   t.cols = c.cols * cm;
   t.dtype = kInputDTypes[c.input];
   fill_input(t, c, salt);
+  const Kind kind = kDTypes[t.dtype].kind;
+  if (kind == Kind::kFp8E4M3 || kind == Kind::kFp8E5M2) {  // FP8 data comes with its scale_inv
+    t.scale_inv.reset(new Buffer(sizeof(float)));
+    const float si = 0.25f + Rng(mix(c.seed, 98 + static_cast<uint64_t>(salt))).uniform();
+    PARITY_CUDA(cudaMemcpy(t.scale_inv->ptr, &si, sizeof(si), cudaMemcpyHostToDevice));
+  }
   return t;
 }
 
@@ -643,22 +651,35 @@ struct Call_actlib_swiglu final : Call {
 struct Entry {
   const char* name;
   Call* (*make)();
+  unsigned inputs;  // bit i: called with kInputDTypes[i]
 };
 
 const Entry kEntries[] = {
-    {"actlib_clamped_swiglu", [] { return static_cast<Call*>(new Call_actlib_clamped_swiglu()); }},
-    {"actlib_dequantize", [] { return static_cast<Call*>(new Call_actlib_dequantize()); }},
-    {"actlib_dgelu", [] { return static_cast<Call*>(new Call_actlib_dgelu()); }},
-    {"actlib_drelu", [] { return static_cast<Call*>(new Call_actlib_drelu()); }},
-    {"actlib_dswiglu", [] { return static_cast<Call*>(new Call_actlib_dswiglu()); }},
-    {"actlib_gelu", [] { return static_cast<Call*>(new Call_actlib_gelu()); }},
-    {"actlib_quantize", [] { return static_cast<Call*>(new Call_actlib_quantize()); }},
-    {"actlib_quantize_dbias", [] { return static_cast<Call*>(new Call_actlib_quantize_dbias()); }},
+    {"actlib_clamped_swiglu", [] { return static_cast<Call*>(new Call_actlib_clamped_swiglu()); },
+     1u << 0 | 1u << 1 | 1u << 2},
+    {"actlib_dequantize", [] { return static_cast<Call*>(new Call_actlib_dequantize()); },
+     1u << 3 | 1u << 4},
+    {"actlib_dgelu", [] { return static_cast<Call*>(new Call_actlib_dgelu()); },
+     1u << 0 | 1u << 1 | 1u << 2},
+    {"actlib_drelu", [] { return static_cast<Call*>(new Call_actlib_drelu()); },
+     1u << 0 | 1u << 1 | 1u << 2},
+    {"actlib_dswiglu", [] { return static_cast<Call*>(new Call_actlib_dswiglu()); },
+     1u << 0 | 1u << 1 | 1u << 2},
+    {"actlib_gelu", [] { return static_cast<Call*>(new Call_actlib_gelu()); },
+     1u << 0 | 1u << 1 | 1u << 2},
+    {"actlib_quantize", [] { return static_cast<Call*>(new Call_actlib_quantize()); },
+     1u << 0 | 1u << 1 | 1u << 2},
+    {"actlib_quantize_dbias", [] { return static_cast<Call*>(new Call_actlib_quantize_dbias()); },
+     1u << 0 | 1u << 1 | 1u << 2},
     {"actlib_quantize_dbias_dgelu",
-     [] { return static_cast<Call*>(new Call_actlib_quantize_dbias_dgelu()); }},
-    {"actlib_relu", [] { return static_cast<Call*>(new Call_actlib_relu()); }},
-    {"actlib_silu", [] { return static_cast<Call*>(new Call_actlib_silu()); }},
-    {"actlib_swiglu", [] { return static_cast<Call*>(new Call_actlib_swiglu()); }},
+     [] { return static_cast<Call*>(new Call_actlib_quantize_dbias_dgelu()); },
+     1u << 0 | 1u << 1 | 1u << 2},
+    {"actlib_relu", [] { return static_cast<Call*>(new Call_actlib_relu()); },
+     1u << 0 | 1u << 1 | 1u << 2},
+    {"actlib_silu", [] { return static_cast<Call*>(new Call_actlib_silu()); },
+     1u << 0 | 1u << 1 | 1u << 2},
+    {"actlib_swiglu", [] { return static_cast<Call*>(new Call_actlib_swiglu()); },
+     1u << 0 | 1u << 1 | 1u << 2},
 };
 
 std::string Case::id() const {
@@ -712,6 +733,7 @@ int run_parity(const char* path, uint64_t seed, int shard, int shards, bool clea
     if (e % shards != shard) continue;
     for (int i = 0; i < n_inputs; ++i)
       for (int f = 0; f < n_formats; ++f) {
+        if (!(kEntries[e].inputs & (1u << i))) continue;
         bool first = true;
         for (int s = 0; s < n_shapes; ++s)
           for (int v = 0; v < 2; ++v) {
@@ -773,6 +795,7 @@ int run_bench(const char* path, const std::vector<std::string>& only, int reps) 
   for (int e = 0; e < n_entries; ++e)
     for (int i = 0; i < n_inputs; ++i)
       for (int f = 0; f < n_formats; ++f) {
+        if (!(kEntries[e].inputs & (1u << i))) continue;
         const std::string key = std::string(kEntries[e].name) + ":" +
                                 kDTypes[kInputDTypes[i]].name + ":" + kFormats[f].name;
         if (!only.empty() && std::find(only.begin(), only.end(), key) == only.end()) continue;
