@@ -8,8 +8,9 @@
 #   scripts/device_builds.sh start WORK ORIGINAL_SRC MIGRATED_SRC   # returns at once
 #   scripts/device_builds.sh wait WORK SECONDS [OUT]                # progress; copies results to OUT
 #
-# `start` runs each build under setsid, so it outlives the call that started it; `wait` polls
-# until both builds have ended (exit status in WORK/parity-build-SIDE.rc) or SECONDS have passed,
+# `start` runs each build through scripts/device_bg.sh (setsid: it outlives the call that started
+# it; log WORK/parity-build-SIDE.log); `wait` polls until both builds have ended (exit status in
+# WORK/parity-build-SIDE.rc) or SECONDS have passed,
 # printing the steps done per side every 15 s, then copies the build records, ninja logs, nvcc
 # --time files and log tails to OUT (default: $OUT). Exit status of `wait`: 0 both builds
 # succeeded, 1 a build failed, 3 still running at the deadline.
@@ -42,12 +43,10 @@ start)
     lscpu > "$work/lscpu.txt" 2>&1
     for side in original migrated; do
         if [ "$side" = original ]; then src=$orig; cpus=$cpus_a; else src=$migr; cpus=$cpus_b; fi
-        rm -f "$work/parity-build-$side.rc"
         echo "$cpus" > "$work/parity-build-$side.cpus"
-        setsid bash -c 'taskset -c "$1" python3 -m codemod.parity build --side "$2" --src "$3" --work "$4" \
-            --configure-cmd "$5" --build-cmd "$6" --commit "$7" > "$4/parity-build-$2.out" 2>&1
-            echo $? > "$4/parity-build-$2.rc"' _ "$cpus" "$side" "$src" "$work" "${CONFIGURE_CMD:-}" \
-            "$BUILD_CMD" "${COMMIT:-}" < /dev/null > /dev/null 2>&1 &
+        bash "$(dirname "$0")/device_bg.sh" start "$work" "parity-build-$side" \
+            taskset -c "$cpus" python3 -m codemod.parity build --side "$side" --src "$src" --work "$work" \
+            --configure-cmd "${CONFIGURE_CMD:-}" --build-cmd "$BUILD_CMD" --commit "${COMMIT:-}"
     done
     echo "started both builds under $work"
     ;;

@@ -72,7 +72,7 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
         return {}, render_report(plan, ChangeSet(), {}), plan
     cs = generate(root, plan, version, formatted)
     files = apply_edits(root, cs)
-    rewritten = {path for path, (old, _) in files.items() if old is not None and not path.endswith(".txt")}
+    rewritten = {path for path, (old, _) in files.items() if old is not None}
     if rewritten:
         analyzed = {tu.file for tu in analysis.translation_units}
         if progress:

@@ -168,15 +168,14 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
         cs.notes.append(f"{replaced}: replaced under NVRTC by the generated prelude {path} (dtype aliases, "
                         "toolkit headers)")
     for name, shim in sorted(ks_spec.get("shims", {}).items()):
-        std_names, global_names, defined, defined_global = shim.get("std_names", []), shim.get("global_names", []), [], []
+        std_names, global_names = shim.get("std_names", []), shim.get("global_names", [])
+        defined, libcu = [], std_names + global_names    # names written out / taken from libcu++
         if shim.get("minimal"):
-            defined, std_names = stdshim.definitions(std_names + global_names)
-            defined_global = [n for n in global_names if n not in std_names]
-            global_names = [n for n in global_names if n in std_names]
-            std_names = [n for n in std_names if n not in global_names]
+            defined, libcu = stdshim.definitions(std_names + global_names)
         cs.new_files[f"{out}/shims/{name}"] = render(
             "shim.j2", banner=head, name=name, include=shim["include"], definitions=defined,
-            std_names=std_names, global_names=global_names, defined_global=defined_global)
+            std_names=[n for n in std_names if n in libcu], global_names=[n for n in global_names if n in libcu],
+            defined_global=[n for n in global_names if n not in libcu])
         cs.notes.append(f"<{name}>: not in NVRTC; shipped as the in-memory shim {out}/shims/{name} over "
                         f"<{shim['include']}>" + (f", with {len(defined)} names defined by codemod" if defined else ""))
 

@@ -254,35 +254,24 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
 
 
 _TU_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")
-_SOURCE_SUFFIXES = _TU_SUFFIXES + (".cuh", ".h", ".hpp", ".hh", ".inl")
-_SKIP_DIRS = {".git", "build", "__pycache__"}
 
 
 def units_reaching(root: Path, headers: set[str], include_dirs: list[str], skip: str = "") -> list[str]:
-    """Translation units under root (repo paths, sorted) that include one of `headers`
-    (repo paths), directly or through other library headers. `skip`: a folder left out (the
-    generated output)."""
+    """Translation units under root (repo paths, sorted) that include one of `headers` (repo
+    paths), directly or through other library headers (the frontend's regex include graph:
+    quoted includes next to the including file first, then the rule's include dirs). `skip`: a
+    folder left out (the generated output)."""
+    from ..frontend.parse import IncludeGraph
+
     top = root.resolve()
-    sources = sorted(p.relative_to(top).as_posix() for p in top.rglob("*")
-                     if p.suffix in _SOURCE_SUFFIXES and p.is_file()
-                     and not _SKIP_DIRS.intersection(p.relative_to(top).parts))
-    if skip:
-        sources = [s for s in sources if not (s + "/").startswith(skip.rstrip("/") + "/")]
-    reaches: dict[str, bool] = {h: True for h in headers}
-
-    def visit(path: str, stack: set[str]) -> bool:
-        if path in reaches:
-            return reaches[path]
-        if path in stack:           # an include cycle: decided by the other members
-            return False
-        stack.add(path)
-        try:
-            found = any(target is not None and visit(target, stack)
-                        for inc in source.includes((top / path).read_bytes())
-                        for target in [_resolve(top, path, inc, include_dirs)])
-        finally:
-            stack.discard(path)
-        reaches[path] = found
-        return found
-
-    return [s for s in sources if s.endswith(_TU_SUFFIXES) and s not in headers and visit(s, set())]
+    graph = IncludeGraph(top)
+    dirs = tuple((top / d).resolve() for d in include_dirs)
+    targets = {(top / h).resolve() for h in headers}
+    skip_dir = (top / skip).resolve() if skip else None
+    out = []
+    for path in graph.directives:
+        if path.suffix not in _TU_SUFFIXES or path in targets or (skip_dir and path.is_relative_to(skip_dir)):
+            continue
+        if graph.closure(path, dirs)[0] & targets:
+            out.append(path.relative_to(top).as_posix())
+    return sorted(out)

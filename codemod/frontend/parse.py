@@ -377,23 +377,29 @@ class IncludeGraph:
         files: set[Path] = set()
         cccl = True
         for member in job.members or [job.tu]:
-            seen: set[Path] = set()
-            todo = [(Path(job.root) / member).resolve()]
-            uses_cccl = False
-            while todo:
-                p = todo.pop()
-                if p in seen or p not in self.directives:
-                    continue
-                seen.add(p)
-                for kind, name in self.directives[p]:
-                    found = self._resolve(p, kind, name, dirs)
-                    if found is not None:
-                        todo.append(found)
-                    elif name.startswith(CCCL_DIRS):
-                        uses_cccl = True
+            seen, uses_cccl = self.closure((Path(job.root) / member).resolve(), dirs)
             files |= seen
             cccl = cccl and uses_cccl
         return sum(p.stat().st_size for p in files), cccl
+
+    def closure(self, start: Path, dirs: tuple[Path, ...]) -> tuple[set[Path], bool]:
+        """The project files `start` (resolved) reaches through includes, itself included; and
+        whether an include it could not resolve in the project names a CCCL header."""
+        seen: set[Path] = set()
+        todo = [start]
+        uses_cccl = False
+        while todo:
+            p = todo.pop()
+            if p in seen or p not in self.directives:
+                continue
+            seen.add(p)
+            for kind, name in self.directives[p]:
+                found = self._resolve(p, kind, name, dirs)
+                if found is not None:
+                    todo.append(found)
+                elif name.startswith(CCCL_DIRS):
+                    uses_cccl = True
+        return seen, uses_cccl
 
 
 def missing_system_headers(root: Path, flags: list[str], tc: Toolchain, graph: IncludeGraph | None = None) -> list[str]:
