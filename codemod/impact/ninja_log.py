@@ -6,6 +6,7 @@ Format and loader rules: docs/impact.md, "Inputs". Pure functions over file-like
 
 from __future__ import annotations
 
+import gzip
 import io
 import re
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from typing import IO, Iterable, NamedTuple
 import numpy as np
 
 from ..errors import ParseError
+from .logfile import open_log
 
 _HEADER = re.compile(r"#\s*ninja log v(\d+)\s*$")
 _HEX = re.compile(r"[0-9a-fA-F]+")
@@ -462,7 +464,7 @@ def parse(stream: IO[str], name: str = "<ninja_log>") -> NinjaLog:
 def parse_path(path: str, display: str | None = None) -> NinjaLog:
     name = display or path
     try:
-        with open(path, encoding="utf-8", errors="surrogateescape", newline="") as fh:
+        with open_log(path) as fh:
             return parse(fh, name)
-    except OSError as exc:
-        raise ParseError(f"cannot read ninja log: {exc.strerror}", where=name) from None
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise ParseError(f"cannot read ninja log: {getattr(exc, 'strerror', None) or exc}", where=name) from None

@@ -125,3 +125,18 @@ def test_column_reader_agrees_with_line_reader():
     slow = ninja_log.parse(io.StringIO("# ninja log v7\n\n" + body), "x.ninja_log")
     assert [ln._replace(lineno=ln.lineno + 1) for ln in fast.lines] == slow.lines
     assert fast.lines[0].cmdhash == "0f" and fast.lines[-1].lineno == 51
+
+
+def test_gzip_compressed_log_reads_like_the_plain_one(tmp_path):
+    import gzip
+
+    plain = GOLDEN / "logs" / "v5_three_builds.ninja_log"
+    packed = tmp_path / "v5.ninja_log.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    steps = [[(s.name, s.start_ms, s.end_ms) for s in b.cycles[0].steps()] for b in parse_file(plain).builds]
+    assert steps == [[(s.name, s.start_ms, s.end_ms) for s in b.cycles[0].steps()]
+                     for b in parse_file(packed).builds]
+    truncated = tmp_path / "cut.ninja_log.gz"
+    truncated.write_bytes(gzip.compress(plain.read_bytes())[:40])
+    with pytest.raises(ParseError, match="cannot read ninja log"):
+        parse_file(truncated)

@@ -94,3 +94,17 @@ def test_te_interleaved_csv_every_cuda_tu_gets_phases(at_repo):
     assert sorted(i.output for i in loaded.nvcc_unmatched) == ["CMakeFiles/cmTC_43913.dir/CMakeCUDACompilerABI.cu.o", "a.out"]
     gelu = loaded.nvcc["CMakeFiles/transformer_engine.dir/activation/gelu_grouped.cu.o"].phase_ms()
     assert (gelu["cicc"], gelu["ptxas"], gelu["host_compile"]) == (227500.2031, 243790.25, 79439.75)
+
+
+def test_gzip_compressed_file_reads_like_the_plain_one(tmp_path):
+    import gzip
+
+    plain = GOLDEN / "nvcc" / "interleaved_4proc.csv"
+    packed = tmp_path / "interleaved_4proc.csv.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    a, b = parse(plain), parse(packed)
+    assert [(i.source, i.pid, i.phase_ms()) for i in a[0]] == [(i.source, i.pid, i.phase_ms()) for i in b[0]]
+    broken = tmp_path / "broken.csv.gz"
+    broken.write_bytes(b"not gzip at all\n")
+    with pytest.raises(ParseError, match="cannot read nvcc --time file: Not a gzipped file"):
+        parse(broken)
