@@ -9,6 +9,11 @@ options, the CUDA include folders the library's layer passes, one name expressio
 sm_90. Three variants per kernel (first, middle, last of the manifest), `--reps` compiles each;
 wall and process CPU time of nvrtcCreateProgram..nvrtcCompileProgram, median per variant. The
 module load and launch on the GPU come on top (measured on the device: `docs/results/te_build.md`).
+
+`--option OPT` (repeatable) also compiles every variant with OPT appended to the manifest's
+options, alternating with the baseline in the same run, and records both times and cubin sizes
+(e.g. `--option=-Ofc=mid --label te_ofc_mid`). A faster option is not a drop-in: it changes the
+generated code, so parity and kernel time have to be measured on a GPU before a rule uses it.
 """
 
 from __future__ import annotations
@@ -35,7 +40,10 @@ def main() -> int:
     ap.add_argument("--label", default="te")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--arch", default="sm_90")
+    ap.add_argument("--option", action="append", default=[], metavar="OPT",
+                    help="NVRTC option to compare against the baseline (repeatable)")
     args = ap.parse_args()
+    setups = [("baseline", [])] + ([("with_options", args.option)] if args.option else [])
     lib = nvrtc.load()
     load0 = os.getloadavg()[0]
     rows = []
@@ -47,33 +55,52 @@ def main() -> int:
             n = len(kernel.variants)
             for idx in sorted({0, n // 2, n - 1}):
                 variant = kernel.variants[idx]
-                walls, cpus = [], []
+                times = {label: ([], []) for label, _ in setups}
+                sizes = {}
                 for _ in range(args.reps):
-                    r = lib.compile(source, kernel.program_path, headers, kernel.nvrtc_options,
-                                    [variant.name_expression], arch=args.arch,
-                                    include_cuda=kernel.include_cuda_toolkit, include_cccl=kernel.include_cuda_cccl)
-                    if not r.ok:
-                        print(f"{kernel.id}: {variant.name_expression} failed:\n{r.log[:2000]}", file=sys.stderr)
-                        return 1
-                    walls.append(r.seconds)
-                    cpus.append(r.cpu_seconds)
-                rows.append({"kernel": kernel.id, "variant": variant.name_expression,
-                             "wall_ms_median": round(statistics.median(walls) * 1000, 1),
-                             "cpu_ms_median": round(statistics.median(cpus) * 1000, 1),
-                             "wall_ms_min": round(min(walls) * 1000, 1)})
+                    for label, extra in setups:     # alternating: both see the same machine load
+                        r = lib.compile(source, kernel.program_path, headers, list(kernel.nvrtc_options) + extra,
+                                        [variant.name_expression], arch=args.arch,
+                                        include_cuda=kernel.include_cuda_toolkit, include_cccl=kernel.include_cuda_cccl)
+                        if not r.ok:
+                            print(f"{kernel.id}: {variant.name_expression} {extra} failed:\n{r.log[:2000]}",
+                                  file=sys.stderr)
+                            return 1
+                        times[label][0].append(r.seconds)
+                        times[label][1].append(r.cpu_seconds)
+                        sizes[label] = r.cubin_size
+                row = {"kernel": kernel.id, "variant": variant.name_expression}
+                for label, (walls, cpus) in times.items():
+                    prefix = "" if label == "baseline" else "opt_"
+                    row.update({f"{prefix}wall_ms_median": round(statistics.median(walls) * 1000, 1),
+                                f"{prefix}cpu_ms_median": round(statistics.median(cpus) * 1000, 1),
+                                f"{prefix}wall_ms_min": round(min(walls) * 1000, 1),
+                                f"{prefix}cubin_bytes": sizes[label]})
+                rows.append(row)
     doc = {"schema": "codemod-bench-first-use/1", "library": str(args.label), "arch": args.arch,
            "nvrtc": ".".join(map(str, lib.version)), "reps": args.reps, "cpus": os.cpu_count(),
            "load_before": round(load0, 2), "load_after": round(os.getloadavg()[0], 2),
            "host": platform.platform(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "rows": rows,
+           "extra_options": args.option, "rows": rows,
            "cpu_ms_median_over_variants": statistics.median(r["cpu_ms_median"] for r in rows) if rows else None,
            "cpu_ms_max_over_variants": max((r["cpu_ms_median"] for r in rows), default=None)}
+    if args.option:
+        doc["opt_cpu_ms_median_over_variants"] = statistics.median(r["opt_cpu_ms_median"] for r in rows)
+        doc["opt_cpu_ms_max_over_variants"] = max(r["opt_cpu_ms_median"] for r in rows)
     out = REPO / "bench" / "results" / f"first_use_nvrtc_{args.label}"
     out.with_suffix(".json").write_text(json.dumps(doc, indent=1) + "\n")
     lines = [f"NVRTC first-use compile, one variant per program, {args.arch}, NVRTC {doc['nvrtc']}, "
              f"{args.reps} reps (median), {doc['cpus']} CPUs, load {doc['load_before']} -> {doc['load_after']}"]
-    lines += [f"  {r['cpu_ms_median']:7.1f} ms CPU  {r['wall_ms_median']:7.1f} ms wall  {r['variant']}" for r in rows]
+    if args.option:
+        lines.append(f"baseline vs with {' '.join(args.option)} (alternating): CPU ms, cubin bytes")
+        lines += [f"  {r['cpu_ms_median']:7.1f} / {r['opt_cpu_ms_median']:7.1f} ms CPU  "
+                  f"{r['cubin_bytes']:7d} / {r['opt_cubin_bytes']:7d} B  {r['variant']}" for r in rows]
+    else:
+        lines += [f"  {r['cpu_ms_median']:7.1f} ms CPU  {r['wall_ms_median']:7.1f} ms wall  {r['variant']}" for r in rows]
     lines.append(f"median over variants {doc['cpu_ms_median_over_variants']} ms CPU, max {doc['cpu_ms_max_over_variants']} ms")
+    if args.option:
+        lines.append(f"with {' '.join(args.option)}: median {doc['opt_cpu_ms_median_over_variants']} ms CPU, "
+                     f"max {doc['opt_cpu_ms_max_over_variants']} ms")
     out.with_suffix(".txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
