@@ -26,6 +26,9 @@ def add_parser(sub) -> None:
     add_run_arguments(r)
     b = verbs.add_parser("build", help="one clean, timed build of a tree, keeping its ninja log and nvcc timings")
     add_build_arguments(b)
+    m = verbs.add_parser("report", help="render the markdown summary of a result JSON again")
+    m.add_argument("result", type=Path, help="`parity run --json` output (codemod-parity/1)")
+    m.add_argument("-o", "--output", type=Path, help="markdown file (default: stdout)")
     p.set_defaults(run=run)
 
 
@@ -113,11 +116,30 @@ def _build(args) -> int:
     return 0
 
 
+def _report(args) -> int:
+    from .report import render_markdown
+
+    try:
+        result = json.loads(args.result.read_text())
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read parity result {args.result}: {exc}") from None
+    if not isinstance(result, dict) or result.get("schema") != "codemod-parity/1":
+        raise UsageError(f"{args.result} is not a parity result (schema codemod-parity/1)")
+    text = render_markdown(result)
+    if args.output:
+        args.output.write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def run(args) -> int:
+    if getattr(args, "verb", None) == "report":
+        return _report(args)
     if getattr(args, "verb", None) == "generate":
         return _generate(args)
     if getattr(args, "verb", None) == "build":
         return _build(args)
     if getattr(args, "verb", None) == "run":
         return _run(args)
-    raise UsageError("codemod parity needs a verb: generate, build or run")
+    raise UsageError("codemod parity needs a verb: generate, build, run or report")

@@ -7,6 +7,36 @@ def _ms(v) -> str:
     return "–" if v is None else f"{v:.1f}"
 
 
+def _rejections(combinations: list[dict]) -> list[str]:
+    """Each message both builds rejected a case with, and the entry points it came from."""
+    by_message: dict[str, dict[str, int]] = {}
+    for c in combinations:
+        for message in c.get("rejections") or []:
+            entries = by_message.setdefault(message, {})
+            entries[c["entry"]] = entries.get(c["entry"], 0) + 1
+    if not by_message:
+        return []
+    lines = ["", "Rejected by both builds (message; entry points, combinations):", ""]
+    for message, entries in sorted(by_message.items(), key=lambda kv: (-sum(kv[1].values()), kv[0])):
+        lines.append(f"- `{message}`: " + ", ".join(f"`{e}` ({n})" for e, n in sorted(entries.items())))
+    return lines
+
+
+def _already_compiled(bench: list[dict]) -> str:
+    """NOTE: no NVRTC compile finishes in under 1 ms, so a migrated first call that fast found its
+    variant compiled by an earlier call of the process (another entry point, same kernel)."""
+    firsts = [b["first_ms"]["migrated"] for b in bench if b.get("first_ms", {}).get("migrated") is not None]
+    fast = [v for v in firsts[1:] if v < 1.0]
+    if not fast:
+        return ""
+    rest = sorted(v for v in firsts[1:] if v >= 1.0)
+    median = (rest[len(rest) // 2] + rest[(len(rest) - 1) // 2]) / 2 if rest else None
+    return (f" {len(fast)} of the other {len(firsts) - 1} first calls took under 1 ms: their variant "
+            f"was already compiled by an earlier call; over the {len(rest)} that compiled, median "
+            f"{_ms(median)} ms, max {_ms(max(rest) if rest else None)} ms, "
+            f"{sum(v <= 300 for v in rest)} within 300 ms.")
+
+
 def render_markdown(r: dict) -> str:
     env, p, bs = r["environment"], r["parity"], r["bench_summary"]
     lines = [
@@ -39,6 +69,7 @@ def render_markdown(r: dict) -> str:
         e[3] += c["rejected"]
     for name, (combos, ran, equal, rej) in sorted(per_entry.items()):
         lines.append(f"| `{name}` | {combos} | {ran} | {equal} | {rej} |")
+    lines += _rejections(r["combinations"])
     if r["mismatches"]:
         lines += ["", "First mismatches:", ""]
         lines += [f"- `{m['case']}` {m['what']}: {m['detail']}" for m in r["mismatches"][:10]]
@@ -56,7 +87,8 @@ def render_markdown(r: dict) -> str:
         f"{_ms(bs['first_use_ms_original_median'])} ms. The first call in a process "
         f"(runtime and NVRTC start-up included) is excluded: "
         f"{_ms((bs['first_call_ms_first_in_process'] or {}).get('migrated'))} ms migrated, "
-        f"{_ms((bs['first_call_ms_first_in_process'] or {}).get('original'))} ms original.",
+        f"{_ms((bs['first_call_ms_first_in_process'] or {}).get('original'))} ms original."
+        + _already_compiled(r.get("bench", [])),
         "",
     ]
     if r.get("step_first_use_ms"):
@@ -78,7 +110,7 @@ def render_markdown(r: dict) -> str:
         lines.append(f"| `{b['entry']}` | {b['input']} | {b['format']} | {b['first_ms']['original']:.1f} / "
                      f"{b['first_ms']['migrated']:.1f} | {b['warm_median_ms']['original']:.4f} / "
                      f"{b['warm_median_ms']['migrated']:.4f} | {b['ratio']:.3f} |")
-    builds = r.get("builds") or {}
+    builds = dict(sorted((r.get("builds") or {}).items(), key=lambda kv: (kv[0] != "original", kv[0])))
     if builds and all("build" in b for b in builds.values()):      # `parity build` records
         lines += ["", "| build (clean, `parity build`) | wall s | CPU s | configure s |", "|---|---:|---:|---:|"]
         lines += [f"| {s} | {b['build']['wall_s']} | {b['build']['cpu_s']} | "

@@ -74,3 +74,53 @@ def test_skip_build_without_builds_is_a_usage_error(tmp_path, capsys):
                "--driver", str(tmp_path / "d"), "--work", str(tmp_path / "w"), "--skip-build",
                "--json", str(tmp_path / "r.json"), "--no-timings"])
     assert rc == 2 and "no original build" in capsys.readouterr().err
+
+
+def _result(**extra):
+    result = {"schema": "codemod-parity/1", "library": "lib", "rule": "r", "arch": "sm_90", "seed": 1,
+              "environment": {"commit": "c", "gpu": "g", "nvcc": "n", "cpus": 16, "date": "d"},
+              "parity": {"equal": 1, "ran": 1, "all_equal": True, "bytes_compared": 8, "rejected_by_both": 3,
+                         "shapes": [[1, 2]]},
+              "bench_summary": {"shape": [1, 2], "reps": 3, "first_use_ms_migrated_median": 2.0,
+                                "first_use_ms_migrated_max": 400.0, "first_use_ms_original_median": 0.1,
+                                "first_call_ms_first_in_process": {"migrated": 200.0, "original": 60.0},
+                                "warm_ratio_median": None},
+              "combinations": [], "mismatches": [], "mismatch_count": 0}
+    result.update(extra)
+    return result
+
+
+def test_markdown_groups_rejections_by_message_and_counts_calls_that_found_their_variant_compiled():
+    from codemod.parity.report import render_markdown
+
+    combos = [{"entry": "f_dbias", "ran": 0, "equal": 0, "rejected": 10, "rejections": ["needs sm_100"]},
+              {"entry": "g_dbias", "ran": 0, "equal": 0, "rejected": 10, "rejections": ["needs sm_100"]},
+              {"entry": "g_dbias", "ran": 0, "equal": 0, "rejected": 5, "rejections": ["needs sm_100", "bad shape"]},
+              {"entry": "f", "ran": 10, "equal": 10, "rejected": 0, "rejections": []}]
+
+    def bench(entry, ms):
+        return {"entry": entry, "input": "bf16", "format": "fp8", "first_ms": {"migrated": ms, "original": 0.2},
+                "warm_median_ms": {"migrated": 1.0, "original": 1.0}, "ratio": 1.0}
+
+    md = render_markdown(_result(combinations=combos, bench=[bench("first", 200.0), bench("a", 100.0),
+                                                              bench("a_v2", 0.2), bench("b", 400.0),
+                                                              bench("c", 300.0)]))
+    assert "- `needs sm_100`: `f_dbias` (1), `g_dbias` (2)\n- `bad shape`: `g_dbias` (1)" in md
+    # the process's first call is excluded; a_v2 found its variant compiled; 100, 300, 400 compiled
+    assert ("1 of the other 4 first calls took under 1 ms: their variant was already compiled by an "
+            "earlier call; over the 3 that compiled, median 300.0 ms, max 400.0 ms, 2 within 300 ms.") in md
+
+
+def test_report_verb_renders_a_result_again_and_refuses_other_json(tmp_path, capsys):
+    from codemod.cli import main as cli
+
+    good = tmp_path / "r.json"
+    good.write_text(json.dumps(_result(builds={"migrated": {"build": {"wall_s": 2.0, "cpu_s": 3.0}},
+                                               "original": {"build": {"wall_s": 1.0, "cpu_s": 1.5}}})))
+    assert cli(["parity", "report", str(good), "-o", str(tmp_path / "r.md")]) == 0
+    md = (tmp_path / "r.md").read_text()
+    assert md.index("| original | 1.0 |") < md.index("| migrated | 2.0 |")   # original first, whatever the key order
+    other = tmp_path / "o.json"
+    other.write_text('{"schema": "codemod-analysis/1"}')
+    assert cli(["parity", "report", str(other)]) == 2
+    assert "not a parity result" in capsys.readouterr().err
