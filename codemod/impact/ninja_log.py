@@ -6,7 +6,6 @@ Format and loader rules: docs/impact.md, "Inputs". Pure functions over file-like
 
 from __future__ import annotations
 
-import gzip
 import io
 import re
 from dataclasses import dataclass, field
@@ -16,7 +15,7 @@ from typing import IO, Iterable, NamedTuple
 import numpy as np
 
 from ..errors import ParseError
-from .logfile import open_log
+from .logfile import parse_log_path
 
 _HEADER = re.compile(r"#\s*ninja log v(\d+)\s*$")
 _HEX = re.compile(r"[0-9a-fA-F]+")
@@ -462,9 +461,4 @@ def parse(stream: IO[str], name: str = "<ninja_log>") -> NinjaLog:
 
 
 def parse_path(path: str, display: str | None = None) -> NinjaLog:
-    name = display or path
-    try:
-        with open_log(path) as fh:
-            return parse(fh, name)
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        raise ParseError(f"cannot read ninja log: {getattr(exc, 'strerror', None) or exc}", where=name) from None
+    return parse_log_path(path, display, parse, "ninja log")

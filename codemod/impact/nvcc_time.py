@@ -6,13 +6,12 @@ Format: docs/impact.md, "Inputs". Pure functions over file-like objects.
 
 from __future__ import annotations
 
-import gzip
 import re
 from dataclasses import dataclass, field
 from typing import IO
 
 from ..errors import ParseError
-from .logfile import open_log
+from .logfile import parse_log_path
 
 _PID = re.compile(r"tmpxft_([0-9a-fA-F]{8})_")
 _HOST_PHASE = re.compile(r"^(?P<exe>.+?) \((?P<what>preprocessing [0-9]+|compiling|linking)\)$")
@@ -233,9 +232,4 @@ def parse(stream: IO[str], name: str = "<nvcc_time>") -> tuple[list[Invocation],
 
 
 def parse_path(path: str, display: str | None = None) -> tuple[list[Invocation], list[str]]:
-    name = display or path
-    try:
-        with open_log(path) as fh:
-            return parse(fh, name)
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        raise ParseError(f"cannot read nvcc --time file: {getattr(exc, 'strerror', None) or exc}", where=name) from None
+    return parse_log_path(path, display, parse, "nvcc --time file")
