@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import shutil
 import subprocess
@@ -21,7 +20,6 @@ from pathlib import Path
 from .manifest import Manifest
 
 LOG_HEAD_LINES = 12
-_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
 # Flags that write outside our scratch object (dependency files): dropped, with their argument.
 _DEP_FLAGS_WITH_ARG = {"-MF", "-MT", "-MQ"}
 _DEP_FLAGS = {"-MD", "-MMD"}
@@ -113,31 +111,23 @@ def _include_dirs(unit: HostUnit) -> list[Path]:
     return [Path(unit.directory, d).resolve() for d in dirs]
 
 
-def _reaches(path: Path, targets: set[Path], include_dirs: list[Path], seen: set[Path]) -> bool:
-    """Whether `path` is, or quote-includes (transitively), one of `targets`."""
-    if path in targets:
-        return True
-    if path in seen or not path.is_file():
-        return False
-    seen.add(path)
-    for name in _INCLUDE.findall(path.read_text(errors="replace")):
-        for base in [path.parent, *include_dirs]:
-            candidate = (base / name).resolve()
-            if candidate.is_file():
-                if _reaches(candidate, targets, include_dirs, seen):
-                    return True
-                break
-    return False
-
-
 def select_units(units: list[HostUnit], manifests: list[Manifest]) -> list[HostUnit]:
-    """Units that are generated (inside an output_dir) or that include a rewritten launch site."""
+    """Units that are generated (inside an output_dir) or that include a rewritten launch site,
+    directly or through other headers of the tree (the frontend's include graph, with the unit's
+    own include dirs)."""
+    from ..frontend.parse import IncludeGraph
+
     out_dirs = [(m.root / m.output_dir).resolve() for m in manifests]
     targets = {(m.root / site.split(":")[0]).resolve() for m in manifests for k in m.kernels for site in k.sites}
+    graphs = {root: IncludeGraph(root) for root in {m.root.resolve() for m in manifests}}
     chosen = []
     for unit in units:
         path = Path(unit.directory, unit.file).resolve()
-        if any(path.is_relative_to(d) for d in out_dirs) or _reaches(path, targets, _include_dirs(unit), set()):
+        if any(path.is_relative_to(d) for d in out_dirs):
+            chosen.append(unit)
+            continue
+        dirs = tuple(_include_dirs(unit))
+        if any(graph.closure(path, dirs)[0] & targets for root, graph in graphs.items() if path.is_relative_to(root)):
             chosen.append(unit)
     return chosen
 

@@ -49,3 +49,28 @@ def test_scratch_command_replaces_output_and_drops_dependency_files(tmp_path):
     unit = HostUnit(file="a.cu", directory=str(tmp_path),
                     arguments=["nvcc", "-MD", "-MT", "a.o", "-MF", "a.d", "-x", "cu", "-c", "a.cu", "-o", "a.o"])
     assert _scratch_command(unit, tmp_path / "x.o") == ["nvcc", "-x", "cu", "-c", "a.cu", "-o", str(tmp_path / "x.o")]
+
+
+def test_units_are_selected_through_quoted_and_angle_includes(tmp_path):
+    """A unit reaching a rewritten site through `"..."` and `<...>` includes (with its own -I) is
+    compiled; one that does not, is not; generated units always are."""
+    from types import SimpleNamespace
+
+    from codemod.verify.host import select_units
+
+    root = tmp_path / "lib"
+    for rel, text in {"src/a.cu": '#include "inc/b.h"\n', "src/inc/b.h": "#include <lib/site.h>\n",
+                      "include/lib/site.h": "// rewritten launch site\n", "src/d.cu": '#include "inc/other.h"\n',
+                      "src/inc/other.h": "#include <vector>\n", "rtc/stub.cpp": "\n"}.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    manifest = SimpleNamespace(root=root, output_dir="rtc",
+                               kernels=[SimpleNamespace(sites=["include/lib/site.h:1:1"])])
+
+    def unit(rel):
+        return HostUnit(file=rel, arguments=["nvcc", "-I", str(root / "include"), "-c", rel], directory=str(root))
+
+    chosen = select_units([unit("src/a.cu"), unit("src/d.cu"), unit("rtc/stub.cpp")], [manifest])
+    assert [u.file for u in chosen] == ["src/a.cu", "rtc/stub.cpp"]
+    no_dirs = HostUnit(file="src/a.cu", arguments=["nvcc", "-c", "src/a.cu"], directory=str(root))
+    assert select_units([no_dirs], [manifest]) == []        # <lib/site.h> is not reachable without -I
