@@ -6,7 +6,8 @@ with growing kernel sets (not a timing benchmark; the numbers come from the repl
 Writes bench/results/te_what_if.{json,txt}. Scopes: the four kernels `rules/activation.yaml`
 migrates; those plus every grouped cast kernel; every kernel the activation and cast entry points
 reach. For each: the instantiation-share prediction, the device-removed bound and the TU-removed
-bound, with the critical step after.
+bound, with the critical step after; each replayed with the recorded build's scheduling policy and
+with `master` (ninja's duration-weighted critical path: the longest work starts first).
 """
 
 from __future__ import annotations
@@ -39,23 +40,32 @@ def main(argv: list[str]) -> int:
               "every activation + cast kernel": kernels}
     rows = []
     for name, moved in scopes.items():
-        a = Analysis.from_json(copy.deepcopy(base))
-        attach_impact(a, Path(log), [Path(csv)], moved)
-        i = a.impact
-        rows.append({"scope": name, "kernels": len(moved), "migrated_tus": len(i["migrated_tus"]),
-                     "measured_wall_s": i["measured_wall_s"], "cpu_s_before": i["cpu_s_before"],
-                     **{m: i[m] for m in ("instantiation_share", "device_removed", "tu_removed")}})
+        row = {"scope": name, "kernels": len(moved)}
+        for policy in (None, "master"):
+            a = Analysis.from_json(copy.deepcopy(base))
+            attach_impact(a, Path(log), [Path(csv)], moved, policy=policy)
+            i = a.impact
+            row.update({"migrated_tus": len(i["migrated_tus"]), "measured_wall_s": i["measured_wall_s"],
+                        "cpu_s_before": i["cpu_s_before"]})
+            key = "recorded_policy" if policy is None else "policy_master"
+            row[key] = {"policy": i["policy"], "replayed_wall_s": i["replayed_wall_s"],
+                        **{m: i[m] for m in ("instantiation_share", "device_removed", "tu_removed")}}
+        rows.append(row)
     OUT.mkdir(exist_ok=True)
     (OUT / "te_what_if.json").write_text(json.dumps({"build_log": Path(log).name, "nvcc_time": Path(csv).name,
                                                      "scopes": rows}, indent=1) + "\n")
     lines = [f"codemod analyze --build-log what-ifs on {Path(log).name} (measured {rows[0]['measured_wall_s']} s, "
              f"CPU {rows[0]['cpu_s_before']} s)"]
+    lines.append(f"wall s with the recorded policy ({rows[0]['recorded_policy']['policy']}) / with `master` "
+                 f"(unchanged build replayed: {rows[0]['recorded_policy']['replayed_wall_s']} / "
+                 f"{rows[0]['policy_master']['replayed_wall_s']} s)")
     for r in rows:
         lines.append(f"{r['scope']}: {r['kernels']} kernels, {r['migrated_tus']} TUs")
         for m in ("instantiation_share", "device_removed", "tu_removed"):
-            p = r[m]
-            lines.append(f"  {m:20s} wall {p['predicted_wall_s']:7.1f} s  CPU {p['cpu_s_after']:7.1f} s  "
-                         f"critical {(p['critical_after'] or '?').split('/')[-1]}")
+            p, q = r["recorded_policy"][m], r["policy_master"][m]
+            lines.append(f"  {m:20s} wall {p['predicted_wall_s']:7.1f} / {q['predicted_wall_s']:7.1f} s  "
+                         f"CPU {p['cpu_s_after']:7.1f} s  critical {(p['critical_after'] or '?').split('/')[-1]} / "
+                         f"{(q['critical_after'] or '?').split('/')[-1]}")
     (OUT / "te_what_if.txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

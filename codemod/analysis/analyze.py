@@ -23,7 +23,7 @@ from ..rule import Rule
 from ..frontend.treesitter import scan_tree
 from .axes import AxisClassifier, classify
 from .crosscheck import crosscheck
-from .instantiate import DEFAULT, UNKNOWN, Instantiator, expansions, strip_type
+from .instantiate import DEFAULT, UNKNOWN, Instantiator, expansions, label_entry, label_tu, strip_type
 
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")
 DEFAULT_INCLUDE_DIRS = ("include", ".", "..")
@@ -166,7 +166,8 @@ def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: li
             entries[usr] = fn["qualname"]
             entry_info[fn["qualname"]] = fn
 
-    inst = Instantiator(functions, typedefs)
+    entry_file = {name: fn["file"] for name, fn in entry_info.items()}
+    inst = Instantiator(functions, typedefs, tu_set, entry_file)
     inst.add_tables(global_uses)
     inst.run(entries)
     classifier = AxisClassifier(functions, entries)
@@ -221,9 +222,10 @@ def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: li
                 # kernel table lists the site under each.
                 site.kernel = site.kernel or kid[kusr]
                 site.kernels = sorted({*site.kernels, kid[kusr]})
-                tuples = inst.kernel_tuples(fn, s, k) if reached else {}
-                for t, ents in tuples.items():
-                    kernel_tuples[kusr][t] |= ents
+                labelled = inst.kernel_tuples(fn, s, k) if reached else {}
+                for t, labels in labelled.items():
+                    kernel_tuples[kusr][t] |= labels
+                tuples = {t: {label_entry(e) for e in labels} for t, labels in labelled.items()}
                 site.instantiations += len(tuples)
                 site.variants += [{"kernel": kid[kusr], "args": list(t), "entry_points": sorted(es)}
                                   for t, es in sorted(tuples.items())]
@@ -294,7 +296,6 @@ def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: li
     for st in sites:
         for kname in (st.kernels or ([st.kernel] if st.kernel else [])):
             sites_by_kernel[kname].append(st)
-    entry_file = {name: fn["file"] for name, fn in entry_info.items()}
     for usr, k in kernels_raw.items():
         if canon[usr] != usr:
             continue
@@ -307,8 +308,8 @@ def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: li
         ents = set()
         for t, es in tuples.items():
             for e in es:
-                ents.add(e)
-                tus_count[entry_file[e]].add(t)
+                ents.add(label_entry(e))
+                tus_count[label_tu(e, entry_file)].add(t)
         structural = [p["name"] for i, p in enumerate(k["params"])
                       if all((st.axes[i].binding == "constant") for st in ksites if len(st.axes) > i)]
         disc = all(ax.binding != "unresolved" for st in ksites for ax in st.axes) and all(st.kernel for st in ksites)
@@ -321,10 +322,12 @@ def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: li
 
     # Entry points and TUs.
     per_entry: dict[str, dict[str, set]] = defaultdict(lambda: defaultdict(set))
+    per_tu: dict[str, dict[str, set]] = defaultdict(lambda: defaultdict(set))   # where it is compiled
     for usr, tuples in kernel_tuples.items():
         for t, es in tuples.items():
             for e in es:
-                per_entry[e][kid[usr]].add(t)
+                per_entry[label_entry(e)][kid[usr]].add(t)
+                per_tu[label_tu(e, entry_file)][kid[usr]].add(t)
     eps = []
     for name, fn in sorted(entry_info.items(), key=lambda kv: (kv[1]["file"], kv[1]["line"])):
         ks = per_entry.get(name, {})
@@ -341,10 +344,7 @@ def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: li
                 charged[d["file"] if d["file"] in members else members[0]] += d["count"]
         for tu in members:
             tu_eps = [e.name for e in eps if e.file == tu]
-            ks: dict[str, set] = defaultdict(set)
-            for e in tu_eps:
-                for k, ts in per_entry.get(e, {}).items():
-                    ks[k] |= ts
+            ks = per_tu.get(tu, {})
             tu_models.append(TranslationUnit(file=tu, entry_points=tu_eps, kernels={k: len(v) for k, v in sorted(ks.items())},
                                              instantiations=sum(len(v) for v in ks.values()),
                                              parse_seconds=round(facts.get("parse_seconds", 0.0) / len(members), 3),

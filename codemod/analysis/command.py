@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from ..errors import UsageError
+from ..impact.options import POLICIES
 
 
 def add_parser(sub) -> None:
@@ -23,6 +24,9 @@ def add_parser(sub) -> None:
     p.add_argument("--html", type=Path, metavar="FILE", help="write an HTML page")
     p.add_argument("--build-log", type=Path, metavar="LOG", help=".ninja_log of a clean build: price TUs, predict the build")
     p.add_argument("--nvcc-time", type=Path, action="append", default=[], metavar="CSV", help="nvcc --time CSV (repeatable)")
+    p.add_argument("--policy", choices=sorted(POLICIES), default=None,
+                   help="with --build-log: ninja scheduling policy of the replay (default: from the log "
+                        "version; `master` starts the longest work first)")
     p.add_argument("-j", "--jobs", type=int, default=None, help="parser processes (default: CPU count)")
     p.add_argument("--no-cache", action="store_true", help="parse everything again")
     p.add_argument("--verbose", "-v", action="store_true", help="list every launch site with its axes")
@@ -35,6 +39,8 @@ def run(args) -> int:
     from ..rule import load_rule
     from .analyze import analyze, dumps
 
+    if args.policy and not args.build_log:
+        raise UsageError("--policy needs --build-log")
     rules = [load_rule(t) for t in args.target]
     if args.compile_db is not None and not args.compile_db.is_file():
         raise UsageError(f"compile database not found: {args.compile_db}")
@@ -45,7 +51,7 @@ def run(args) -> int:
         from .pricing import attach_impact
 
         moved = {k for r in rules for k in (r.raw.get("migrate") or {}).get("kernels", [])}
-        attach_impact(result, args.build_log, args.nvcc_time, moved or None)
+        attach_impact(result, args.build_log, args.nvcc_time, moved or None, policy=args.policy)
     from ..report.text import render
 
     print(render(result, verbose=args.verbose))

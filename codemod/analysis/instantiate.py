@@ -150,9 +150,31 @@ def eval_condition(text: str) -> bool | None:
         return None
 
 
+TU_MARK = "\t"   # a walk label "entry<TAB>tu": the entry point's instantiations happen in another TU
+
+
+def label_entry(label: str) -> str:
+    """The entry point a walk label stands for."""
+    return label.split(TU_MARK, 1)[0]
+
+
+def label_tu(label: str, entry_files: dict[str, str]) -> str:
+    """The TU that compiles what a walk label reaches: the entry point's own, unless the walk went
+    through a function defined in another TU (an explicit instantiation there)."""
+    entry, _, tu = label.partition(TU_MARK)
+    return tu or entry_files[entry]
+
+
 class Instantiator:
-    def __init__(self, functions: dict[str, dict], typedefs: dict[str, str]):
+    def __init__(self, functions: dict[str, dict], typedefs: dict[str, str],
+                 tu_files: set[str] | None = None, entry_files: dict[str, str] | None = None):
+        """`tu_files` (the analysed TUs' main files) and `entry_files` (entry point -> file): a call
+        from one TU to a function template defined in another TU's main file cannot instantiate it
+        there (the definition is not visible); the other TU does, through an explicit
+        instantiation. Labels of such walks name that TU (`label_tu`)."""
         self.functions = functions
+        self.tu_files = tu_files or set()
+        self.entry_files = entry_files or {}
         self.ev = Evaluator(typedefs)
         # usr -> env key -> [env, set(entry names)]
         self.envs: dict[str, dict[tuple, list]] = defaultdict(dict)
@@ -216,7 +238,16 @@ class Instantiator:
             if bound is None:
                 bound = calls[(usr, k)] = self._calls(usr, env)
             for callee, cenv in bound:
-                work.append((callee, cenv, set(ents)))
+                work.append((callee, cenv, self._relabel(callee, ents)))
+
+    def _relabel(self, callee: str, ents: set[str]) -> set[str]:
+        """Labels passed to `callee`: re-attributed to the callee's TU when it is defined in the
+        main file of a TU other than the one compiling the caller."""
+        fn = self.functions.get(callee)
+        cfile = fn["file"] if fn is not None else None
+        if cfile not in self.tu_files:
+            return set(ents)
+        return {e if label_tu(e, self.entry_files) == cfile else f"{label_entry(e)}{TU_MARK}{cfile}" for e in ents}
 
     def _calls(self, usr: str, env: dict) -> list[tuple[str, dict]]:
         """(callee, callee environment) of every live call in a function under `env`."""

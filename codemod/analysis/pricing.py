@@ -39,7 +39,11 @@ def _prediction(doc: dict) -> dict:
 
 
 def attach_impact(result: Analysis, build_log: Path, nvcc_times: list[Path],
-                  migrated_kernels: set[str] | None = None, jobs: int | None = None) -> None:
+                  migrated_kernels: set[str] | None = None, jobs: int | None = None,
+                  policy: str | None = None) -> None:
+    """Price each TU from the build log (and nvcc --time phases) and predict the build with the TUs
+    that instantiate `migrated_kernels` migrated. `policy`: ninja's scheduling policy for the replay
+    (default: the one the log's version implies; `master` starts the longest work first)."""
     from ..impact.predict import predict_migration
 
     if not Path(build_log).is_file():
@@ -47,7 +51,7 @@ def attach_impact(result: Analysis, build_log: Path, nvcc_times: list[Path],
     share = {tu.file: _migrated_share(tu, migrated_kernels) for tu in result.translation_units}
     migrated = [tu for tu in result.translation_units if share[tu.file] > 0]
     logs = [str(p) for p in nvcc_times]
-    removed = predict_migration(str(build_log), logs, [_glob(tu.file) for tu in migrated], None, jobs)
+    removed = predict_migration(str(build_log), logs, [_glob(tu.file) for tu in migrated], None, jobs, policy)
     by_name = {s["name"]: s for s in removed["steps"]}
     kept_scale, share_scale = {}, {}
     for tu in result.translation_units:
@@ -56,7 +60,7 @@ def attach_impact(result: Analysis, build_log: Path, nvcc_times: list[Path],
             continue
         tu.price = {k: step.get(k) for k in ("name", "elapsed_s", "weighted_s", "host_s", "device_s") if k in step}
         host, device, elapsed = step.get("host_s"), step.get("device_s"), step.get("elapsed_s")
-        if tu in migrated and host is not None and device is not None and elapsed:
+        if tu in migrated and host is not None and device is not None and elapsed and host + device > 0:
             # Phase sums and the step's elapsed time differ (contention); scale the elapsed time.
             phases = host + device
             kept_scale[_glob(tu.file)] = round(host / phases, 4)
@@ -74,11 +78,14 @@ def attach_impact(result: Analysis, build_log: Path, nvcc_times: list[Path],
         "measured_wall_s": removed["measured_wall_s"],
         "replayed_wall_s": removed["replayed_wall_s"],
         "cpu_s_before": removed["cpu_s_before"],
+        "policy": removed["options"]["policy"],
+        "policy_source": removed["options"]["policy_source"],
         "tu_removed": _prediction(removed),
     }
     if migrated and len(kept_scale) == len(migrated):
-        impact["device_removed"] = _prediction(predict_migration(str(build_log), logs, [], kept_scale, jobs))
-        impact["instantiation_share"] = _prediction(predict_migration(str(build_log), logs, [], share_scale, jobs))
+        impact["device_removed"] = _prediction(predict_migration(str(build_log), logs, [], kept_scale, jobs, policy))
+        impact["instantiation_share"] = _prediction(predict_migration(str(build_log), logs, [], share_scale, jobs,
+                                                                      policy))
         impact["predicted_wall_s"] = impact["instantiation_share"]["predicted_wall_s"]
         impact["cpu_s_after"] = impact["instantiation_share"]["cpu_s_after"]
         impact["model"] = ("device phases of migrated TUs scaled by the instantiation share left static, host "

@@ -374,7 +374,9 @@ def nvcc_fields(inv: Invocation | None) -> dict:
 
 
 def predict_migration(log_path: str, nvcc_time_paths: list[str], remove_globs: list[str],
-                      scale: dict[str, float] | None = None, jobs: int | None = None) -> dict:
-    """The `codemod impact --json` document for LOG with `--nvcc-time`, `--remove`, `--scale`, `-j`."""
+                      scale: dict[str, float] | None = None, jobs: int | None = None,
+                      policy: str | None = None) -> dict:
+    """The `codemod impact --json` document for LOG with `--nvcc-time`, `--remove`, `--scale`, `-j`,
+    `--policy`."""
     loaded = load(log_path, list(nvcc_time_paths or []))
-    return analyse(loaded, remove=list(remove_globs or []), scale=scale, jobs=jobs)
+    return analyse(loaded, remove=list(remove_globs or []), scale=scale, jobs=jobs, policy=policy)

@@ -25,6 +25,9 @@ def render(a: Analysis, top: int = 25, verbose: bool = False) -> str:
     if a.impact:
         out.append("")
         imp = a.impact
+        if imp.get("policy_source") == "-p/--policy":
+            out.append(f"Replayed with ninja policy {imp['policy']} (not the recorded build's): the unchanged "
+                       f"build would take {imp.get('replayed_wall_s')} s (measured {imp.get('measured_wall_s')} s)")
         out.append(f"Build impact: measured {imp.get('measured_wall_s')} s, predicted after migration "
                    f"{imp.get('predicted_wall_s')} s (CPU {imp.get('cpu_s_before')} -> {imp.get('cpu_s_after')} s), "
                    f"{len(imp.get('migrated_tus', []))} TUs migrated")

@@ -59,3 +59,26 @@ def test_text_report_shows_the_three_what_ifs_and_their_critical_step():
     for what in ("instantiation_share", "device_removed", "tu_removed"):
         assert any(line.strip().startswith(what) and line.endswith("activation/gelu_grouped.cu.o")
                    for line in text.splitlines())
+
+
+def test_without_nvcc_timings_only_the_tu_removed_bound_is_given():
+    """No --nvcc-time: no host/device split, so the migrated TUs are removed whole (it used to
+    divide by a zero phase sum)."""
+    a = _analysis()
+    attach_impact(a, TE_LOG, [], MOVED)
+    imp = a.impact
+    assert "instantiation_share" not in imp and "device_removed" not in imp
+    assert imp["model"].startswith("migrated TUs removed")
+    assert imp["cpu_s_after"] == imp["tu_removed"]["cpu_s_after"] < imp["cpu_s_before"]
+    assert imp["policy"] == "1.12" and imp["policy_source"].startswith("log v")
+
+
+def test_policy_master_starts_the_longest_work_first():
+    """Every TU of this analysis migrated whole: under the recorded order (policy 1.12) the long
+    fused_topk TU starts late; a duration-weighted scheduler (`master`) starts it at once."""
+    a, b = _analysis(), _analysis()
+    attach_impact(a, TE_LOG, [TE_CSV], None)
+    attach_impact(b, TE_LOG, [TE_CSV], None, policy="master")
+    assert b.impact["policy"] == "master" and b.impact["policy_source"] == "-p/--policy"
+    assert b.impact["tu_removed"]["predicted_wall_s"] < a.impact["tu_removed"]["predicted_wall_s"]
+    assert b.impact["replayed_wall_s"] == pytest.approx(b.impact["measured_wall_s"], abs=0.5)

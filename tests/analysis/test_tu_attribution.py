@@ -1,0 +1,49 @@
+"""Which TU compiles an instantiation: the one where the template's definition is visible. A call
+into a function defined in another TU's main file (a template explicitly instantiated there, or a
+plain function) is compiled there, not in the caller's TU."""
+
+from pathlib import Path
+
+from codemod.analysis.analyze import analyze
+
+FILES = {
+    "launch.h": "#pragma once\ntemplate <typename T> void launch_scale(T *p, int n);\n"
+                "void launch_plain(float *p, int n);\n",
+    # entry points only: the launcher's definition is not visible here
+    "a.cu": '#include "launch.h"\n'
+            "void api_scale_float(float *p, int n) { launch_scale<float>(p, n); }\n"
+            "void api_scale_double(double *p, int n) { launch_scale<double>(p, n); }\n",
+    # the definition and its explicit instantiations: the kernels are compiled here
+    "b.cu": '#include "launch.h"\n'
+            "template <typename T> __global__ void scale_kernel(T *p, int n) { if (n) p[0] = p[0] * 2; }\n"
+            "template <typename T> void launch_scale(T *p, int n) { scale_kernel<T><<<1, 32>>>(p, n); }\n"
+            "template void launch_scale<float>(float *, int);\n"
+            "template void launch_scale<double>(double *, int);\n",
+    # a host file calling a plain function of another TU
+    "c.cpp": '#include "launch.h"\nvoid api_plain(float *p, int n) { launch_plain(p, n); }\n',
+    "d.cu": '#include "launch.h"\n'
+            "template <int N> __global__ void plain_kernel(float *p) { p[0] = N; }\n"
+            "void launch_plain(float *p, int n) { if (n) plain_kernel<4><<<1, 32>>>(p); }\n",
+    # a template defined in a header is instantiated by the TU that calls it
+    "inline.cuh": "#pragma once\ntemplate <typename T> __global__ void fill_kernel(T *p) { p[0] = T(1); }\n"
+                  "template <typename T> void launch_fill(T *p) { fill_kernel<T><<<1, 1>>>(p); }\n",
+    "e.cu": '#include "inline.cuh"\nvoid api_fill(int *p) { launch_fill<int>(p); }\n',
+}
+
+
+def test_instantiations_are_charged_to_the_tu_that_compiles_them(tmp_path):
+    for rel, text in FILES.items():
+        (tmp_path / rel).write_text(text)
+    a = analyze(Path(tmp_path), [], use_cache=False)
+    kernels = {k.name: k for k in a.kernels}
+    assert kernels["scale_kernel"].tus == {"b.cu": 2}
+    assert kernels["scale_kernel"].entry_points == ["api_scale_double", "api_scale_float"]
+    assert kernels["plain_kernel"].tus == {"d.cu": 1}
+    assert set(kernels["plain_kernel"].entry_points) == {"api_plain", "launch_plain"}
+    assert kernels["fill_kernel"].tus == {"e.cu": 1}
+    tus = {t.file: t for t in a.translation_units}
+    assert (tus["a.cu"].instantiations, tus["b.cu"].instantiations) == (0, 2)
+    assert tus["a.cu"].entry_points == ["api_scale_float", "api_scale_double"]
+    assert (tus["c.cpp"].instantiations, tus["d.cu"].instantiations, tus["e.cu"].instantiations) == (0, 1, 1)
+    entries = {e.name: e for e in a.entry_points}
+    assert entries["api_scale_float"].instantiations == 1      # entry points keep their kernels
