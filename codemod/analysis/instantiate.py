@@ -247,7 +247,14 @@ class Instantiator:
         cfile = fn["file"] if fn is not None else None
         if cfile not in self.tu_files:
             return set(ents)
-        return {e if label_tu(e, self.entry_files) == cfile else f"{label_entry(e)}{TU_MARK}{cfile}" for e in ents}
+        out = set()
+        for e in ents:
+            entry = label_entry(e)
+            if label_tu(e, self.entry_files) == cfile:
+                out.add(e)
+            else:   # back in the entry point's own TU: the plain label again
+                out.add(entry if self.entry_files.get(entry) == cfile else f"{entry}{TU_MARK}{cfile}")
+        return out
 
     def _calls(self, usr: str, env: dict) -> list[tuple[str, dict]]:
         """(callee, callee environment) of every live call in a function under `env`."""

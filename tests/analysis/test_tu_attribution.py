@@ -47,3 +47,20 @@ def test_instantiations_are_charged_to_the_tu_that_compiles_them(tmp_path):
     assert (tus["c.cpp"].instantiations, tus["d.cu"].instantiations, tus["e.cu"].instantiations) == (0, 1, 1)
     entries = {e.name: e for e in a.entry_points}
     assert entries["api_scale_float"].instantiations == 1      # entry points keep their kernels
+
+
+def test_a_walk_back_into_the_entry_points_tu_is_charged_there(tmp_path):
+    files = {
+        "api.h": "#pragma once\nvoid helper_b(float *p);\nvoid helper_a(float *p);\n",
+        "a.cu": '#include "api.h"\n'
+                "template <int N> __global__ void back_kernel(float *p) { p[0] = N; }\n"
+                "void helper_a(float *p) { back_kernel<2><<<1, 1>>>(p); }\n"
+                "void api_round_trip(float *p) { helper_b(p); }\n",
+        "b.cu": '#include "api.h"\nvoid helper_b(float *p) { helper_a(p); }\n',
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).write_text(text)
+    a = analyze(Path(tmp_path), [], use_cache=False)
+    kernel = next(k for k in a.kernels if k.name == "back_kernel")
+    assert kernel.tus == {"a.cu": 1}
+    assert set(kernel.entry_points) == {"api_round_trip", "helper_a", "helper_b"}
