@@ -14,6 +14,9 @@ module load and launch on the GPU come on top (measured on the device: `docs/res
 options, alternating with the baseline in the same run, and records both times and cubin sizes
 (e.g. `--option=-Ofc=mid --label te_ofc_mid`). A faster option is not a drop-in: it changes the
 generated code, so parity and kernel time have to be measured on a GPU before a rule uses it.
+`--sass` also disassembles both cubins of every variant (`cuobjdump -sass` on PATH: the
+`nvidia-cuda-cuobjdump` and `nvidia-cuda-nvdisasm` wheels) and records whether the machine code is
+the same; the cubin bytes are not compared, as NVRTC does not reproduce them byte for byte.
 """
 
 from __future__ import annotations
@@ -23,8 +26,11 @@ import datetime
 import json
 import os
 import platform
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,7 +48,11 @@ def main() -> int:
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--option", action="append", default=[], metavar="OPT",
                     help="NVRTC option to compare against the baseline (repeatable)")
+    ap.add_argument("--sass", action="store_true", help="with --option: compare the two builds' SASS per variant")
     args = ap.parse_args()
+    if args.sass and (not args.option or shutil.which("cuobjdump") is None):
+        print("--sass needs --option and cuobjdump (with nvdisasm) on PATH", file=sys.stderr)
+        return 2
     setups = [("baseline", [])] + ([("with_options", args.option)] if args.option else [])
     lib = nvrtc.load()
     load0 = os.getloadavg()[0]
@@ -56,12 +66,13 @@ def main() -> int:
             for idx in sorted({0, n // 2, n - 1}):
                 variant = kernel.variants[idx]
                 times = {label: ([], []) for label, _ in setups}
-                sizes = {}
+                sizes, cubins = {}, {}
                 for _ in range(args.reps):
                     for label, extra in setups:     # alternating: both see the same machine load
                         r = lib.compile(source, kernel.program_path, headers, list(kernel.nvrtc_options) + extra,
                                         [variant.name_expression], arch=args.arch,
-                                        include_cuda=kernel.include_cuda_toolkit, include_cccl=kernel.include_cuda_cccl)
+                                        include_cuda=kernel.include_cuda_toolkit, include_cccl=kernel.include_cuda_cccl,
+                                        keep_cubin=args.sass)
                         if not r.ok:
                             print(f"{kernel.id}: {variant.name_expression} {extra} failed:\n{r.log[:2000]}",
                                   file=sys.stderr)
@@ -69,6 +80,7 @@ def main() -> int:
                         times[label][0].append(r.seconds)
                         times[label][1].append(r.cpu_seconds)
                         sizes[label] = r.cubin_size
+                        cubins[label] = r.cubin
                 row = {"kernel": kernel.id, "variant": variant.name_expression}
                 for label, (walls, cpus) in times.items():
                     prefix = "" if label == "baseline" else "opt_"
@@ -76,6 +88,8 @@ def main() -> int:
                                 f"{prefix}cpu_ms_median": round(statistics.median(cpus) * 1000, 1),
                                 f"{prefix}wall_ms_min": round(min(walls) * 1000, 1),
                                 f"{prefix}cubin_bytes": sizes[label]})
+                if args.sass:
+                    row["same_sass"] = _sass(cubins["baseline"]) == _sass(cubins["with_options"])
                 rows.append(row)
     doc = {"schema": "codemod-bench-first-use/1", "library": str(args.label), "arch": args.arch,
            "nvrtc": ".".join(map(str, lib.version)), "reps": args.reps, "cpus": os.cpu_count(),
@@ -84,6 +98,8 @@ def main() -> int:
            "extra_options": args.option, "rows": rows,
            "cpu_ms_median_over_variants": statistics.median(r["cpu_ms_median"] for r in rows) if rows else None,
            "cpu_ms_max_over_variants": max((r["cpu_ms_median"] for r in rows), default=None)}
+    if args.sass:
+        doc["same_sass"] = sum(r["same_sass"] for r in rows)
     if args.option:
         doc["opt_cpu_ms_median_over_variants"] = statistics.median(r["opt_cpu_ms_median"] for r in rows)
         doc["opt_cpu_ms_max_over_variants"] = max(r["opt_cpu_ms_median"] for r in rows)
@@ -98,12 +114,22 @@ def main() -> int:
     else:
         lines += [f"  {r['cpu_ms_median']:7.1f} ms CPU  {r['wall_ms_median']:7.1f} ms wall  {r['variant']}" for r in rows]
     lines.append(f"median over variants {doc['cpu_ms_median_over_variants']} ms CPU, max {doc['cpu_ms_max_over_variants']} ms")
+    if args.sass:
+        lines.append(f"same SASS with and without {' '.join(args.option)}: {doc['same_sass']} of {len(rows)} variants")
     if args.option:
         lines.append(f"with {' '.join(args.option)}: median {doc['opt_cpu_ms_median_over_variants']} ms CPU, "
                      f"max {doc['opt_cpu_ms_max_over_variants']} ms")
     out.with_suffix(".txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
+
+
+def _sass(cubin: bytes) -> str:
+    """The disassembly of a cubin (`cuobjdump -sass`)."""
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as fh:
+        fh.write(cubin)
+        fh.flush()
+        return subprocess.run(["cuobjdump", "-sass", fh.name], capture_output=True, text=True, check=True).stdout
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ class CompileResult:
     unlowered: list[str] = field(default_factory=list)
     cubin_size: int = 0
     ptx_size: int = 0
+    cubin: bytes | None = None  # with keep_cubin
     seconds: float = 0.0        # wall time of nvrtcCreateProgram .. nvrtcCompileProgram
     cpu_seconds: float = 0.0    # process CPU time over the same span (robust on a loaded host)
     options: list[str] = field(default_factory=list)
@@ -119,6 +120,7 @@ class Nvrtc:
             "nvrtcGetProgramLogSize": [p, ctypes.POINTER(s)],
             "nvrtcGetProgramLog": [p, c],
             "nvrtcGetCUBINSize": [p, ctypes.POINTER(s)],
+            "nvrtcGetCUBIN": [p, c],
             "nvrtcGetPTXSize": [p, ctypes.POINTER(s)],
             "nvrtcGetLoweredName": [p, c, ctypes.POINTER(c)],
         }
@@ -147,8 +149,10 @@ class Nvrtc:
 
     def compile(self, source: str, name: str, headers: dict[str, str] | None = None,
                 options: list[str] | tuple[str, ...] = (), name_expressions: list[str] | tuple[str, ...] = (),
-                arch: str = "sm_90", include_cuda: bool = True, include_cccl: bool = True) -> CompileResult:
-        """Compile one program for `arch` with every name expression added.
+                arch: str = "sm_90", include_cuda: bool = True, include_cccl: bool = True,
+                keep_cubin: bool = False) -> CompileResult:
+        """Compile one program for `arch` with every name expression added (`keep_cubin`: the
+        result holds the cubin's bytes).
 
         `options` follow `--std=c++17 -I<CUDA headers> --gpu-architecture=<arch>`. A failed
         compile is a result with `compiled=False` and the log, never an exception.
@@ -176,6 +180,10 @@ class Nvrtc:
                     result.log = self.error_string(rc)
                 return result
             result.cubin_size = self._size(lib.nvrtcGetCUBINSize, prog)
+            if keep_cubin and result.cubin_size:
+                buf = ctypes.create_string_buffer(result.cubin_size)
+                self._call("nvrtcGetCUBIN", prog, buf)
+                result.cubin = buf.raw
             result.ptx_size = self._size(lib.nvrtcGetPTXSize, prog)
             for expr in name_expressions:
                 lowered = ctypes.c_char_p()
