@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing
+import posixpath
+import re
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -44,6 +46,46 @@ class Failure:
     variant: str | None         # None: the kernel string fails without any name expression
     reason: str                 # "compile", "variant", "lowered_name"
     log_head: str
+
+
+_CANNOT_OPEN = re.compile(
+    r'^(?P<file>.+?)\((?P<line>\d+)\): catastrophic error: cannot open source file "(?P<name>[^"]+)"', re.M)
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.M)
+
+
+def include_chain(log: str, program: Program) -> str:
+    """For a header NVRTC could not open: the path from the kernel string to the file that wants
+    it, through the bundled headers (NVRTC's log names only that file), as extra log lines."""
+    match = _CANNOT_OPEN.search(log)
+    if match is None:
+        return ""
+    texts = {program.name: program.source, **program.headers}
+    wanted = match["file"]
+    if wanted not in texts:                  # a toolkit header: named by its path in the log
+        wanted = next((n for n in program.headers if wanted.endswith("/" + n)), posixpath.basename(wanted))
+    # breadth-first from the kernel string: the first bundled file including `wanted`, and how it got there
+    parents: dict[str, tuple[str, int] | None] = {program.name: None}
+    queue = [program.name]
+    while queue:
+        current = queue.pop(0)
+        for line_no, line in enumerate(texts[current].splitlines(), 1):
+            inc = _INCLUDE.match(line)
+            if inc is None:
+                continue
+            name = inc.group(1)
+            if name == wanted or posixpath.basename(name) == wanted:
+                chain = [f"{current}:{line_no} includes {name}"]
+                while parents[current] is not None:
+                    parent, parent_line = parents[current]
+                    chain.append(f"{parent}:{parent_line} includes {current}")
+                    current = parent
+                kind = "a bundled header" if wanted in program.headers else "not bundled: from the CUDA include dirs"
+                return (f"\n{match['file']} ({kind}) wants \"{match['name']}\"; the kernel string reaches it "
+                        "through:\n  " + "\n  ".join(reversed(chain)))
+            if name in texts and name not in parents:
+                parents[name] = (current, line_no)
+                queue.append(name)
+    return ""
 
 
 @dataclass
@@ -124,7 +166,7 @@ def run_program(program: Program) -> ProgramResult:
     else:
         bare = compile_with([]) if program.variants else first
         if not bare.compiled:
-            result.failures = [Failure(None, "compile", bare.log_head())]
+            result.failures = [Failure(None, "compile", bare.log_head() + include_chain(bare.log, program))]
         else:
             result.failures, result.unisolated = _bisect(program.variants, compile_with)
             if not result.failures:  # each half compiles alone: report the batch's log as is

@@ -48,6 +48,10 @@ def _hint(log: str) -> str:
     if match:
         return (f"NVRTC does not accept {match.group(1)} (an nvcc-only option); "
                 "drop it from the rule's NVRTC options and re-run `codemod apply`")
+    if "cannot open source file" in log and "(not bundled: from the CUDA include dirs) wants" in log:
+        return ("a CUDA toolkit header wants a host header that NVRTC does not provide: keep that include "
+                "out of the kernel string (a rule shim for it, a `__CUDACC_RTC__` guard, or the kernel's "
+                "device code in a header of its own)")
     if "cannot open source file" in log:
         return "a header is neither bundled in the manifest's `headers` nor in the CUDA include dirs"
     if "host functions are not allowed in JIT mode" in log or "__host__ function is not allowed" in log:
