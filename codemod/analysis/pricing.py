@@ -44,14 +44,21 @@ def attach_impact(result: Analysis, build_log: Path, nvcc_times: list[Path],
     """Price each TU from the build log (and nvcc --time phases) and predict the build with the TUs
     that instantiate `migrated_kernels` migrated. `policy`: ninja's scheduling policy for the replay
     (default: the one the log's version implies; `master` starts the longest work first)."""
-    from ..impact.predict import predict_migration
+    from ..impact.predict import load, predict_migration
 
     if not Path(build_log).is_file():
         raise UsageError(f"build log not found: {build_log}")
     share = {tu.file: _migrated_share(tu, migrated_kernels) for tu in result.translation_units}
     migrated = [tu for tu in result.translation_units if share[tu.file] > 0]
+    # A migrated TU the log does not build (added since, or another configuration) is listed as
+    # unpriced; a log that builds none of them belongs to another library.
+    names = load(str(build_log)).steps.name
+    in_log = [tu for tu in migrated if any(n.endswith(f"/{tu.file}.o") for n in names)]
+    if migrated and not in_log:
+        raise UsageError(f"the build log builds none of the {len(migrated)} migrated TUs (e.g. "
+                         f"{migrated[0].file}.o): is it a log of this library?", where=str(build_log))
     logs = [str(p) for p in nvcc_times]
-    removed = predict_migration(str(build_log), logs, [_glob(tu.file) for tu in migrated], None, jobs, policy)
+    removed = predict_migration(str(build_log), logs, [_glob(tu.file) for tu in in_log], None, jobs, policy)
     by_name = {s["name"]: s for s in removed["steps"]}
     kept_scale, share_scale = {}, {}
     for tu in result.translation_units:
@@ -82,7 +89,7 @@ def attach_impact(result: Analysis, build_log: Path, nvcc_times: list[Path],
         "policy_source": removed["options"]["policy_source"],
         "tu_removed": _prediction(removed),
     }
-    if migrated and len(kept_scale) == len(migrated):
+    if in_log and len(kept_scale) == len(in_log):
         impact["device_removed"] = _prediction(predict_migration(str(build_log), logs, [], kept_scale, jobs, policy))
         impact["instantiation_share"] = _prediction(predict_migration(str(build_log), logs, [], share_scale, jobs,
                                                                       policy))
@@ -94,7 +101,7 @@ def attach_impact(result: Analysis, build_log: Path, nvcc_times: list[Path],
         impact["predicted_wall_s"] = removed["predicted_wall_s"]
         impact["cpu_s_after"] = removed["cpu_s_after"]
         impact["model"] = "migrated TUs removed (no nvcc --time data to split host and device phases)"
-    unpriced = [tu.file for tu in migrated if not tu.price]
+    unpriced = [tu.file for tu in migrated if tu not in in_log or not tu.price]
     if unpriced:
         impact["unpriced_tus"] = unpriced
     result.impact = impact

@@ -31,6 +31,8 @@ def render(a: Analysis, top: int = 25, verbose: bool = False) -> str:
         out.append(f"Build impact: measured {imp.get('measured_wall_s')} s, predicted after migration "
                    f"{imp.get('predicted_wall_s')} s (CPU {imp.get('cpu_s_before')} -> {imp.get('cpu_s_after')} s), "
                    f"{len(imp.get('migrated_tus', []))} TUs migrated")
+        if imp.get("unpriced_tus"):
+            out.append(f"  not priced (no step of the build log builds them): {', '.join(imp['unpriced_tus'])}")
         for what in ("instantiation_share", "device_removed", "tu_removed"):
             p = imp.get(what)
             if p:

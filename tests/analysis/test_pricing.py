@@ -82,3 +82,22 @@ def test_policy_master_starts_the_longest_work_first():
     assert b.impact["policy"] == "master" and b.impact["policy_source"] == "-p/--policy"
     assert b.impact["tu_removed"]["predicted_wall_s"] < a.impact["tu_removed"]["predicted_wall_s"]
     assert b.impact["replayed_wall_s"] == pytest.approx(b.impact["measured_wall_s"], abs=0.5)
+
+
+def test_a_migrated_tu_the_log_does_not_build_is_listed_unpriced_and_a_foreign_log_refused():
+    from codemod.errors import UsageError
+    from codemod.report.text import render
+
+    a = _analysis()
+    a.translation_units.append(TranslationUnit("activation/new_since.cu", [], {"unary_kernel": 10}, 10, 0.0, 0))
+    attach_impact(a, TE_LOG, [TE_CSV], MOVED)
+    assert a.impact["unpriced_tus"] == ["activation/new_since.cu"]
+    assert a.impact["migrated_tus"] == ["activation/relu.cu", "activation/new_since.cu"]
+    assert "instantiation_share" in a.impact          # the priced TU still gets the share model
+    a.totals = dict.fromkeys(("translation_units", "entry_points", "kernels", "kernel_templates", "launch_sites",
+                              "use_sites", "instantiations", "runtime_discoverable_kernels", "errors", "warnings"), 0)
+    assert "not priced (no step of the build log builds them): activation/new_since.cu" in render(a)
+    foreign = _analysis()
+    foreign.translation_units = [TranslationUnit("kernels/other.cu", [], {"unary_kernel": 4}, 4, 0.0, 0)]
+    with pytest.raises(UsageError, match="builds none of the 1 migrated TUs"):
+        attach_impact(foreign, TE_LOG, [TE_CSV], MOVED)
