@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..errors import UsageError
+from ..errors import ApplyError, UsageError
 
 
 def add_parser(sub) -> None:
@@ -31,6 +31,8 @@ def add_parser(sub) -> None:
     p.add_argument("--no-format", action="store_true",
                    help="leave generated files as the templates render them (no clang-format)")
     p.add_argument("--report", type=Path, metavar="FILE", help="where to write the migration report")
+    p.add_argument("--no-precheck", action="store_true",
+                   help="do not compile the generated kernel strings with NVRTC before writing the diff or tree")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(run=run)
 
@@ -135,6 +137,8 @@ def run(args) -> int:
     chooser = None if answers is None else (lambda views: review(views, answers))
     files, report, plan = compute(root, args.target, args.only, args.exclude, progress=progress, review=chooser,
                                   formatted=not args.no_format)
+    if files and not args.check and not args.no_precheck:
+        _precheck(root, files, progress)
     diff = unified_diff(files)
     report_path = args.report or (args.diff.with_suffix(args.diff.suffix + ".report.md") if args.diff else None)
     if report_path:
@@ -158,6 +162,22 @@ def run(args) -> int:
         sys.stdout.write(diff)
         print(summary, file=sys.stderr)
     return 0
+
+
+def _precheck(root: Path, files: dict, progress) -> None:
+    """Refuse (nothing written) when a generated kernel string does not compile under NVRTC."""
+    from .precheck import precheck
+
+    if progress:
+        progress("apply: compiling the generated kernel strings with NVRTC (no variant, sm_90)")
+    problems, note = precheck(root, files)
+    if note:
+        print(f"note: {note}", file=sys.stderr)
+    if problems:
+        raise ApplyError(f"{len(problems)} generated kernel string(s) do not compile under NVRTC; nothing "
+                         "written:\n" + "\n".join(problems),
+                         hint="leave those kernels static with --exclude, fix the rule, or pass --no-precheck "
+                              "to write the migration anyway")
 
 
 def _summary(files: dict, plan, report_path: Path | None) -> str:

@@ -51,9 +51,12 @@ class Manifest:
     output_dir: str
     legacy_option: str | None
     kernels: list[KernelEntry]
+    overlay: dict[str, str] = field(default_factory=dict)   # path -> text not written yet (apply)
 
     def read(self, relative: str) -> str:
         """Text of a file named by a manifest path; VerifyError naming the manifest if missing."""
+        if relative in self.overlay:
+            return self.overlay[relative]
         target = self.root / relative
         try:
             return target.read_text()
@@ -71,11 +74,18 @@ def find_manifests(root: Path) -> list[Path]:
 
 def load_manifest(path: Path, root: Path | None = None) -> Manifest:
     """Parse and check one manifest. The root defaults to the manifest's folder minus `output_dir`."""
-    where = str(path)
     try:
-        doc = json.loads(path.read_text())
+        text = path.read_text()
     except OSError as exc:
         raise UsageError(f"cannot read manifest {path}: {exc.strerror}") from None
+    return parse_manifest(text, path, root)
+
+
+def parse_manifest(text: str, path: Path, root: Path | None = None, overlay: dict[str, str] | None = None) -> Manifest:
+    """A manifest from its text (`path`: where it is or will be); `overlay`: files not written yet."""
+    where = str(path)
+    try:
+        doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise VerifyError(f"manifest is not JSON: {exc.msg}", where=f"{path}:{exc.lineno}") from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
@@ -89,7 +99,7 @@ def load_manifest(path: Path, root: Path | None = None) -> Manifest:
             root = root.parent
     kernels = [_kernel(k, f"{where}: kernels[{i}]") for i, k in enumerate(_get(doc, "kernels", list, where))]
     return Manifest(path=path, root=root, rule=_get(doc, "rule", str, where), output_dir=output_dir,
-                    legacy_option=doc.get("legacy_option"), kernels=kernels)
+                    legacy_option=doc.get("legacy_option"), kernels=kernels, overlay=dict(overlay or {}))
 
 
 def _kernel(doc: dict, where: str) -> KernelEntry:

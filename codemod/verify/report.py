@@ -42,7 +42,7 @@ _REASONS = {"lowered_name": "nvrtcGetLoweredName failed", "variant": "NVRTC comp
             "compile": "NVRTC compile failed"}
 
 
-def _hint(log: str) -> str:
+def hint_for(log: str) -> str:
     """The next step for failures whose cause is known from the log."""
     match = re.search(r"unrecognized option (\S+)", log)
     if match:
@@ -119,7 +119,7 @@ def render(report: VerifyReport) -> str:
             lines.append(head + f"{_REASONS[reason]} for {len(variants)} variants, with the same log:")
             lines.extend(f"    variant {v}" for v in variants)
         lines.extend("    " + line for line in log_head.splitlines())
-        hint = _hint(log_head)
+        hint = hint_for(log_head)
         if hint:
             lines.append(f"    hint: {hint}")
     for program in report.programs:

@@ -3,7 +3,7 @@ reaches that file (NVRTC's log names only the file), and the hint tells a toolki
 include from a missing bundled header."""
 
 from codemod.verify.programs import Program, include_chain
-from codemod.verify.report import _hint
+from codemod.verify.report import hint_for
 
 
 def _program(headers: dict[str, str]) -> Program:
@@ -23,7 +23,7 @@ def test_a_toolkit_header_wanting_a_host_header_is_traced_to_the_bundled_include
         "  rtc/k.cu:2 includes lib/k.cuh",
         "  lib/k.cuh:2 includes lib/tma.cuh",
         "  lib/tma.cuh:3 includes cuda.h"]
-    assert "host header that NVRTC does not provide" in _hint(log + chain)
+    assert "host header that NVRTC does not provide" in hint_for(log + chain)
 
 
 def test_a_missing_header_wanted_by_a_bundled_one_keeps_the_bundling_hint():
@@ -31,5 +31,5 @@ def test_a_missing_header_wanted_by_a_bundled_one_keeps_the_bundling_hint():
     log = 'lib/k.cuh(1): catastrophic error: cannot open source file "lib/gone.h"\n'
     chain = include_chain(log, program)
     assert '(a bundled header) wants "lib/gone.h"' in chain and "rtc/k.cu:2 includes lib/k.cuh" in chain
-    assert _hint(log + chain).startswith("a header is neither bundled")
+    assert hint_for(log + chain).startswith("a header is neither bundled")
     assert include_chain("error: expected a ;\n", program) == ""
