@@ -101,3 +101,19 @@ def test_a_migrated_tu_the_log_does_not_build_is_listed_unpriced_and_a_foreign_l
     foreign.translation_units = [TranslationUnit("kernels/other.cu", [], {"unary_kernel": 4}, 4, 0.0, 0)]
     with pytest.raises(UsageError, match="builds none of the 1 migrated TUs"):
         attach_impact(foreign, TE_LOG, [TE_CSV], MOVED)
+
+
+def test_html_page_lists_the_what_ifs_the_policy_and_unpriced_tus():
+    from codemod.report.html import render_html
+
+    a = _analysis()
+    a.translation_units.append(TranslationUnit("activation/new_since.cu", [], {"unary_kernel": 10}, 10, 0.0, 0))
+    a.totals = dict.fromkeys(("translation_units", "entry_points", "kernels", "kernel_templates", "launch_sites",
+                              "use_sites", "instantiations", "runtime_discoverable_kernels", "errors", "warnings"), 0)
+    attach_impact(a, TE_LOG, [TE_CSV], MOVED, policy="master")
+    page = render_html(a)
+    assert "ninja policy master (-p/--policy)" in page
+    share = a.impact["instantiation_share"]
+    assert (f'<tr><td>instantiation_share</td><td class="n">{share["predicted_wall_s"]}</td>'
+            f'<td class="n">{share["cpu_s_after"]}</td>') in page
+    assert "Not priced (no step of the build log builds them): <code>activation/new_since.cu</code>" in page
