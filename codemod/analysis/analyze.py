@@ -151,6 +151,26 @@ class _Scans:
         return {f: self.done[f] for f in files}
 
 
+def _includes_of(root: Path, rules: list[Rule]):
+    """tu -> the project files it includes (repo paths), from the frontend's include graph, built
+    on first use: only a call into another TU's main file asks."""
+    from ..frontend.parse import IncludeGraph
+
+    top = root.resolve()
+    dirs = tuple((top / d).resolve() for r in rules for d in r.include_dirs)
+    graph: list[IncludeGraph] = []
+    cache: dict[str, set[str]] = {}
+
+    def includes(tu: str) -> set[str]:
+        if tu not in cache:
+            if not graph:
+                graph.append(IncludeGraph(top))
+            seen, _ = graph[0].closure((top / tu).resolve(), dirs)
+            cache[tu] = {p.relative_to(top).as_posix() for p in seen if p.is_relative_to(top)} - {tu}
+        return cache[tu]
+    return includes
+
+
 def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: list[dict], stats: dict,
                    started: float, scans: _Scans) -> Analysis:
     kernels_raw, functions, typedefs, global_uses = _merge(facts_list)
@@ -167,7 +187,7 @@ def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: li
             entry_info[fn["qualname"]] = fn
 
     entry_file = {name: fn["file"] for name, fn in entry_info.items()}
-    inst = Instantiator(functions, typedefs, tu_set, entry_file)
+    inst = Instantiator(functions, typedefs, tu_set, entry_file, _includes_of(root, rules))
     inst.add_tables(global_uses)
     inst.run(entries)
     classifier = AxisClassifier(functions, entries)

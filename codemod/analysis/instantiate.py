@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from functools import lru_cache
 
 from ..frontend.source_text import normalize, substitute
@@ -167,14 +168,17 @@ def label_tu(label: str, entry_files: dict[str, str]) -> str:
 
 class Instantiator:
     def __init__(self, functions: dict[str, dict], typedefs: dict[str, str],
-                 tu_files: set[str] | None = None, entry_files: dict[str, str] | None = None):
+                 tu_files: set[str] | None = None, entry_files: dict[str, str] | None = None,
+                 includes: Callable[[str], set[str]] | None = None):
         """`tu_files` (the analysed TUs' main files) and `entry_files` (entry point -> file): a call
         from one TU to a function template defined in another TU's main file cannot instantiate it
         there (the definition is not visible); the other TU does, through an explicit
-        instantiation. Labels of such walks name that TU (`label_tu`)."""
+        instantiation. Labels of such walks name that TU (`label_tu`). `includes(tu)`: the files a
+        TU includes; a TU's main file that another TU includes (a unity build) is compiled there."""
         self.functions = functions
         self.tu_files = tu_files or set()
         self.entry_files = entry_files or {}
+        self.includes = includes or (lambda tu: set())
         self.ev = Evaluator(typedefs)
         # usr -> env key -> [env, set(entry names)]
         self.envs: dict[str, dict[tuple, list]] = defaultdict(dict)
@@ -250,7 +254,8 @@ class Instantiator:
         out = set()
         for e in ents:
             entry = label_entry(e)
-            if label_tu(e, self.entry_files) == cfile:
+            tu = label_tu(e, self.entry_files)
+            if tu == cfile or cfile in self.includes(tu):
                 out.add(e)
             else:   # back in the entry point's own TU: the plain label again
                 out.add(entry if self.entry_files.get(entry) == cfile else f"{entry}{TU_MARK}{cfile}")

@@ -64,3 +64,19 @@ def test_a_walk_back_into_the_entry_points_tu_is_charged_there(tmp_path):
     kernel = next(k for k in a.kernels if k.name == "back_kernel")
     assert kernel.tus == {"a.cu": 1}
     assert set(kernel.entry_points) == {"api_round_trip", "helper_a", "helper_b"}
+
+
+def test_a_tu_main_file_included_by_another_tu_is_compiled_there(tmp_path):
+    """A unity build: all.cu includes part.cu, which is in the TU list too (a glob); what all.cu's
+    entry point reaches in part.cu is compiled in all.cu."""
+    files = {
+        "part.cu": "template <int N> __global__ void unity_kernel(float *p) { p[0] = N; }\n"
+                   "void launch_part(float *p) { unity_kernel<3><<<1, 1>>>(p); }\n",
+        "all.cu": '#include "part.cu"\nvoid api_all(float *p) { launch_part(p); }\n',
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).write_text(text)
+    a = analyze(Path(tmp_path), [], use_cache=False)
+    kernel = next(k for k in a.kernels if k.name == "unity_kernel")
+    assert kernel.tus == {"all.cu": 1, "part.cu": 1}    # part.cu's own entry point compiles it there too
+    assert set(kernel.entry_points) == {"api_all", "launch_part"}
