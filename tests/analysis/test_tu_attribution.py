@@ -31,10 +31,18 @@ FILES = {
 }
 
 
+def _analyze(root: Path, files: dict[str, str]):
+    for rel, text in files.items():
+        (root / rel).write_text(text)
+    return analyze(root, [], use_cache=False)
+
+
+def _kernel(a, name: str):
+    return next(k for k in a.kernels if k.name == name)
+
+
 def test_instantiations_are_charged_to_the_tu_that_compiles_them(tmp_path):
-    for rel, text in FILES.items():
-        (tmp_path / rel).write_text(text)
-    a = analyze(Path(tmp_path), [], use_cache=False)
+    a = _analyze(tmp_path, FILES)
     kernels = {k.name: k for k in a.kernels}
     assert kernels["scale_kernel"].tus == {"b.cu": 2}
     assert kernels["scale_kernel"].entry_points == ["api_scale_double", "api_scale_float"]
@@ -58,10 +66,7 @@ def test_a_walk_back_into_the_entry_points_tu_is_charged_there(tmp_path):
                 "void api_round_trip(float *p) { helper_b(p); }\n",
         "b.cu": '#include "api.h"\nvoid helper_b(float *p) { helper_a(p); }\n',
     }
-    for rel, text in files.items():
-        (tmp_path / rel).write_text(text)
-    a = analyze(Path(tmp_path), [], use_cache=False)
-    kernel = next(k for k in a.kernels if k.name == "back_kernel")
+    kernel = _kernel(_analyze(tmp_path, files), "back_kernel")
     assert kernel.tus == {"a.cu": 1}
     assert set(kernel.entry_points) == {"api_round_trip", "helper_a", "helper_b"}
 
@@ -74,9 +79,6 @@ def test_a_tu_main_file_included_by_another_tu_is_compiled_there(tmp_path):
                    "void launch_part(float *p) { unity_kernel<3><<<1, 1>>>(p); }\n",
         "all.cu": '#include "part.cu"\nvoid api_all(float *p) { launch_part(p); }\n',
     }
-    for rel, text in files.items():
-        (tmp_path / rel).write_text(text)
-    a = analyze(Path(tmp_path), [], use_cache=False)
-    kernel = next(k for k in a.kernels if k.name == "unity_kernel")
+    kernel = _kernel(_analyze(tmp_path, files), "unity_kernel")
     assert kernel.tus == {"all.cu": 1, "part.cu": 1}    # part.cu's own entry point compiles it there too
     assert set(kernel.entry_points) == {"api_all", "launch_part"}
