@@ -44,7 +44,7 @@ def attach_impact(result: Analysis, build_log: Path, nvcc_times: list[Path],
     """Price each TU from the build log (and nvcc --time phases) and predict the build with the TUs
     that instantiate `migrated_kernels` migrated. `policy`: ninja's scheduling policy for the replay
     (default: the one the log's version implies; `master` starts the longest work first)."""
-    from ..impact.predict import load, predict_migration
+    from ..impact.predict import analyse, load
 
     if not Path(build_log).is_file():
         raise UsageError(f"build log not found: {build_log}")
@@ -52,13 +52,16 @@ def attach_impact(result: Analysis, build_log: Path, nvcc_times: list[Path],
     migrated = [tu for tu in result.translation_units if share[tu.file] > 0]
     # A migrated TU the log does not build (added since, or another configuration) is listed as
     # unpriced; a log that builds none of them belongs to another library.
-    names = load(str(build_log)).steps.name
-    in_log = [tu for tu in migrated if any(n.endswith(f"/{tu.file}.o") for n in names)]
+    loaded = load(str(build_log), [str(p) for p in nvcc_times])   # parsed once for every what-if
+
+    def predict(remove: list[str], scale: dict[str, float] | None) -> dict:
+        return analyse(loaded, remove=remove, scale=scale, jobs=jobs, policy=policy)
+
+    in_log = [tu for tu in migrated if any(n.endswith(f"/{tu.file}.o") for n in loaded.steps.name)]
     if migrated and not in_log:
         raise UsageError(f"the build log builds none of the {len(migrated)} migrated TUs (e.g. "
                          f"{migrated[0].file}.o): is it a log of this library?", where=str(build_log))
-    logs = [str(p) for p in nvcc_times]
-    removed = predict_migration(str(build_log), logs, [_glob(tu.file) for tu in in_log], None, jobs, policy)
+    removed = predict([_glob(tu.file) for tu in in_log], None)
     by_name = {s["name"]: s for s in removed["steps"]}
     kept_scale, share_scale = {}, {}
     for tu in result.translation_units:
@@ -90,9 +93,8 @@ def attach_impact(result: Analysis, build_log: Path, nvcc_times: list[Path],
         "tu_removed": _prediction(removed),
     }
     if in_log and len(kept_scale) == len(in_log):
-        impact["device_removed"] = _prediction(predict_migration(str(build_log), logs, [], kept_scale, jobs, policy))
-        impact["instantiation_share"] = _prediction(predict_migration(str(build_log), logs, [], share_scale, jobs,
-                                                                      policy))
+        impact["device_removed"] = _prediction(predict([], kept_scale))
+        impact["instantiation_share"] = _prediction(predict([], share_scale))
         impact["predicted_wall_s"] = impact["instantiation_share"]["predicted_wall_s"]
         impact["cpu_s_after"] = impact["instantiation_share"]["cpu_s_after"]
         impact["model"] = ("device phases of migrated TUs scaled by the instantiation share left static, host "

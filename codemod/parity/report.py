@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import statistics
+
 
 def _ms(v) -> str:
     return "–" if v is None else f"{v:.1f}"
@@ -29,11 +31,10 @@ def _already_compiled(bench: list[dict]) -> str:
     fast = [v for v in firsts[1:] if v < 1.0]
     if not fast:
         return ""
-    rest = sorted(v for v in firsts[1:] if v >= 1.0)
-    median = (rest[len(rest) // 2] + rest[(len(rest) - 1) // 2]) / 2 if rest else None
+    rest = [v for v in firsts[1:] if v >= 1.0]
     return (f" {len(fast)} of the other {len(firsts) - 1} first calls took under 1 ms: their variant "
             f"was already compiled by an earlier call; over the {len(rest)} that compiled, median "
-            f"{_ms(median)} ms, max {_ms(max(rest) if rest else None)} ms, "
+            f"{_ms(statistics.median(rest) if rest else None)} ms, max {_ms(max(rest) if rest else None)} ms, "
             f"{sum(v <= 300 for v in rest)} within 300 ms.")
 
 
