@@ -19,6 +19,7 @@ class TemplateParam:
     name: str
     kind: str                     # type | value | function_pointer | template
     type: str | None = None       # for value / function_pointer parameters
+    enum: str | None = None       # value parameters of an enumeration type: its qualified name
 
 
 @dataclass
@@ -124,7 +125,12 @@ class Analysis:
     impact: dict | None = None
 
     def to_json(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        for k in d["kernels"]:          # `enum` only where a parameter has one
+            for p in k["params"]:
+                if p.get("enum") is None:
+                    p.pop("enum", None)
+        return d
 
     @classmethod
     def from_json(cls, d: dict) -> "Analysis":

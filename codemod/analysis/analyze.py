@@ -334,7 +334,7 @@ def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: li
                       if all((st.axes[i].binding == "constant") for st in ksites if len(st.axes) > i)]
         disc = all(ax.binding != "unresolved" for st in ksites for ax in st.axes) and all(st.kernel for st in ksites)
         kernels.append(Kernel(id=name, name=k["name"], file=k["file"], line=k["line"], is_template=k["is_template"],
-                              params=[TemplateParam(p["name"], p["kind"], p.get("type")) for p in k["params"]],
+                              params=[TemplateParam(p["name"], p["kind"], p.get("type"), p.get("enum")) for p in k["params"]],
                               sites=[st.id for st in ksites], instantiations=len(tuples),
                               tus={tu: len(v) for tu, v in sorted(tus_count.items())}, entry_points=sorted(ents),
                               discoverable=disc, structural_params=structural))

@@ -20,7 +20,8 @@ from .. import __version__
 from ..errors import ApplyError
 from ..frontend.treesitter import scan_bytes
 from . import source, stdshim
-from .plan import Plan, symbol_for
+from .names import enum_cast
+from .plan import Plan, host_include, symbol_for
 
 CLANG_FORMAT_STYLE = "{BasedOnStyle: Google, ColumnLimit: 100, Standard: c++17}"
 RTC_GUARD = "__CUDACC_RTC__"
@@ -129,7 +130,9 @@ def _domain_expr(kind: str, param: str) -> str | None:
     return None
 
 
-def _axis_expr(kind: str, param: str) -> str:
+def _axis_expr(kind: str, param: str, enum: str | None = None) -> str:
+    if enum:
+        return f'enum_arg_name("{enum_cast(enum)}", static_cast<long long>({param}))'
     if kind == "type":
         return f"arg_name<{param}>()"
     if kind == "function_pointer":
@@ -161,7 +164,7 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
     for replaced in ks_spec.get("replace_with_prelude", []):
         path = f"{out}/prelude/{replaced}"
         cs.new_files[path] = fmt(render(
-            "prelude.h.j2", banner=head, replaced=replaced, includes=ks_spec.get("prelude_includes", []),
+            "prelude.h.j2", banner=head, replaced=replaced, guard=_guard(path), includes=ks_spec.get("prelude_includes", []),
             namespace=ks_spec.get("prelude_namespace", spec.names.get("default_namespace", "")),
             aliases=[c for c in cases if c.get("alias")],
             copied=_copied(root, replaced, ks_spec.get("prelude_copy", []), cs)), "prelude.h")
@@ -185,6 +188,11 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
         if repo_path.startswith(generated_prefix):
             continue
         data = (root / repo_path).read_bytes()
+        for start, end in _host_include_blocks(root, repo_path, data, spec):
+            cs.edits.append(Edit(repo_path, start, start, f"#ifndef {RTC_GUARD}\n", "host-only include hidden from NVRTC"))
+            cs.edits.append(Edit(repo_path, end, end, f"#endif  // {RTC_GUARD}\n", "host-only include hidden from NVRTC"))
+            line = data[:start].count(b"\n") + 1
+            cs.notes.append(f"{repo_path}:{line}: host-only includes guarded by #ifndef {RTC_GUARD}")
         for start, end in source.host_only_functions(data):
             s = source.comment_start(data, start)
             e = _line_end(data, end)
@@ -203,6 +211,7 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
         type_names.add(c["type"])
     for kp in plan.kernels:
         kinds = {p.name: p.kind for p in kp.kernel.params}
+        enums = {p.name: p.enum for p in kp.kernel.params if p.enum}
         for v in kp.variants:
             for param, value in v.axes.items():
                 if kinds.get(param) == "type":
@@ -215,11 +224,11 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
             kernel_string_path=f"{out}/{kp.name}.cu", template_params=kp.signature.template_params,
             param_decls=", ".join(kp.signature.param_decls), param_types=", ".join(kp.signature.param_types),
             param_names=", ".join(params), params=params,
-            axes=[_axis_expr(kinds[p], p) for p in params],
+            axes=[_axis_expr(kinds[p], p, enums.get(p)) for p in params],
             domain=[d for d in (_domain_expr(kinds[p], p) for p in params) if d],
             headers=[dict(symbol=symbol_for(path), include_name=name) for name, path in kp.headers.items()]))
     stub_path = f"{out}/kernels.h"
-    guard = "CODEMOD_" + "".join(c.upper() if c.isalnum() else "_" for c in stub_path) + "_"
+    guard = _guard(stub_path)
     cs.new_files[stub_path] = fmt(render(
         "kernels.h.j2", banner=head, guard=guard, layer=spec.layer,
         layer_header=relative_include(spec.layer["header"], stub_path),
@@ -234,6 +243,27 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
     # Manifest.
     cs.new_files[f"{out}/codemod_manifest.json"] = manifest(plan, version)
     return cs
+
+
+def _guard(path: str) -> str:
+    """Include guard of a generated header (not `#pragma once`: NVRTC may see one in-memory header
+    under several include names)."""
+    return "CODEMOD_" + "".join(c.upper() if c.isalnum() else "_" for c in path) + "_"
+
+
+def _host_include_blocks(root: Path, path: str, data: bytes, spec) -> list[tuple[int, int]]:
+    """Byte ranges of the rule's `host_includes` in a shipped header, not yet guarded by the
+    library; consecutive directives (only blank space between) share one guard."""
+    blocks: list[tuple[int, int]] = []
+    for inc in source.includes(data):
+        if inc.rtc_guarded or not host_include(root, path, inc, spec):
+            continue
+        start = data.rfind(b"\n", 0, inc.start) + 1
+        if blocks and not data[blocks[-1][1]:start].strip():
+            blocks[-1] = (blocks[-1][0], inc.end)
+        else:
+            blocks.append((start, inc.end))
+    return blocks
 
 
 def _copied(root: Path, header: str, names: list[str], cs: ChangeSet) -> list[dict]:

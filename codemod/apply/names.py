@@ -42,9 +42,21 @@ def qualify(text: str, spec: MigrateSpec) -> str:
     return _IDENT.sub(one, text.strip())
 
 
-def argument(kind: str, value: str, spec: MigrateSpec) -> str:
+def enum_cast(enum: str) -> str:
+    """Opening of an enumeration argument's spelling; the stubs append the number and `)`."""
+    return f"static_cast<::{enum.lstrip(':')}>("
+
+
+def argument(kind: str, value: str, spec: MigrateSpec, enum: str | None = None) -> str:
     """One template argument as it appears in a name expression, canonical so that the host stubs
-    render the same text at run time: constant expressions evaluated, `&` on function names."""
+    render the same text at run time: constant expressions evaluated, `&` on function names, an
+    enumeration value as `static_cast<::Enum>(N)` (the analysis gives its number)."""
+    if kind == "value" and enum:
+        try:
+            v = evaluate(value, spec.type_sizes())
+        except NotConstant:
+            raise Unspellable(value) from None
+        return f"{enum_cast(enum)}{int(v)})"
     if kind == "value":
         try:
             v = evaluate(value, spec.type_sizes())

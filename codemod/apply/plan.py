@@ -81,7 +81,7 @@ def _variants(site: Site, kernel: Kernel, spec: MigrateSpec) -> list[dict[str, s
             raise ApplyError(f"variant of {kernel.id} has {len(args)} arguments for {len(params)} "
                              "template parameters", where=f"{site.file}:{site.line}",
                              hint="re-run `codemod analyze`; the analysis JSON may be stale")
-        out.append({p.name: argument(p.kind, a, spec) for p, a in zip(params, args)})
+        out.append({p.name: argument(p.kind, a, spec, p.enum) for p, a in zip(params, args)})
     return out
 
 
@@ -98,6 +98,16 @@ def _resolve(root: Path, path: str, inc, include_dirs: list[str]) -> str | None:
     return None
 
 
+def host_include(root: Path, path: str, inc, spec: MigrateSpec) -> bool:
+    """Whether an include of a shipped header stays out of NVRTC's sight: the rule's
+    `kernel_strings.host_includes` names it (as spelled, or by the library path it resolves to),
+    or the library already guards it with `__CUDACC_RTC__`."""
+    hidden = spec.kernel_strings.get("host_includes", [])
+    if inc.rtc_guarded or inc.name in hidden:
+        return True
+    return bool(hidden) and _resolve(root, path, inc, spec.include_dirs) in hidden
+
+
 def _header_closure(root: Path, start: str, spec: MigrateSpec, out_dir: str) -> dict[str, str]:
     """Include name -> repo path for every library header the kernel's file reaches (NVRTC matches
     in-memory headers by the name as spelled). Replaced headers map to the generated prelude."""
@@ -112,6 +122,8 @@ def _header_closure(root: Path, start: str, spec: MigrateSpec, out_dir: str) -> 
             continue
         seen.add(path)
         for inc in source.includes((root / path).read_bytes()):
+            if host_include(root, path, inc, spec):
+                continue            # hidden from NVRTC by generate (or already by the library)
             if inc.system and inc.name in shims:
                 headers[inc.name] = f"{out_dir}/shims/{inc.name}"
                 continue

@@ -4,6 +4,7 @@ definitions, kernel parameter types and template-ids naming a kernel. Byte range
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -34,6 +35,40 @@ class Include:
     system: bool       # <...>
     start: int
     end: int           # end of the directive line (after the newline)
+    rtc_guarded: bool = False   # in a branch not taken under NVRTC (`#ifndef __CUDACC_RTC__`)
+
+
+def _rtc_guarded(node: Node, data: bytes) -> bool:
+    """Whether an include sits in a branch NVRTC does not take: the then-branch of
+    `#ifndef __CUDACC_RTC__` / `#if !defined(__CUDACC_RTC__)`, or the `#else` of
+    `#ifdef __CUDACC_RTC__` / `#if defined(__CUDACC_RTC__)`. Other conditions: False."""
+    child, n = node, node.parent
+    while n is not None:
+        if n.type in ("preproc_if", "preproc_ifdef"):
+            in_else = child.type in ("preproc_else", "preproc_elif", "preproc_elifdef")
+            sense = _rtc_condition(n, data)     # True: the then-branch is taken under NVRTC
+            if sense is not None and sense == in_else:
+                return True
+        child, n = n, n.parent
+    return False
+
+
+def _rtc_condition(n: Node, data: bytes) -> bool | None:
+    """For a conditional testing only __CUDACC_RTC__: whether its then-branch is taken under NVRTC."""
+    if n.type == "preproc_ifdef":
+        name = n.child_by_field_name("name")
+        if name is None or data[name.start_byte:name.end_byte] != b"__CUDACC_RTC__":
+            return None
+        return data[n.start_byte:name.start_byte].strip() == b"#ifdef"
+    cond = n.child_by_field_name("condition")
+    if cond is None:
+        return None
+    text = b"".join(data[cond.start_byte:cond.end_byte].split())
+    if text in (b"defined(__CUDACC_RTC__)", b"defined__CUDACC_RTC__"):
+        return True
+    if text in (b"!defined(__CUDACC_RTC__)", b"!defined__CUDACC_RTC__"):
+        return False
+    return None
 
 
 def includes(data: bytes) -> list[Include]:
@@ -42,7 +77,8 @@ def includes(data: bytes) -> list[Include]:
         if n.type == "preproc_include":
             path = n.child_by_field_name("path")
             text = data[path.start_byte:path.end_byte].decode()
-            out.append(Include(text[1:-1], text.startswith("<"), n.start_byte, n.end_byte))
+            out.append(Include(text[1:-1], text.startswith("<"), n.start_byte, n.end_byte,
+                               _rtc_guarded(n, data)))
     return sorted(out, key=lambda i: i.start)
 
 
@@ -107,6 +143,30 @@ class KernelSignature:
     param_decls: list[str]      # `const InputType *in`, ...
 
 
+_TOP_QUALIFIERS = re.compile(r"\b(const|volatile|__restrict__|__restrict)\b")
+
+
+def value_type(t: str) -> str:
+    """A parameter type without its top-level qualifiers (`const float *__restrict__` ->
+    `const float *`, `const size_t` -> `size_t`, no `__grid_constant__`): they are not part of the
+    function type, and a pointer to a `__restrict__` parameter does not convert to
+    `const void *`."""
+    depth, cut = 0, -1
+    for i, c in enumerate(t):
+        depth += c == "<"
+        depth -= c == ">"
+        if depth == 0 and c in "*&":
+            cut = i
+    if cut >= 0:
+        return (t[:cut + 1] + _TOP_QUALIFIERS.sub("", t[cut + 1:])).strip()
+    words = t.split()
+    while words and words[0] in ("const", "volatile", "__grid_constant__"):
+        words.pop(0)
+    while words and words[-1] in ("const", "volatile", "__restrict__", "__restrict"):
+        words.pop()
+    return " ".join(words)
+
+
 def kernel_signature(data: bytes, start: int, end: int) -> KernelSignature:
     """Parameter types of the `__global__` template defined in data[start:end] (the frontend's
     KernelDecl range)."""
@@ -129,7 +189,7 @@ def kernel_signature(data: bytes, start: int, end: int) -> KernelSignature:
             cut = (text[p.start_byte:ident.start_byte] + text[ident.end_byte:p.end_byte]).decode()
         else:
             cut = full
-        types.append(" ".join(cut.split()).replace(" *", " *").strip())
+        types.append(value_type(" ".join(cut.split()).strip()))
     return KernelSignature(" ".join(text[tparams.start_byte:tparams.end_byte].decode().split()), types, decls)
 
 

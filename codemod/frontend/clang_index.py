@@ -177,6 +177,9 @@ def template_params(cursor) -> list[dict]:
             t = ch.type.spelling
             kind = "function_pointer" if "(*)" in t.replace(" ", "") else "value"
             params.append({"name": ch.spelling, "kind": kind, "type": t})
+            canonical = ch.type.get_canonical()
+            if canonical.kind == ci.TypeKind.ENUM:
+                params[-1]["enum"] = canonical.spelling
         elif ch.kind == CK.TEMPLATE_TEMPLATE_PARAMETER:
             params.append({"name": ch.spelling, "kind": "template"})
         else:

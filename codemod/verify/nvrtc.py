@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -36,6 +37,23 @@ def arch_options(arch: str) -> list[str]:
     return [f"--gpu-architecture={arch}"]
 
 
+_DIAG = re.compile(r"(^|: )(catastrophic error|error|warning|Remark)\b")
+
+
+def _errors_first(lines: list[str]) -> list[str]:
+    """The log's diagnostics (a line naming error/warning and the lines below it), error blocks
+    first, each group in log order."""
+    blocks: list[list[str]] = []
+    for line in lines:
+        if _DIAG.search(line) or not blocks:
+            blocks.append([line])
+        else:
+            blocks[-1].append(line)
+    errors = [b for b in blocks if "error" in b[0] and "warning" not in b[0]]
+    rest = [b for b in blocks if b not in errors]
+    return [line for b in errors + rest for line in b]
+
+
 @dataclass
 class CompileResult:
     """What one NVRTC program gave: `ok` means it compiled and every name expression lowered."""
@@ -58,7 +76,8 @@ class CompileResult:
         return self.compiled and not self.unlowered
 
     def log_head(self, lines: int = LOG_HEAD_LINES) -> str:
-        kept = [line for line in self.log.splitlines() if line.strip()]
+        """The log's first lines, errors before warnings (a failed compile often warns first)."""
+        kept = [line for line in _errors_first(self.log.splitlines()) if line.strip()]
         text = "\n".join(kept[:lines])
         if len(kept) > lines:
             text += f"\n... ({len(kept) - lines} more log lines)"

@@ -47,3 +47,32 @@ def test_a_kernel_string_reaching_a_host_header_is_refused_and_nothing_written(t
     assert _digest(root) == before
     assert main(["apply", "--target", RULE, str(root), "--write", "-q", "--no-precheck"]) == 0
     assert _digest(root) != before
+
+
+@pytest.mark.skipif(not _nvrtc_available(), reason="needs NVRTC (the nvidia-cuda-nvrtc wheel)")
+@pytest.mark.parametrize("hidden", ["cuda.h", "util/host_api.h"])
+def test_host_includes_hide_an_include_from_nvrtc(tmp_path, capsys, hidden):
+    """`kernel_strings.host_includes` names an include (as spelled, or the library file it resolves
+    to): apply guards it with `#ifndef __CUDACC_RTC__` in the shipped header, the kernel strings no
+    longer reach it, and the precheck passes."""
+    root = tmp_path / "input"
+    shutil.copytree(GOLDEN / "actlib" / "input", root)
+    (root / "util" / "host_api.h").write_text("#pragma once\n#include <cuda.h>\n#include <string>\n")
+    math_h = root / "util" / "math.h"
+    math_h.write_text(math_h.read_text().replace(
+        "#define ACTLIB_UTIL_MATH_H_\n", "#define ACTLIB_UTIL_MATH_H_\n#include <cuda.h>\n#include \"host_api.h\"\n"
+        if hidden != "cuda.h" else "#define ACTLIB_UTIL_MATH_H_\n#include <cuda.h>\n", 1))
+    if hidden != "cuda.h":     # only the library header reaches <cuda.h>
+        math_h.write_text(math_h.read_text().replace("#include <cuda.h>\n", "", 1))
+    rule = tmp_path / "rule.yaml"
+    text = (GOLDEN / "actlib" / "activation.yaml").read_text()
+    assert "  kernel_strings:\n" in text
+    rule.write_text(text.replace("  kernel_strings:\n", f"  kernel_strings:\n    host_includes: [{hidden}]\n", 1))
+    assert main(["apply", "--target", str(rule), str(root), "--write", "-q"]) == 0, capsys.readouterr().err
+    patched = math_h.read_text()
+    spelled = "<cuda.h>" if hidden == "cuda.h" else '"host_api.h"'
+    assert f"#ifndef __CUDACC_RTC__\n#include {spelled}\n#endif  // __CUDACC_RTC__\n" in patched
+    manifest = (root / "rtc" / "activation" / "codemod_manifest.json").read_text()
+    assert "host_api.h" not in manifest
+    # A second apply finds nothing to do (the guard is recognised as the library's own).
+    assert main(["apply", "--target", str(rule), str(root), "--check", "-q"]) == 0

@@ -123,3 +123,20 @@ def test_cccl_folder_only_when_the_layer_passes_it(lib):
     assert lib.compile(src, "with_cccl.cu", include_cccl=True).ok
     without = lib.compile(src, "without_cccl.cu", include_cccl=False)
     assert not without.ok and "cuda/std/cstdint" in without.log
+
+
+def test_log_head_shows_errors_before_warnings():
+    from codemod.verify.nvrtc import CompileResult
+
+    log = "\n".join([
+        "a.cuh(3): warning #20012-D: __host__ annotation is ignored",
+        "    __host__ __device__ X() = default;",
+        "Remark: The warnings can be suppressed with \"-diag-suppress <warning-number>\"",
+        "b.cuh(9): error: identifier \"DIVUP\" is undefined",
+        "    DIVUP(a, b);",
+        "1 error detected in the compilation of \"k.cu\".",
+    ])
+    head = CompileResult("k.cu", "sm_90", False, log).log_head(lines=3)
+    assert head.splitlines()[:3] == ["b.cuh(9): error: identifier \"DIVUP\" is undefined", "    DIVUP(a, b);",
+                                     "1 error detected in the compilation of \"k.cu\"."]
+    assert head.endswith("(3 more log lines)")

@@ -1,0 +1,73 @@
+"""Tree-sitter queries of apply: which includes NVRTC never sees, parameter types without their
+top-level qualifiers, and enumeration template arguments in name expressions."""
+
+from __future__ import annotations
+
+import pytest
+
+from codemod.apply import source
+from codemod.apply.names import Unspellable, argument
+from codemod.apply.golden import GOLDEN
+from codemod.apply.spec import migrate_spec
+from codemod.rule import load_rule_file
+
+
+def test_includes_in_branches_nvrtc_does_not_take():
+    text = b"""#include <a>
+#ifdef __CUDACC_RTC__
+#include "rtc_only.h"
+#else
+#include <host_else>
+#endif
+#ifndef __CUDACC_RTC__
+#include <host_ifndef>
+#endif
+#if !defined(__CUDACC_RTC__)
+#include <host_if_not_defined>
+#elif FOO
+#include <maybe_elif>
+#endif
+#if defined(__CUDACC_RTC__)
+#include "rtc_only_too.h"
+#elif BAR
+#include <host_elif>
+#endif
+#if defined(__CUDACC_RTC__) || FOO
+#include <unknown_condition>
+#endif
+"""
+    guarded = {i.name: i.rtc_guarded for i in source.includes(text)}
+    assert guarded == {"a": False, "rtc_only.h": False, "host_else": True, "host_ifndef": True,
+                       "host_if_not_defined": True, "maybe_elif": False, "rtc_only_too.h": False,
+                       "host_elif": True, "unknown_condition": False}
+
+
+@pytest.mark.parametrize("spelled,expected", [
+    ("const float *__restrict__", "const float *"),
+    ("e8m0_t *const __restrict__", "e8m0_t *"),
+    ("const size_t", "size_t"),
+    ("const InputType *", "const InputType *"),
+    ("Vec<const float *, 4> const", "Vec<const float *, 4>"),
+    ("const __grid_constant__ CUtensorMap", "CUtensorMap"),
+    ("const float &", "const float &"),
+])
+def test_value_type_drops_top_level_qualifiers(spelled, expected):
+    assert source.value_type(spelled) == expected
+
+
+def test_kernel_signature_types_are_unqualified():
+    text = b"""template <int N>
+__global__ void k(const float *__restrict__ in, float *const __restrict__ out, const size_t n) {}
+"""
+    sig = source.kernel_signature(text, 0, len(text))
+    assert sig.param_types == ["const float *", "float *", "size_t"]
+    assert sig.param_decls[0] == "const float *__restrict__ in"
+
+
+def test_enumeration_arguments_are_cast():
+    spec = migrate_spec(load_rule_file(GOLDEN / "actlib" / "activation.yaml"))
+    assert argument("value", "2", spec, enum="ns::detail::Mode") == "static_cast<::ns::detail::Mode>(2)"
+    assert argument("value", "1+1", spec, enum="::ns::Mode") == "static_cast<::ns::Mode>(2)"
+    assert argument("value", "2", spec) == "2"
+    with pytest.raises(Unspellable):
+        argument("value", "Mode::kRow", spec, enum="ns::Mode")
