@@ -16,6 +16,14 @@ def test_shipped_rules_load():
         assert rule.id == name and rule.translation_units
 
 
+def test_bench_rules_load():
+    """Experiment rules kept beside the benchmarks validate against the same schema."""
+    bench = RULES_DIR.parent / "bench" / "rules"
+    paths = sorted(bench.glob("*.yaml"))
+    assert paths
+    for path in paths:
+        assert load_rule_file(path).id == path.stem
+
 @pytest.mark.parametrize("text, where, message", [
     ("id: x\ndescription: d\nanalyze:\n  translation_units: []\n  entry_points: '^a'\n", ":4", "translation_units"),
     ("id: x\ndescription: d\nanalyze:\n  translation_units: ['a/*.cu']\n  entry_points: '^a'\n  bogus: 1\n", ":6", "bogus"),
