@@ -119,7 +119,15 @@ def analyze(root: Path, rules: list[Rule], compile_db: Path | None = None, jobs:
 def dumps(result: Analysis, indent: int | None = None) -> str:
     """`json.dumps(result.to_json())` without `asdict`'s deep copy (1.3 s -> 0.25 s on all of TE's
     common)."""
-    return json.dumps(result, indent=indent, default=lambda o: {f.name: getattr(o, f.name) for f in fields(o)})
+    return json.dumps(result, indent=indent, default=_fields)
+
+
+def _fields(o) -> dict:
+    """A dataclass as to_json writes it: a template parameter's `enum` only where it has one."""
+    d = {f.name: getattr(o, f.name) for f in fields(o)}
+    if isinstance(o, TemplateParam) and d.get("enum") is None:
+        d.pop("enum")
+    return d
 
 
 def _result_key(facts_list: list[dict], rules: list[Rule], root: Path) -> str:
