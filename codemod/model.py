@@ -22,6 +22,13 @@ class TemplateParam:
     enum: str | None = None       # value parameters of an enumeration type: its qualified name
 
 
+def param_json(d: dict) -> dict:
+    """A TemplateParam's fields as the JSON holds them: `enum` only where the parameter has one."""
+    if d.get("enum") is None:
+        d.pop("enum", None)
+    return d
+
+
 @dataclass
 class Axis:
     param: str
@@ -126,10 +133,8 @@ class Analysis:
 
     def to_json(self) -> dict:
         d = asdict(self)
-        for k in d["kernels"]:          # `enum` only where a parameter has one
-            for p in k["params"]:
-                if p.get("enum") is None:
-                    p.pop("enum", None)
+        for k in d["kernels"]:
+            k["params"] = [param_json(p) for p in k["params"]]
         return d
 
     @classmethod

@@ -18,7 +18,7 @@ from ..errors import UsageError
 from ..frontend.parse import parse_all
 from ..frontend.toolchain import cache_root
 from ..model import (SCHEMA_VERSION, Analysis, Axis, Diagnostic, EntryPoint, Kernel, Site,
-                     TemplateParam, TranslationUnit)
+                     TemplateParam, TranslationUnit, param_json)
 from ..rule import Rule
 from ..frontend.treesitter import scan_tree
 from .axes import AxisClassifier, classify
@@ -123,11 +123,9 @@ def dumps(result: Analysis, indent: int | None = None) -> str:
 
 
 def _fields(o) -> dict:
-    """A dataclass as to_json writes it: a template parameter's `enum` only where it has one."""
+    """A dataclass as to_json writes it."""
     d = {f.name: getattr(o, f.name) for f in fields(o)}
-    if isinstance(o, TemplateParam) and d.get("enum") is None:
-        d.pop("enum")
-    return d
+    return param_json(d) if isinstance(o, TemplateParam) else d
 
 
 def _result_key(facts_list: list[dict], rules: list[Rule], root: Path) -> str:

@@ -51,19 +51,15 @@ def argument(kind: str, value: str, spec: MigrateSpec, enum: str | None = None) 
     """One template argument as it appears in a name expression, canonical so that the host stubs
     render the same text at run time: constant expressions evaluated, `&` on function names, an
     enumeration value as `static_cast<::Enum>(N)` (the analysis gives its number)."""
-    if kind == "value" and enum:
-        try:
-            v = evaluate(value, spec.type_sizes())
-        except NotConstant:
-            raise Unspellable(value) from None
-        return f"{enum_cast(enum)}{int(v)})"
     if kind == "value":
         try:
             v = evaluate(value, spec.type_sizes())
         except NotConstant:
-            if not _IDENT.fullmatch(value.strip()) and not re.fullmatch(r"-?\d+", value.strip()):
+            if enum or (not _IDENT.fullmatch(value.strip()) and not re.fullmatch(r"-?\d+", value.strip())):
                 raise Unspellable(value) from None
             return qualify(value, spec)
+        if enum:
+            return f"{enum_cast(enum)}{int(v)})"
         return ("true" if v else "false") if isinstance(v, bool) else str(v)
     if kind == "function_pointer":
         value = function_choice(value)

@@ -49,8 +49,11 @@ def _errors_first(lines: list[str]) -> list[str]:
             blocks.append([line])
         else:
             blocks[-1].append(line)
-    errors = [b for b in blocks if "error" in b[0] and "warning" not in b[0]]
-    rest = [b for b in blocks if b not in errors]
+    errors: list[list[str]] = []
+    rest: list[list[str]] = []
+    for b in blocks:
+        m = _DIAG.search(b[0])
+        (errors if m and m.group(2).endswith("error") else rest).append(b)
     return [line for b in errors + rest for line in b]
 
 
