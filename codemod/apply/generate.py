@@ -226,7 +226,8 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
             param_names=", ".join(params), params=params,
             axes=[_axis_expr(kinds[p], p, enums.get(p)) for p in params],
             domain=[d for d in (_domain_expr(kinds[p], p) for p in params) if d],
-            headers=[dict(symbol=symbol_for(path), include_name=name) for name, path in kp.headers.items()]))
+            headers=[dict(symbol=symbol_for(path), include_name=name) for name, path in kp.headers.items()],
+            options=spec.options["kernels"].get(kp.kernel.id, [])))
     stub_path = f"{out}/kernels.h"
     guard = _guard(stub_path)
     cs.new_files[stub_path] = fmt(render(
@@ -386,7 +387,7 @@ def manifest(plan: Plan, version: str = __version__) -> str:
             "headers": kp.headers,
             "include_cuda_toolkit": True,
             "include_cuda_cccl": bool(spec.layer.get("cuda_includes_cccl", False)),
-            "nvrtc_options": list(spec.options["always"]),
+            "nvrtc_options": list(spec.options["always"]) + spec.options["kernels"].get(kp.kernel.id, []),
             "conditional_options": [dict(c) for c in spec.options["conditional"]],
             "sites": sorted(s.id for s in kp.sites),
             "variants": [{"name_expression": v.name_expression(kp.kernel.id), "axes": v.axes,

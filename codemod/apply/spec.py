@@ -52,6 +52,17 @@ class MigrateSpec:
         return {c["alias"]: c["type"] for c in self.types["cases"].values() if c.get("alias")}
 
 
+def _kernel_options(rule: Rule, m: dict) -> dict[str, list[str]]:
+    """`options.kernels`: NVRTC options of one kernel only (after `always`), keyed by a kernel of
+    `kernels`."""
+    per = dict(m.get("options", {}).get("kernels", {}))
+    unknown = sorted(k for k in per if k not in m["kernels"])
+    if unknown:
+        raise RuleError(f"migrate.options.kernels names {', '.join(unknown)}, not in migrate.kernels",
+                        where=str(rule.path), hint="key it by a kernel id listed under migrate.kernels")
+    return {k: list(v) for k, v in per.items()}
+
+
 def migrate_spec(rule: Rule) -> MigrateSpec:
     m = rule.raw.get("migrate")
     if not m:
@@ -63,5 +74,6 @@ def migrate_spec(rule: Rule) -> MigrateSpec:
         stub_includes=list(m.get("stub_includes", [])), names=m.get("names", {}), types=m["types"],
         kernel_strings=m.get("kernel_strings", {}), layer=m["nvrtc_layer"],
         options={"always": m.get("options", {}).get("always", []),
-                 "conditional": m.get("options", {}).get("conditional", [])},
+                 "conditional": m.get("options", {}).get("conditional", []),
+                 "kernels": _kernel_options(rule, m)},
         cmake=m["cmake"], include_dirs=list(rule.raw.get("analyze", {}).get("include_dirs", [])), raw=m)

@@ -21,6 +21,9 @@ HERE = Path(__file__).resolve().parent
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (host compile of the stubs)")
 
 
+OWN_KERNEL, OWN_OPTION = "actlib::cast_fp8_kernel", "-default-device"
+
+
 def _fnv1a(parts: list[bytes]) -> int:
     h = 1469598103934665603
     for part in parts:
@@ -36,7 +39,12 @@ def labels(tmp_path_factory) -> tuple[dict, dict[str, list[str]], Path]:
     work = tmp_path_factory.mktemp("keys")
     root = work / "input"
     shutil.copytree(GOLDEN / "actlib" / "input", root)
-    write_all(root, compute(root, str(GOLDEN / "actlib" / "activation.yaml"))[0])
+    # The golden rule, plus an NVRTC option of one kernel only (migrate.options.kernels).
+    text = (GOLDEN / "actlib" / "activation.yaml").read_text()
+    assert "    conditional:\n" in text
+    rule = work / "rule.yaml"
+    rule.write_text(text.replace("    conditional:\n", f"    kernels: {{{OWN_KERNEL}: [{OWN_OPTION}]}}\n    conditional:\n", 1))
+    write_all(root, compute(root, str(rule))[0])
     manifest = json.loads((root / "rtc/activation/codemod_manifest.json").read_text())
     # The string headers the library's CMake would configure from util/string_header.h.in.
     strings = work / "strings"
@@ -83,10 +91,14 @@ def test_key_is_kernel_every_axis_options_and_source_hash(labels):
         # FNV-1a's steps are bijections of its state: any one-byte change of the program or of a
         # header gives another hash, hence another key
         src = f",src={_fnv1a(parts)}"
+        own = f",{OWN_OPTION}" if k["id"] == OWN_KERNEL else ""
+        assert k["nvrtc_options"] == ["--std=c++17"] + ([OWN_OPTION] if own else [])
         for v in k["variants"]:
             axes = "".join(f",{param}={value}" for param, value in v["axes"].items())
-            assert out["0"][i] == f"{k['id']}{axes},--std=c++17{src}"
-            # another NVRTC option (the fast-math CMake option ON) is another key
-            assert out["1"][i] == f"{k['id']}{axes},--std=c++17,--use_fast_math{src}"
+            assert out["0"][i] == f"{k['id']}{axes},--std=c++17{own}{src}"
+            # another NVRTC option (the fast-math CMake option ON) is another key; the kernel's
+            # own options come after the rule's
+            assert out["1"][i] == f"{k['id']}{axes},--std=c++17,--use_fast_math{own}{src}"
             i += 1
+    assert any(k["id"] == OWN_KERNEL for k in manifest["kernels"])
 

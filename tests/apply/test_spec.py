@@ -43,3 +43,15 @@ def test_rule_without_migrate_section_is_a_rule_error(tmp_path):
     path.write_text(RULE.split("migrate:")[0])
     with pytest.raises(RuleError, match="has no migrate: section"):
         migrate_spec(load_rule_file(path))
+
+
+def test_kernel_options_must_name_a_migrated_kernel(tmp_path):
+    old = "    conditional:\n"
+    assert old in RULE
+    path = tmp_path / "rule.yaml"
+    path.write_text(RULE.replace(old, "    kernels: {actlib::no_such_kernel: [-default-device]}\n" + old, 1))
+    with pytest.raises(RuleError) as exc:
+        migrate_spec(load_rule_file(path))
+    assert "actlib::no_such_kernel" in exc.value.render()
+    path.write_text(RULE.replace(old, "    kernels: {actlib::unary_kernel: [-default-device]}\n" + old, 1))
+    assert migrate_spec(load_rule_file(path)).options["kernels"] == {"actlib::unary_kernel": ["-default-device"]}
