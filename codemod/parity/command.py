@@ -80,7 +80,8 @@ def _generate(args) -> int:
     args.output.mkdir(parents=True, exist_ok=True)
     (args.output / "driver.cu").write_text(render_driver(plan))
     (args.output / "plan.json").write_text(plan.to_json())
-    print(f"parity: driver for {len(plan.entries)} entry points written to {args.output}. "
+    grouped = f" (+{len(plan.grouped_entries)} grouped)" if plan.grouped_entries else ""
+    print(f"parity: driver for {len(plan.entries)} entry points{grouped} written to {args.output}. "
           f"Next: `codemod parity run --driver {args.output} ...` on a GPU machine.", file=sys.stderr)
     return 0
 

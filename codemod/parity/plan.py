@@ -1,5 +1,6 @@
 """Analysis + rule + library profile -> the driver plan: which entry points to call, how each
-parameter is filled, and the dtype x format x shape grid. Plain data, rendered by driver.py."""
+parameter is filled, and the dtype x format x shape grid (grouped-tensor entry points: their own
+formats and grouped cases). Plain data, rendered by driver.py."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from .api import prototypes
 
 PROFILES_DIR = Path(__file__).resolve().parent / "libraries"
 TENSOR_ROLES = ("input", "output", "dbias", "workspace")
+GROUPED_ROLES = ("input", "output")
+GROUPED_SHAPES = ("same", "varying_first", "varying_last")
 
 
 @dataclass
@@ -46,6 +49,22 @@ class Entry:
 
 
 @dataclass
+class GroupedCase:
+    name: str                  # part of the case id: "same:4x64x256", "varying_first:64+0+33x256"
+    shape: str                 # same / varying_first / varying_last (TE's shape representations)
+    dims: list[tuple[int, int]]   # (rows, cols) of every group, in order
+    logical: tuple[int, int]      # the grouped tensor's 2-D shape: [sum of rows, cols], [rows, sum of cols]
+
+
+@dataclass
+class Grouped:
+    """How grouped-tensor entry points are called: output formats x cases (each a list of groups)."""
+    tensor_type: str
+    formats: list[Format]
+    cases: list[GroupedCase]
+
+
+@dataclass
 class Plan:
     library: str
     rule: str
@@ -67,9 +86,17 @@ class Plan:
     # Libraries the library itself leaves to its loader (TE: NVRTC and the driver API, which its
     # Python package loads): the driver links them explicitly.
     link_libs: list[str] = field(default_factory=list)
+    # Entry points whose tensors are grouped (profile's grouped_tensor_type), called with
+    # `grouped` instead of formats x shapes_rc.
+    grouped_entries: list[Entry] = field(default_factory=list)
+    grouped: Grouped | None = None
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
+        data = asdict(self)
+        # NOTE: left out when unused, so the plans of libraries without grouped entries keep their JSON.
+        if not self.grouped_entries:
+            del data["grouped_entries"], data["grouped"]
+        return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
 @dataclass
@@ -132,12 +159,21 @@ def _inputs_for(profile: Profile, entry: str) -> list[str]:
     return list(profile["input_dtypes"])
 
 
+def _tensor_kind(profile: Profile, param) -> str | None:
+    """"tensor", "grouped" or None for a parameter's base type."""
+    if param.base == profile["tensor_type"]:
+        return "tensor"
+    if profile.get("grouped_tensor_type") and param.base == profile["grouped_tensor_type"]:
+        return "grouped"
+    return None
+
+
 def _args(profile: Profile, proto) -> list[Arg]:
     roles, scalars = profile["roles"], profile.get("scalars", {})
-    tensor, stream = profile["tensor_type"], profile["stream_type"]
+    stream = profile["stream_type"]
     args = []
     for p in proto.params:
-        if p.base == tensor:
+        if _tensor_kind(profile, p) is not None:
             role = roles.get(p.name)
             if role not in TENSOR_ROLES:
                 raise UnsupportedConstruct(
@@ -154,6 +190,73 @@ def _args(profile: Profile, proto) -> list[Arg]:
     if sum(a.role == "output" for a in args) != 1:
         raise UnsupportedConstruct(f"{proto.name}: expected exactly one output tensor", where=proto.where)
     return args
+
+
+def _is_grouped(profile: Profile, proto, args: list[Arg]) -> bool:
+    """True when every tensor parameter is grouped; a mix of both handle types is refused."""
+    kinds = {_tensor_kind(profile, p) for p in proto.params} - {None}
+    if "grouped" not in kinds:
+        return False
+    if "tensor" in kinds or any(a.role not in GROUPED_ROLES + ("stream", "scalar") for a in args):
+        found = ", ".join(f"{p.type} {p.name}" for p in proto.params if _tensor_kind(profile, p))
+        raise UnsupportedConstruct(
+            f"{proto.name}: a grouped entry point takes grouped inputs and one grouped output only "
+            f"(found {found})",
+            where=proto.where, hint="leave its kernels out of migrate.kernels, or extend the grouped driver")
+    for a in args:
+        if a.role in GROUPED_ROLES and a.shape != (1, 1):
+            raise UnsupportedConstruct(f"{proto.name}: grouped tensor `{a.name}` cannot take a shape rule",
+                                       where=proto.where, hint="narrow the shapes: pattern in the parity profile")
+    return True
+
+
+def _grouped_case(raw: dict, where: str) -> GroupedCase:
+    """One `grouped.cases` item -> its groups. same: num_tensors x (rows, cols); varying_first:
+    first_dims with a common cols; varying_last: a common rows with last_dims."""
+    shape = raw.get("shape")
+    try:
+        if shape == "same":
+            n, rows, cols = int(raw["num_tensors"]), int(raw["rows"]), int(raw["cols"])
+            dims = [(rows, cols)] * n
+            name = f"same:{n}x{rows}x{cols}"
+        elif shape == "varying_first":
+            firsts, cols = [int(d) for d in raw["first_dims"]], int(raw["cols"])
+            dims = [(r, cols) for r in firsts]
+            name = f"varying_first:{'+'.join(map(str, firsts))}x{cols}"
+        elif shape == "varying_last":
+            rows, lasts = int(raw["rows"]), [int(d) for d in raw["last_dims"]]
+            dims = [(rows, c) for c in lasts]
+            name = f"varying_last:{rows}x{'+'.join(map(str, lasts))}"
+        else:
+            raise RuleError(f"grouped case {raw}: shape is one of {', '.join(GROUPED_SHAPES)}", where=where)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RuleError(f"grouped case {raw}: missing or invalid {exc}", where=where) from None
+    if not dims or any(r < 0 or c < 0 for r, c in dims):
+        raise RuleError(f"grouped case {raw}: at least one group, no negative dimension", where=where)
+    if shape == "varying_last":
+        logical = (dims[0][0], sum(c for _, c in dims))
+    else:
+        logical = (sum(r for r, _ in dims), dims[0][1])
+    return GroupedCase(name, shape, dims, logical)
+
+
+def _grouped(profile: Profile) -> Grouped:
+    raw = profile["grouped"]
+    where = str(profile.path)
+    formats = [Format(**f) for f in raw.get("formats", [])]
+    for f in formats:
+        if f.dtype not in profile["dtypes"]:
+            raise RuleError(f"grouped format {f.name}: unknown dtype {f.dtype}", where=where)
+        if f.scaling != "per_tensor" or not (f.rowwise or f.colwise):
+            raise RuleError(f"grouped format {f.name}: per_tensor scaling with rowwise and/or colwise data",
+                            where=where)
+    cases = [_grouped_case(c, where) for c in raw.get("cases", [])]
+    if not formats or not cases:
+        raise RuleError("grouped: needs formats and cases", where=where)
+    names = [c.name for c in cases]
+    if len(set(names)) != len(names):
+        raise RuleError(f"grouped cases repeat: {names}", where=where)
+    return Grouped(profile["grouped_tensor_type"], formats, cases)
 
 
 def build_plan(analysis: dict, rule: dict, profile: Profile, library_root: Path) -> Plan:
@@ -174,7 +277,7 @@ def build_plan(analysis: dict, rule: dict, profile: Profile, library_root: Path)
                 rel = header[len(inc.rstrip("/")) + 1:]
                 break
         includes.append(rel)
-    entries = []
+    entries, grouped_entries = [], []
     for ep in sorted(analysis["entry_points"], key=lambda e: e["name"]):
         reached = sorted(k for k in ep.get("kernels", {}) if k in migrated)
         if not reached:
@@ -183,9 +286,10 @@ def build_plan(analysis: dict, rule: dict, profile: Profile, library_root: Path)
         if proto is None:
             raise UnsupportedConstruct(f"entry point {ep['name']} is not declared in the profile's headers",
                                        where=f"{ep['file']}:{ep['line']}")
-        entries.append(Entry(ep["name"], proto.where, _args(profile, proto), reached,
-                             _inputs_for(profile, ep["name"])))
-    if not entries:
+        args = _args(profile, proto)
+        (grouped_entries if _is_grouped(profile, proto, args) else entries).append(
+            Entry(ep["name"], proto.where, args, reached, _inputs_for(profile, ep["name"])))
+    if not entries and not grouped_entries:
         raise UsageError("no entry point of the analysis reaches a migrated kernel")
     formats = [Format(**f) for f in profile["formats"]]
     for f in formats:
@@ -197,9 +301,10 @@ def build_plan(analysis: dict, rule: dict, profile: Profile, library_root: Path)
         include_dirs=list(profile.get("include_dirs", [])), library_file=profile["library_file"],
         link_name=profile["link_name"],
         dtypes={k: tuple(v) for k, v in profile["dtypes"].items()},
-        input_dtypes=_all_inputs(profile, entries), formats=formats,
+        input_dtypes=_all_inputs(profile, entries + grouped_entries), formats=formats,
         shapes_rc=[tuple(s) for s in profile["shapes_rc"]], bench_rc=tuple(profile["bench_rc"]),
         step=list(profile.get("step", [])),
         bench_formats=list(profile.get("bench_formats", [f.name for f in formats])), entries=entries,
         compile_verified_only=list(profile.get("compile_verified_only", [])),
-        link_libs=list(profile.get("link_libs", [])))
+        link_libs=list(profile.get("link_libs", [])),
+        grouped_entries=grouped_entries, grouped=_grouped(profile) if grouped_entries else None)

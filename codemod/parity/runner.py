@@ -207,6 +207,7 @@ def run(cfg: RunConfig) -> dict:
     equal = sum(r["equal"] for r in rows)
     bench = _join_bench(bench_rows)
     migrated_first = [b["first_ms"]["migrated"] for b in bench[1:]]
+    grouped = cfg.plan.get("grouped")
     result.update({
         "parity": {"cases": sum(r["cases"] for r in rows), "ran": ran, "equal": equal,
                    "rejected_by_both": sum(r["rejected"] for r in rows),
@@ -217,7 +218,9 @@ def run(cfg: RunConfig) -> dict:
                    "status_mismatches": sum(1 for m in mismatches if m.what == "status"),
                    "clear_pending_errors": cfg.clear_pending,
                    "seconds": {s: round(v, 1) for s, v in parity_seconds.items()},
-                   "shards": cfg.shards, "shapes": cfg.plan["shapes_rc"], "values": ["random", "edge"]},
+                   "shards": cfg.shards, "shapes": cfg.plan["shapes_rc"], "values": ["random", "edge"],
+                   # grouped entry points (not timed): their cases by name
+                   **({"grouped_cases": [c["name"] for c in grouped["cases"]]} if grouped else {})},
         "mismatches": [asdict(m) for m in mismatches[:200]],
         "mismatch_count": len(mismatches),
         "message_differences": [asdict(m) for m in messages[:50]],
