@@ -90,12 +90,16 @@ class Plan:
     # `grouped` instead of formats x shapes_rc.
     grouped_entries: list[Entry] = field(default_factory=list)
     grouped: Grouped | None = None
+    # Entry points that reach a migrated kernel but are not called (profile's not_called, with why).
+    not_called: list[dict] = field(default_factory=list)
 
     def to_json(self) -> str:
         data = asdict(self)
         # NOTE: left out when unused, so the plans of libraries without grouped entries keep their JSON.
         if not self.grouped_entries:
             del data["grouped_entries"], data["grouped"]
+        if not self.not_called:
+            del data["not_called"]
         return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
@@ -148,6 +152,18 @@ def _all_inputs(profile: Profile, entries: list[Entry]) -> list[str]:
         if d not in profile["dtypes"]:
             raise RuleError(f"input dtype {d} is not in the profile's dtypes", where=str(profile.path))
     return out
+
+
+def _not_called(profile: Profile, entry: str) -> str | None:
+    """The profile's reason for not calling an entry point that reaches a migrated kernel (the
+    first `not_called` pattern that matches), else None. Such entries are listed in the plan and
+    the result, never dropped silently."""
+    for rule in profile.get("not_called", []):
+        if not isinstance(rule, dict) or not rule.get("match") or not rule.get("why"):
+            raise RuleError("not_called: entries are {match: REGEX, why: TEXT}", where=str(profile.path))
+        if re.search(rule["match"], entry):
+            return str(rule["why"])
+    return None
 
 
 def _inputs_for(profile: Profile, entry: str) -> list[str]:
@@ -277,10 +293,14 @@ def build_plan(analysis: dict, rule: dict, profile: Profile, library_root: Path)
                 rel = header[len(inc.rstrip("/")) + 1:]
                 break
         includes.append(rel)
-    entries, grouped_entries = [], []
+    entries, grouped_entries, not_called = [], [], []
     for ep in sorted(analysis["entry_points"], key=lambda e: e["name"]):
         reached = sorted(k for k in ep.get("kernels", {}) if k in migrated)
         if not reached:
+            continue
+        why = _not_called(profile, ep["name"])
+        if why is not None:
+            not_called.append({"name": ep["name"], "kernels": reached, "why": why})
             continue
         proto = protos.get(ep["name"])
         if proto is None:
@@ -307,4 +327,5 @@ def build_plan(analysis: dict, rule: dict, profile: Profile, library_root: Path)
         bench_formats=list(profile.get("bench_formats", [f.name for f in formats])), entries=entries,
         compile_verified_only=list(profile.get("compile_verified_only", [])),
         link_libs=list(profile.get("link_libs", [])),
-        grouped_entries=grouped_entries, grouped=_grouped(profile) if grouped_entries else None)
+        grouped_entries=grouped_entries, grouped=_grouped(profile) if grouped_entries else None,
+        not_called=not_called)

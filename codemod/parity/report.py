@@ -74,6 +74,9 @@ def render_markdown(r: dict) -> str:
     if r["mismatches"]:
         lines += ["", "First mismatches:", ""]
         lines += [f"- `{m['case']}` {m['what']}: {m['detail']}" for m in r["mismatches"][:10]]
+    if r.get("not_called"):
+        lines += ["", "Reaching migrated kernels but not called by the driver: "
+                  + "; ".join(f"`{e['name']}` ({e['why']})" for e in r["not_called"]) + "."]
     if r.get("compile_verified_only"):
         lines += ["", "Compile-verified only (needs sm_100, not run here): "
                   + "; ".join(r["compile_verified_only"]) + "."]

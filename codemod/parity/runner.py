@@ -240,5 +240,6 @@ def run(cfg: RunConfig) -> dict:
         "step": {s: step_rows.get(s, []) for s in SIDES} if step else {},
         "step_first_use_ms": {s: round(sum(r["first_ms"] for r in step_rows[s]), 1) for s in SIDES} if step else {},
         "compile_verified_only": cfg.plan.get("compile_verified_only", []),
+        "not_called": cfg.plan.get("not_called", []),
     })
     return result

@@ -49,6 +49,22 @@ def test_plan_takes_migrated_entry_points_from_the_analysis():
     assert dequantize.inputs == ["fp8e4m3", "fp8e5m2"] and dswiglu.inputs == ["fp32", "fp16", "bf16"]
 
 
+def test_not_called_entries_are_listed_with_their_reason(tmp_path):
+    """A profile's not_called pattern keeps an entry point out of the driver, but the plan (and
+    with it the result and the report) names it, the kernels it reaches and why."""
+    profile = load_profile("actlib")
+    profile.data["not_called"] = [{"match": "^actlib_dequantize$", "why": "exercised elsewhere"}]
+    plan = _plan(profile)
+    assert "actlib_dequantize" not in [e.name for e in plan.entries]
+    assert plan.not_called == [{"name": "actlib_dequantize", "kernels": ["actlib::unary_kernel"],
+                                "why": "exercised elsewhere"}]
+    assert json.loads(plan.to_json())["not_called"] == plan.not_called
+    assert "not_called" not in json.loads(_plan().to_json())   # plans without it keep their JSON
+    profile.data["not_called"] = [{"match": "^actlib_dequantize$"}]
+    with pytest.raises(Exception, match="not_called"):
+        _plan(profile)
+
+
 def test_generated_driver_matches_golden():
     text = golden_driver()
     expected = EXPECTED.read_text()
