@@ -729,10 +729,11 @@ int run_parity(const char* path, uint64_t seed, int shard, int shards, bool clea
   const int n_formats = sizeof(kFormats) / sizeof(kFormats[0]);
   const int n_shapes = sizeof(kShapes) / sizeof(kShapes[0]);
   uint64_t index = 0, ran = 0, rejected = 0;
+  // Sharded by (entry, input dtype): the variants one process compiles on first use.
   for (int e = 0; e < n_entries; ++e) {
-    if (e % shards != shard) continue;
     for (int i = 0; i < n_inputs; ++i)
       for (int f = 0; f < n_formats; ++f) {
+        if ((e * n_inputs + i) % shards != shard) continue;
         if (!(kEntries[e].inputs & (1u << i))) continue;
         bool first = true;
         for (int s = 0; s < n_shapes; ++s)
