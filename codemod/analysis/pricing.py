@@ -40,10 +40,12 @@ def _prediction(doc: dict) -> dict:
 
 def attach_impact(result: Analysis, build_log: Path, nvcc_times: list[Path],
                   migrated_kernels: set[str] | None = None, jobs: int | None = None,
-                  policy: str | None = None) -> None:
+                  policy: str | None = None, loaded=None) -> dict[str, dict[str, float]]:
     """Price each TU from the build log (and nvcc --time phases) and predict the build with the TUs
     that instantiate `migrated_kernels` migrated. `policy`: ninja's scheduling policy for the replay
-    (default: the one the log's version implies; `master` starts the longest work first)."""
+    (default: the one the log's version implies; `master` starts the longest work first). `loaded`:
+    the log already loaded (impact.predict.load). Returns each model's duration factors of the
+    migrated steps (`--scale` globs: `device_removed`, `instantiation_share`; empty without nvcc data)."""
     from ..impact.predict import analyse, load
 
     if not Path(build_log).is_file():
@@ -52,7 +54,8 @@ def attach_impact(result: Analysis, build_log: Path, nvcc_times: list[Path],
     migrated = [tu for tu in result.translation_units if share[tu.file] > 0]
     # A migrated TU the log does not build (added since, or another configuration) is listed as
     # unpriced; a log that builds none of them belongs to another library.
-    loaded = load(str(build_log), [str(p) for p in nvcc_times])   # parsed once for every what-if
+    if loaded is None:
+        loaded = load(str(build_log), [str(p) for p in nvcc_times])   # parsed once for every what-if
 
     def predict(remove: list[str], scale: dict[str, float] | None) -> dict:
         return analyse(loaded, remove=remove, scale=scale, jobs=jobs, policy=policy)
@@ -107,3 +110,5 @@ def attach_impact(result: Analysis, build_log: Path, nvcc_times: list[Path],
     if unpriced:
         impact["unpriced_tus"] = unpriced
     result.impact = impact
+    complete = bool(in_log) and len(kept_scale) == len(in_log)
+    return {"device_removed": kept_scale if complete else {}, "instantiation_share": share_scale if complete else {}}

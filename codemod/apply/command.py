@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from ..errors import ApplyError, UsageError
+from ..impact.options import POLICIES
 
 
 def add_parser(sub) -> None:
@@ -33,15 +34,27 @@ def add_parser(sub) -> None:
     p.add_argument("--report", type=Path, metavar="FILE", help="where to write the migration report")
     p.add_argument("--no-precheck", action="store_true",
                    help="do not compile the generated kernel strings with NVRTC before writing the diff or tree")
+    p.add_argument("--build-log", type=Path, metavar="LOG",
+                   help=".ninja_log of a clean build: predict each TU after the migration and, when the rule "
+                        "has migrate.cmake.build_order, list the longest first in the CMake source list")
+    p.add_argument("--nvcc-time", type=Path, action="append", default=[], metavar="CSV",
+                   help="with --build-log: nvcc --time CSV (repeatable)")
+    p.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
+                   help="with --build-log: ninja's -j for the replay and the number of TUs listed first "
+                        "(default: the log's peak concurrency)")
+    p.add_argument("--policy", choices=sorted(POLICIES), default=None,
+                   help="with --build-log: ninja scheduling policy of the replay (default: from the log version)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(run=run)
 
 
 def compute(root: Path, target: str, only=None, exclude=None, version: str | None = None, progress=None,
-            review=None, formatted: bool = True):
+            review=None, formatted: bool = True, build_log: Path | None = None, nvcc_times=(),
+            jobs: int | None = None, policy: str | None = None):
     """(files, report text, plan) for a tree; files is empty when it is already migrated.
     `review(views) -> {kernel id: reason}` decides per kernel change set (--interactive); the
-    declined kernels leave the plan the way --exclude does."""
+    declined kernels leave the plan the way --exclude does. `build_log` (with `nvcc_times`, `jobs`,
+    `policy`): predict the build and add the rule's build-order edit (build_order.py)."""
     import json
 
     from .. import __version__
@@ -53,13 +66,18 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     from .report import render_report
     from .review import change_sets
     from .spec import migrate_spec
+    from . import build_order
 
+    if build_log is not None and not Path(build_log).is_file():
+        raise UsageError(f"build log not found: {build_log}")
     rule = load_rule(target)
     spec = migrate_spec(rule)
     check_selection(spec, only, exclude)
     manifest = root / spec.output_dir / "codemod_manifest.json"
     if manifest.is_file() and json.loads(manifest.read_text()).get("rule") == spec.rule_id:
         return {}, f"already migrated: {manifest.relative_to(root)} exists\n", None
+    if build_log is not None and build_order.settings(spec) is not None:
+        build_order.check_cmake(root, spec, build_order.settings(spec)["variable"])   # refuse before analysing
     analysis = analyze(root, [rule], progress=progress)
     plan = build_plan(root, analysis, spec, only=only, exclude=exclude)
     version = version or __version__
@@ -73,6 +91,12 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
         from .generate import ChangeSet
         return {}, render_report(plan, ChangeSet(), {}), plan
     cs = generate(root, plan, version, formatted)
+    if build_log is not None:
+        if progress:
+            progress(f"apply: predicting the build from {build_log.name}")
+        plan.build_order = build_order.plan(root, spec, analysis, {kp.kernel.id for kp in plan.kernels}, build_log,
+                                            list(nvcc_times), jobs, policy)
+        build_order.add_edit(spec, plan.build_order, cs, version, (root / spec.cmake["file"]).read_bytes())
     files = apply_edits(root, cs)
     rewritten = {path for path, (old, _) in files.items() if old is not None}
     if rewritten:
@@ -135,8 +159,11 @@ def run(args) -> int:
                                   "on its own, or pass --allow-dirty")
     progress = None if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
     chooser = None if answers is None else (lambda views: review(views, answers))
+    if args.build_log is None and (args.nvcc_time or args.jobs is not None or args.policy):
+        raise UsageError("--nvcc-time, -j and --policy need --build-log")
     files, report, plan = compute(root, args.target, args.only, args.exclude, progress=progress, review=chooser,
-                                  formatted=not args.no_format)
+                                  formatted=not args.no_format, build_log=args.build_log,
+                                  nvcc_times=args.nvcc_time, jobs=args.jobs, policy=args.policy)
     if files and not args.check and not args.no_precheck:
         _precheck(root, files, progress)
     diff = unified_diff(files)
@@ -193,6 +220,10 @@ def _summary(files: dict, plan, report_path: Path | None) -> str:
             u = len(plan.outside_units)
             text += (f"; {u} TU{'s' if u != 1 else ''} outside the analysis include rewritten code "
                      "(arguments only they use keep the static kernel)")
+        bo = plan.build_order
+        if bo is not None:
+            text += (f"; build order: {len(bo.listed)} TUs first, predicted {bo.without_s} -> {bo.with_s} s"
+                     if bo.emitted else "; build order unchanged")
     if report_path:
         text += f": see {report_path}"
     return text

@@ -66,6 +66,8 @@ class Plan:
     # TUs the analysis did not cover that include a rewritten header: arguments only they use
     # are outside the migrated domain and keep the static kernel (the stubs' domain check).
     outside_units: list[str] = field(default_factory=list)
+    # apply --build-log with the rule's migrate.cmake.build_order (build_order.BuildOrder)
+    build_order: object | None = None
 
 
 def _variants(site: Site, kernel: Kernel, spec: MigrateSpec) -> list[dict[str, str]]:

@@ -30,9 +30,42 @@ def render_report(plan: Plan, cs: ChangeSet, files: dict) -> str:
         lines += ["- none: every translation unit that includes a rewritten file was analyzed"]
     lines += ["", "## NVRTC-safety changes", ""]
     lines += [f"- {n}" for n in cs.notes] or ["- none"]
+    if plan.build_order is not None:
+        lines += ["", "## Build order", ""] + build_order_lines(plan.build_order, plan.spec.cmake["file"])
     lines += ["", "## Notes", "",
               "- Host-side type-switch fan-out is kept: the launchers stay templates and only the kernel "
               "instantiations move to NVRTC.",
               "- Variants are the analysis' exact joint tuples per site: the manifest lists what the "
               "static build instantiated, no more."]
     return "\n".join(lines) + "\n"
+
+
+def build_order_lines(bo, cmake_file: str) -> list[str]:
+    """`apply --build-log`: the predicted walls with and without the reorder, the listed TUs, and
+    why the edit was or was not made."""
+    if bo.without_s is None:
+        return [f"No build-order edit: {bo.reason}."]
+    inputs = " + ".join([f"`{bo.log}`"] + [f"`{n}`" for n in bo.nvcc_time])
+    lines = [f"Predicted from {inputs}: ninja policy `{bo.policy}` ({bo.policy_source}), -j{bo.jobs} "
+             f"({bo.jobs_source}); the recorded build took {bo.measured_wall_s} s and replays in "
+             f"{bo.replayed_wall_s} s. Each TU's compile time after the migration: migrated TUs keep their "
+             "host phases (`device_removed`), the others their measured time.", ""]
+    if bo.with_s is not None:
+        lines += ["| order | predicted wall s | critical step |", "|---|---:|---|",
+                  f"| current source lists | {bo.without_s} | `{bo.critical_without}` |",
+                  f"| listed TUs first | {bo.with_s} | `{bo.critical_with}` |", ""]
+    else:
+        lines += [f"Predicted wall in the current source order: {bo.without_s} s (critical step "
+                  f"`{bo.critical_without}`).", ""]
+    if bo.emitted:
+        lines += [f"**Edit made** in `{cmake_file}` before `add_library` (line {bo.at_line}): the TUs below "
+                  f"move to the front of `{bo.variable}`, longest first (predicted {bo.gain_pct}% shorter).", ""]
+    else:
+        lines += [f"**No build-order edit**: {bo.reason}.", ""]
+    if bo.listed:
+        lines += ["| # | source | predicted s | measured s | migrated |", "|---:|---|---:|---:|---|"]
+        lines += [f"| {i} | `{t.path}` | {t.seconds} | {t.measured_s} | {'yes' if t.migrated else ''} |"
+                  for i, t in enumerate(bo.listed, 1)]
+    if bo.left_out:
+        lines += ["", "Left out of the list:", ""] + [f"- {d}" for d in bo.left_out]
+    return lines

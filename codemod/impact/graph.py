@@ -188,6 +188,22 @@ def from_manifest(manifest: Manifest, steps: StepTable) -> Graph:
                  step_of + extra, steps, dict(manifest.pools), "build.ninja", warnings)
 
 
+def prepend(graph: Graph, names: list[str]) -> Graph:
+    """`graph` with the nodes named in `names` moved to the front of ninja's edge order, in that
+    order (what listing their sources first in the CMake source list does); every other node keeps
+    its relative order. Dependencies and durations are shared; cached ranks are not."""
+    index = {name: i for i, name in enumerate(graph.name)}
+    missing = [n for n in names if n not in index]
+    if missing:
+        raise ValueError(f"not in the graph: {', '.join(missing)}")
+    order = graph.order.copy()
+    first = [index[n] for n in names]
+    order[first] = int(order.min()) - len(first) + np.arange(len(first))
+    return Graph(graph.name, graph.duration, graph.phony, graph.pool, graph.deps, order, graph.step,
+                 graph.steps, graph.pools, graph.source, list(graph.warnings), _levels=graph._levels,
+                 _users=graph._users)
+
+
 def _roots(manifest: Manifest) -> list[str]:
     consumed = {i for e in manifest.edges for i in e.inputs}
     return [o for e in manifest.edges for o in e.outputs if o not in consumed]

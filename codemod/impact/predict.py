@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import UsageError
 from . import build_ninja, ninja_log, nvcc_time
-from .graph import Graph, from_log, from_manifest, levels
+from .graph import Graph, from_log, from_manifest, levels, prepend
 from .model import (bounds, critical_chain, critical_step, profile, r3, real_nodes, sum_in_order, summarize,
                     tail, weighted_times)
 from .nvcc_time import DEVICE_KINDS, HOST_KINDS, Invocation
@@ -208,17 +208,21 @@ def recorded_schedule(graph: Graph, jobs: int) -> Schedule:
 
 def analyse(loaded: Loaded, remove: list[str] | None = None, scale: dict[str, float] | None = None,
             jobs: int | None = None, policy: str | None = None, cores: int | None = None,
-            alpha: float = 0.0, max_steps: int | None = STEPS_LISTED) -> dict:
+            alpha: float = 0.0, max_steps: int | None = STEPS_LISTED, first: list[str] | None = None) -> dict:
     """The JSON document. `max_steps`: rows of steps[] (the longest steps, None = all); a longer
-    build adds `steps_limited` with the totals (docs/impact.md)."""
+    build adds `steps_limited` with the totals (docs/impact.md). `first`: step names that get the
+    lowest edge ids, in that order (a source list reordered; both replays use that order)."""
     with gc_paused():
-        return _analyse(loaded, remove, scale, jobs, policy, cores, alpha, max_steps)
+        return _analyse(loaded, remove, scale, jobs, policy, cores, alpha, max_steps, first)
 
 
 def _analyse(loaded: Loaded, remove: list[str] | None, scale: dict[str, float] | None, jobs: int | None,
-             policy: str | None, cores: int | None, alpha: float, max_steps: int | None) -> dict:
+             policy: str | None, cores: int | None, alpha: float, max_steps: int | None,
+             first: list[str] | None = None) -> dict:
     remove, scale = list(remove or []), dict(scale or {})
     graph = build_graph(loaded)
+    if first:
+        graph = prepend(graph, first)
     steps = loaded.steps  # the rows graph.step refers to
     step_idx = graph.step_ids()
     measured = recorded_schedule(graph, jobs or 0)
@@ -310,7 +314,7 @@ def _analyse(loaded: Loaded, remove: list[str] | None, scale: dict[str, float] |
         "options": {
             "jobs": jobs, "jobs_source": jobs_source, "policy": policy, "policy_source": policy_source,
             "remove": remove, "scale": scale, "cores": cores, "contention_alpha": alpha,
-        },
+        } | ({"first": list(first)} if first else {}),
         "measured_wall_s": r3(measured_wall),
         "replayed_wall_s": r3(replayed_wall),
         "predicted_wall_s": r3(predicted_wall),

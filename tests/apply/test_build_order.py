@@ -1,0 +1,248 @@
+"""`codemod apply --build-log`: the build-order edit on the golden actlib, from a synthetic ninja log
+and nvcc --time CSV written inline (durations chosen so that the reorder is predicted to help)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from codemod.apply import cmake_lists
+from codemod.apply.command import compute
+from codemod.apply.golden import GOLDEN
+from codemod.cli import main
+from codemod.errors import ApplyError
+
+RULE = str(GOLDEN / "actlib" / "activation.yaml")
+
+# (source, measured s, host s, device s or None for no nvcc record), in add_library's order: the
+# recorded -j2 build starts them in this order. util/rtc.cpp (100 s, not migrated) starts third;
+# after the migration the activation and cast TUs shrink to their host phases.
+BUILD = [
+    ("dequantize/dequantize.cu", 30, 10, 20),
+    ("transpose/transpose.cpp", 28, None, None),
+    ("util/rtc.cpp", 100, None, None),
+    ("activation/gelu.cu", 40, 10, 30),
+    ("activation/relu.cu", 40, 10, 30),
+    ("activation/swiglu.cu", 40, 10, 30),
+    ("activation/gelu_dbias.cu", 40, 10, 30),
+    ("cast/cast.cu", 30, 8, 22),
+]
+
+
+def _ninja_log(build, jobs: int = 2) -> str:
+    """A v7 log of `build` run by ninja -j`jobs` in list order, then the link."""
+    slots = [0] * jobs
+    steps = []
+    for k, (src, secs, *_) in enumerate(build):
+        i = slots.index(min(slots))
+        steps.append((slots[i], slots[i] + secs * 1000, f"CMakeFiles/actlib.dir/{src}.o", f"{k + 1:x}"))
+        slots[i] += secs * 1000
+    steps.append((max(slots), max(slots) + 2000, "libactlib.so", "ff"))
+    # one line per step in the order ninja reaps them; v7's mtime is the start, in ns since the epoch
+    lines = [f"{a}\t{b}\t{(1_700_000_000_000 + a) * 1_000_000}\t{out}\t{h}" for a, b, out, h in
+             sorted(steps, key=lambda s: s[1])]
+    return "# ninja log v7\n" + "\n".join(lines) + "\n"
+
+
+def _nvcc_csv(build) -> str:
+    rows = ["source file name , phase name , phase input files , phase output file , arch , tool, metric , unit"]
+    for pid, (src, _, host, device) in enumerate(build, 0x100):
+        if device is None:
+            continue
+        stem = Path(src).stem
+        tmp = f"/tmp/tmpxft_{pid:08x}_00000000"
+        out = f"CMakeFiles/actlib.dir/{src}.o"
+        rows += [
+            f"{src} , gcc (preprocessing 4) , {src}  , {tmp}-5_{stem}.cpp4.ii ,  , nvcc , {host * 200} , ms",
+            f"{src} , cudafe++ , {tmp}-5_{stem}.cpp4.ii  , {tmp}-6_{stem}.compute_90.cudafe1.cpp , compute_90 , nvcc , {host * 300} , ms",
+            f"{src} , gcc (preprocessing 1) , {src}  , {tmp}-8_{stem}.compute_90.cpp1.ii , compute_90 , nvcc , {device * 100} , ms",
+            f"{src} , cicc ,  {tmp}-8_{stem}.compute_90.cpp1.ii  , {tmp}-7_{stem}.compute_90.ptx , compute_90 , nvcc , {device * 700} , ms",
+            f"{src} , ptxas , {tmp}-7_{stem}.compute_90.ptx  , {tmp}-9_{stem}.compute_90.cubin , sm_90 , nvcc , {device * 200} , ms",
+            f"{src} , gcc (compiling) ,   , {out} , compute_90 , nvcc , {host * 500} , ms",
+            f" , nvcc (driver) ,  , {out} ,  , nvcc , 0.5 , ms",
+        ]
+    return "\n".join(rows) + "\n"
+
+
+@pytest.fixture
+def build_log(tmp_path) -> tuple[Path, Path]:
+    log, csv = tmp_path / "actlib.ninja_log", tmp_path / "actlib.nvcc_time.csv"
+    log.write_text(_ninja_log(BUILD))
+    csv.write_text(_nvcc_csv(BUILD))
+    return log, csv
+
+
+def _rule(tmp_path: Path, **cmake) -> str:
+    data = yaml.safe_load(Path(RULE).read_text())
+    data["migrate"]["cmake"].update(cmake)
+    path = tmp_path / "rule.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return str(path)
+
+
+EXPECTED_BLOCK = """\
+# Added by codemod 9.9.9 from rule activation.
+# Build order: ninja (up to 1.13) starts compile steps of equal priority in the order of the
+# target's source list. These 2 translation units are predicted to compile longest after the
+# NVRTC migration (seconds, from actlib.ninja_log); listed first, longest first, they are predicted to
+# take the build from 130.0 s to 108.0 s at -j2. Objects link in this order too.
+set(actlib_longest_sources
+    util/rtc.cpp  # 100.0 s
+    dequantize/dequantize.cu  # 30.0 s
+)
+list(REMOVE_ITEM actlib_sources ${actlib_longest_sources})
+list(PREPEND actlib_sources ${actlib_longest_sources})
+
+add_library(actlib SHARED ${actlib_sources} ${actlib_arch_specific_sources})
+"""
+
+
+def test_the_longest_predicted_tus_move_to_the_front(actlib_git, build_log):
+    log, csv = build_log
+    files, report, plan = compute(actlib_git, RULE, version="9.9.9", build_log=log, nvcc_times=[csv])
+    bo = plan.build_order
+    assert bo.emitted and (bo.jobs, bo.policy) == (2, "1.12")
+    # without the reorder util/rtc.cpp starts at 28 s (after transpose.cpp) and ends at 128 s, then
+    # the 2 s link; listed first it ends at 100 s while the other slot compiles the rest (0-106 s)
+    assert (bo.without_s, bo.with_s) == (130.0, 108.0)
+    assert [(t.path, t.seconds, t.migrated) for t in bo.listed] == [
+        ("util/rtc.cpp", 100.0, False), ("dequantize/dequantize.cu", 30.0, False)]
+    old, new = files["CMakeLists.txt"]
+    start = new.index("# Added by codemod 9.9.9 from rule activation.\n# Build order")
+    assert new[start:new.index("\n", new.index("add_library(actlib SHARED")) + 1] == EXPECTED_BLOCK
+    assert "| 1 | `util/rtc.cpp` | 100.0 | 100.0 |  |" in report
+    assert "| current source lists | 130.0 | `CMakeFiles/actlib.dir/util/rtc.cpp.o` |" in report
+    assert "| listed TUs first | 108.0 | `CMakeFiles/actlib.dir/dequantize/dequantize.cu.o` |" in report
+
+
+def test_the_diff_applies_and_a_second_apply_is_a_no_op(actlib_git, build_log, tmp_path):
+    log, csv = build_log
+    args = ["apply", "--target", RULE, str(actlib_git), "--build-log", str(log), "--nvcc-time", str(csv), "-q"]
+    diff = tmp_path / "m.diff"
+    assert main([*args, "--diff", str(diff)]) == 0
+    assert "+list(PREPEND actlib_sources ${actlib_longest_sources})" in diff.read_text()
+    assert "## Build order" in Path(f"{diff}.report.md").read_text()
+    r = subprocess.run(["git", "apply", "--check", str(diff)], cwd=actlib_git, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert main([*args, "--check"]) == 1
+    assert main([*args, "--write"]) == 0
+    assert main([*args, "--check"]) == 0
+    files, _, _ = compute(actlib_git, RULE, build_log=log, nvcc_times=[csv])
+    assert files == {}
+    # the edited list: the two TUs first, each once, as CMake will see it
+    data = (actlib_git / "CMakeLists.txt").read_bytes()
+    cmds = cmake_lists.commands(data)
+    assert [c.name for c in cmds if c.name == "list" and "actlib_sources" in [a.text for a in c.args]] == ["list", "list"]
+
+
+def test_the_block_is_recognised_when_the_manifest_is_gone(actlib_git, build_log):
+    """The block itself is the idempotency marker too (e.g. after the generated folder was removed)."""
+    log, csv = build_log
+    files, _, _ = compute(actlib_git, RULE, build_log=log, nvcc_times=[csv])
+    cmake = actlib_git / "CMakeLists.txt"
+    cmake.write_text(files["CMakeLists.txt"][1])
+    _, report, plan = compute(actlib_git, RULE, build_log=log, nvcc_times=[csv])
+    assert not plan.build_order.emitted and "already in CMakeLists.txt" in plan.build_order.reason
+    assert "No build-order edit: already in CMakeLists.txt" in report
+
+
+def test_an_unmatched_tu_is_left_out_with_a_diagnostic(actlib_git, tmp_path):
+    """A long TU that is not an entry of the variable's lists (here: of another list) is never listed."""
+    build = [*BUILD[:3], ("activation/gelu.cu", 90, 70, 20), *BUILD[4:]]
+    log, csv = tmp_path / "a.ninja_log", tmp_path / "a.csv"
+    log.write_text(_ninja_log(build))
+    csv.write_text(_nvcc_csv(build))
+    files, report, plan = compute(actlib_git, RULE, build_log=log, nvcc_times=[csv])
+    bo = plan.build_order
+    assert [t.path for t in bo.listed] == ["util/rtc.cpp"]
+    assert len(bo.left_out) == 1
+    assert bo.left_out[0].startswith("activation/gelu.cu (70.0 s predicted; ninja output "
+                                      "CMakeFiles/actlib.dir/activation/gelu.cu.o): not a literal entry of "
+                                      "actlib_sources")
+    assert "- activation/gelu.cu (70.0 s predicted" in report
+    if bo.emitted:
+        assert "activation/gelu.cu  #" not in files["CMakeLists.txt"][1]
+
+
+def test_no_edit_when_the_reorder_does_not_help(actlib_git, tmp_path):
+    build = [("dequantize/dequantize.cu", 100, 30, 70), *BUILD[1:2], ("util/rtc.cpp", 20, None, None), *BUILD[3:]]
+    log, csv = tmp_path / "a.ninja_log", tmp_path / "a.csv"
+    log.write_text(_ninja_log(build))
+    csv.write_text(_nvcc_csv(build))
+    files, report, plan = compute(actlib_git, RULE, build_log=log, nvcc_times=[csv])
+    assert not plan.build_order.emitted
+    assert "not predicted to help" in plan.build_order.reason
+    assert "actlib_longest_sources" not in files["CMakeLists.txt"][1]
+    assert "**No build-order edit**: not predicted to help" in report
+
+
+def test_refused_without_the_variable(actlib_git, build_log, tmp_path):
+    log, csv = build_log
+    rule = _rule(tmp_path, build_order={"variable": "actlib_SOURCES"})
+    with pytest.raises(ApplyError, match=r"no set\(actlib_SOURCES \.\.\.\)"):
+        compute(actlib_git, rule, build_log=log, nvcc_times=[csv])
+    args = ["apply", "--target", rule, str(actlib_git), "--build-log", str(log), "--write", "-q"]
+    assert main(args) == 2
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=actlib_git, capture_output=True,
+                          text=True).stdout == ""
+
+
+def test_refused_when_add_library_does_not_expand_the_variable(actlib_git, build_log, tmp_path):
+    log, csv = build_log
+    rule = _rule(tmp_path, build_order={"variable": "actlib_activation_sources"})
+    with pytest.raises(ApplyError, match=r"does not expand \$\{actlib_activation_sources\}"):
+        compute(actlib_git, rule, build_log=log, nvcc_times=[csv])
+
+
+def test_refused_without_add_library(actlib_git, build_log, tmp_path):
+    log, csv = build_log
+    rule = _rule(tmp_path, target="actlib_missing")
+    with pytest.raises(ApplyError, match=r"no add_library\(actlib_missing \.\.\.\)"):
+        compute(actlib_git, rule, build_log=log, nvcc_times=[csv])
+
+
+def test_rule_key_is_validated(tmp_path):
+    from codemod.errors import RuleError
+    from codemod.rule import load_rule_file
+
+    with pytest.raises(RuleError, match="build_order"):
+        load_rule_file(Path(_rule(tmp_path, build_order={"list": "actlib_sources"})))
+    with pytest.raises(RuleError, match="build_order/variable"):
+        load_rule_file(Path(_rule(tmp_path, build_order={"variable": "${actlib_sources}"})))
+
+
+def test_without_build_log_nothing_changes(actlib_git):
+    """The golden rule opts in, but without --build-log the patch is the golden one."""
+    from codemod.apply.golden import golden_patch
+
+    files, report, plan = compute(actlib_git, RULE, version="<version>")
+    assert plan.build_order is None and "## Build order" not in report
+    assert "actlib_longest_sources" not in files["CMakeLists.txt"][1]
+
+
+def test_rule_without_the_key_gets_a_note(actlib_git, build_log, tmp_path):
+    log, csv = build_log
+    data = yaml.safe_load(Path(RULE).read_text())
+    del data["migrate"]["cmake"]["build_order"]
+    rule = tmp_path / "plain.yaml"
+    rule.write_text(yaml.safe_dump(data, sort_keys=False))
+    files, report, plan = compute(actlib_git, str(rule), build_log=log, nvcc_times=[csv])
+    assert "No build-order edit: the rule has no migrate.cmake.build_order" in report
+    assert "actlib_longest_sources" not in files["CMakeLists.txt"][1]
+
+
+def test_cmake_lists_reads_quoted_bracket_and_commented_arguments():
+    data = b"""set(a x.cu "y z.cu" # c.cu
+  [[w.cu]] ${b})
+list(APPEND b q.cu;r.cu)
+#[[ set(a hidden.cu) ]]
+add_library(t SHARED ${a})
+"""
+    cmds = cmake_lists.commands(data)
+    assert [c.name for c in cmds] == ["set", "list", "add_library"]
+    assert set(cmake_lists.list_entries(cmds, "a")) == {"x.cu", "y z.cu", "w.cu", "q.cu", "r.cu"}
+    assert cmake_lists.add_library(cmds, "t").line == 5
