@@ -31,7 +31,8 @@ def render_report(plan: Plan, cs: ChangeSet, files: dict) -> str:
     lines += ["", "## NVRTC-safety changes", ""]
     lines += [f"- {n}" for n in cs.notes] or ["- none"]
     if plan.build_order is not None:
-        lines += ["", "## Build order", ""] + build_order_lines(plan.build_order, plan.spec.cmake["file"])
+        lines += ["", "## Build order", ""] + build_order_lines(plan.build_order, plan.spec.cmake["file"],
+                                                                  plan.outside_units)
     lines += ["", "## Notes", "",
               "- Host-side type-switch fan-out is kept: the launchers stay templates and only the kernel "
               "instantiations move to NVRTC.",
@@ -40,9 +41,20 @@ def render_report(plan: Plan, cs: ChangeSet, files: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def build_order_lines(bo, cmake_file: str) -> list[str]:
+def build_order_lines(bo, cmake_file: str, outside=()) -> list[str]:
     """`apply --build-log`: the predicted walls with and without the reorder, the listed TUs, and
-    why the edit was or was not made."""
+    why the edit was or was not made. `outside`: TUs outside the analysis that include rewritten
+    code (their measured time is kept: an upper bound)."""
+    import posixpath
+
+    folder = posixpath.dirname(cmake_file)
+    outside = set(outside)
+
+    def migrated(t) -> str:
+        if t.migrated:
+            return "yes"
+        return "outside the analysis (measured time kept)" if posixpath.join(folder, t.path) in outside else ""
+
     if bo.without_s is None:
         return [f"No build-order edit: {bo.reason}."]
     inputs = " + ".join([f"`{bo.log}`"] + [f"`{n}`" for n in bo.nvcc_time])
@@ -64,7 +76,7 @@ def build_order_lines(bo, cmake_file: str) -> list[str]:
         lines += [f"**No build-order edit**: {bo.reason}.", ""]
     if bo.listed:
         lines += ["| # | source | predicted s | measured s | migrated |", "|---:|---|---:|---:|---|"]
-        lines += [f"| {i} | `{t.path}` | {t.seconds} | {t.measured_s} | {'yes' if t.migrated else ''} |"
+        lines += [f"| {i} | `{t.path}` | {t.seconds} | {t.measured_s} | {migrated(t)} |"
                   for i, t in enumerate(bo.listed, 1)]
     if bo.left_out:
         lines += ["", "Left out of the list:", ""] + [f"- {d}" for d in bo.left_out]

@@ -246,3 +246,24 @@ add_library(t SHARED ${a})
     assert [c.name for c in cmds] == ["set", "list", "add_library"]
     assert set(cmake_lists.list_entries(cmds, "a")) == {"x.cu", "y z.cu", "w.cu", "q.cu", "r.cu"}
     assert cmake_lists.add_library(cmds, "t").line == 5
+
+
+@pytest.mark.skipif(any(shutil.which(t) is None for t in ("nvcc", "cmake")), reason="needs nvcc and cmake")
+def test_cmake_writes_the_listed_objects_first(actlib_git, build_log, tmp_path):
+    """What ninja will see: in the configured build.ninja the listed TUs' compile edges come first,
+    longest first, and every source still has exactly one edge."""
+    from tests.golden.test_golden_builds import _nvrtc_root
+
+    log, csv = build_log
+    assert main(["apply", "--target", RULE, str(actlib_git), "--build-log", str(log), "--nvcc-time", str(csv),
+                 "--write", "-q"]) == 0
+    cmd = ["cmake", "-S", str(actlib_git), "-B", str(tmp_path / "b"), "-G", "Ninja", "-DCMAKE_CUDA_ARCHITECTURES=90"]
+    if _nvrtc_root() is not None:
+        cmd.append(f"-DACTLIB_NVRTC_ROOT={_nvrtc_root()}")
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    edges = [line.split(":", 1)[0][len("build CMakeFiles/actlib.dir/"):-len(".o")]
+             for line in (tmp_path / "b" / "build.ninja").read_text().splitlines()
+             if line.startswith("build CMakeFiles/actlib.dir/") and line.split(":", 1)[0].endswith(".o")]
+    assert edges[:3] == ["util/rtc.cpp", "dequantize/dequantize.cu", "transpose/transpose.cpp"]
+    assert sorted(edges) == sorted(src for src, *_ in BUILD)
