@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 # Binding classes of a template argument at a launch site (docs/analysis-schema.md).
 RUNTIME_CLASSES = ("type_switch", "value_switch", "entry_param", "runtime_branch", "derived")
@@ -26,6 +26,13 @@ def param_json(d: dict) -> dict:
     """A TemplateParam's fields as the JSON holds them: `enum` only where the parameter has one."""
     if d.get("enum") is None:
         d.pop("enum", None)
+    return d
+
+
+def kernel_json(d: dict) -> dict:
+    """A Kernel's fields as the JSON holds them: `body_arch_min` only where the scan found one."""
+    if d.get("body_arch_min") is None:
+        d.pop("body_arch_min", None)
     return d
 
 
@@ -82,6 +89,9 @@ class Kernel:
     entry_points: list[str] = field(default_factory=list)
     discoverable: bool = True
     structural_params: list[str] = field(default_factory=list)
+    # The body is one `#if __CUDA_ARCH__ >= N` block: builds for older archs compile it empty
+    # (the impact model weighs those instantiations 0). In the JSON only where known.
+    body_arch_min: int | None = None
 
 
 @dataclass
@@ -135,6 +145,7 @@ class Analysis:
         d = asdict(self)
         for k in d["kernels"]:
             k["params"] = [param_json(p) for p in k["params"]]
+            kernel_json(k)
         return d
 
     @classmethod

@@ -74,6 +74,55 @@ def test_kernel_declarations():
     assert text(QUALIFIED, (plain.start, plain.end)) == "__global__ void plain(int);"
 
 
+ARCH_GUARDED = b"""template <int N>
+__global__ void __launch_bounds__(128) blackwell(float *x) {
+#if (defined __CUDA_ARCH__) && (__CUDA_ARCH__ >= 1000)
+  x[0] = N;
+#else
+  TRAP("needs sm_100");
+#endif  // __CUDA_ARCH__
+}
+__global__ void over(float *x) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ > 899
+  x[0] = 1;
+#endif
+}
+__global__ void partly(float *x) {
+  x[1] = 2;
+#if __CUDA_ARCH__ >= 900
+  x[0] = 1;
+#endif
+}
+__global__ void either(float *x) {
+#if __CUDA_ARCH__ >= 900 || defined(FORCE)
+  x[0] = 1;
+#endif
+}
+__global__ void upper(float *x) {
+#if __CUDA_ARCH__ < 1000
+  x[0] = 1;
+#endif
+}
+__global__ void heavy_else(float *x) {
+#if __CUDA_ARCH__ >= 1000
+  x[0] = 1;
+#else
+  x[0] = 2;
+  x[1] = 3;
+#endif
+}
+"""
+
+
+@pytest.mark.parametrize("name, arch", [("blackwell", 1000), ("over", 900), ("partly", None), ("either", None),
+                                        ("upper", None), ("heavy_else", None)])
+def test_body_arch_guard(name, arch):
+    """A body that is one `#if __CUDA_ARCH__ >= N` block (an `#else` of one statement allowed) gives
+    N; code outside the guard, `||`, upper bounds or a real `#else` give None."""
+    kernels = {k.name: k for k in scan_bytes("g.cu", ARCH_GUARDED).kernels}
+    assert kernels[name].body_arch_min == arch
+
+
 VARIABLE = b"""template <typename T>
 __global__ void kern(T *x) {}
 void f(int *x) {

@@ -18,7 +18,7 @@ from ..errors import UsageError
 from ..frontend.parse import parse_all
 from ..frontend.toolchain import cache_root
 from ..model import (SCHEMA_VERSION, Analysis, Axis, Diagnostic, EntryPoint, Kernel, Site,
-                     TemplateParam, TranslationUnit, param_json)
+                     TemplateParam, TranslationUnit, kernel_json, param_json)
 from ..rule import Rule
 from ..frontend.treesitter import scan_tree
 from .axes import AxisClassifier, classify
@@ -125,7 +125,9 @@ def dumps(result: Analysis, indent: int | None = None) -> str:
 def _fields(o) -> dict:
     """A dataclass as to_json writes it."""
     d = {f.name: getattr(o, f.name) for f in fields(o)}
-    return param_json(d) if isinstance(o, TemplateParam) else d
+    if isinstance(o, TemplateParam):
+        return param_json(d)
+    return kernel_json(d) if isinstance(o, Kernel) else d
 
 
 def _result_key(facts_list: list[dict], rules: list[Rule], root: Path) -> str:
@@ -155,6 +157,22 @@ class _Scans:
         missing = [f for f in files if f not in self.done]
         self.done.update(scan_tree(self.root, missing))
         return {f: self.done[f] for f in files}
+
+
+def _body_arch_guards(kernels: list[Kernel], scanned: dict) -> None:
+    """Kernel.body_arch_min from tree-sitter's definitions (clang parses the host side, where an
+    `#if __CUDA_ARCH__` body is gone): the definition at the kernel's position, else every
+    definition of its name, which must agree."""
+    defs = defaultdict(list)
+    for scan in scanned.values():
+        for kd in scan.kernels:
+            if kd.is_definition:
+                defs[kd.name].append(kd)
+    for k in kernels:
+        found = [d for d in defs.get(k.name, []) if d.file == k.file and d.line == k.line] or defs.get(k.name, [])
+        arch = {d.body_arch_min for d in found}
+        if len(arch) == 1:
+            k.body_arch_min = arch.pop()
 
 
 def _includes_of(root: Path, rules: list[Rule]):
@@ -388,8 +406,10 @@ def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: li
                     "in_macro_body": st.in_macro_body} for st in sites]
     clang_kernels = [{"name": k["qualname"], "file": k["file"], "line": k["line"], "is_template": k["is_template"]}
                      for k in kernels_raw.values()]
-    for d in crosscheck(scans.of(closure), clang_sites, clang_kernels, files=closure):
+    scanned = scans.of(closure)
+    for d in crosscheck(scanned, clang_sites, clang_kernels, files=closure):
         diags.append(Diagnostic(**d))
+    _body_arch_guards(kernels, scanned)
     tu_models.sort(key=lambda t: (-t.instantiations, t.file))
     sites.sort(key=lambda s: (s.file, s.line, s.col))
     diags = _dedupe(diags)

@@ -6,14 +6,16 @@ list: every TU that instantiates any kernel of the target). Three what-ifs are r
 
 - `instantiation_share`: the TU keeps its host phases and the share of its device phases that
   belongs to the kernels left static, weighted by instantiation count (it also compiles the
-  kernels the rule does not move; kernels whose bodies compile to nothing for the build's arch
-  are weighted like any other, so this tends to under-predict the saving);
+  kernels the rule does not move). Instantiations of kernels whose body is one
+  `#if __CUDA_ARCH__ >= N` block with N above every arch the TU's nvcc rows compiled for weigh 0
+  (they compile to nothing; `Kernel.body_arch_min`); other weights are 1;
 - `device_removed`: every device phase of a migrated TU goes (the optimistic bound);
 - `tu_removed`: the TU disappears (the bound if host-side fan-out is collapsed as well).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ..errors import UsageError
@@ -24,12 +26,38 @@ def _glob(tu: str) -> str:
     return f"*/{tu}.o"
 
 
-def _migrated_share(tu, migrated_kernels: set[str] | None) -> float:
+def _migrated_share(tu, migrated_kernels: set[str] | None, empty: set[str] = frozenset()) -> float:
+    """The migrated kernels' share of the TU's instantiations; those of `empty` kernels (bodies
+    that compile to nothing for the TU's archs) weigh 0."""
     if not tu.instantiations:
         return 0.0
     if migrated_kernels is None:
         return 1.0
-    return sum(n for k, n in tu.kernels.items() if k in migrated_kernels) / tu.instantiations
+    total = sum(n for k, n in tu.kernels.items() if k not in empty)
+    if not total:
+        return 0.0
+    return sum(n for k, n in tu.kernels.items() if k in migrated_kernels and k not in empty) / total
+
+
+_ARCH = re.compile(r"^(?:compute|sm)_(\d+)")
+
+
+def _archs(inv) -> set[int] | None:
+    """__CUDA_ARCH__ values one nvcc invocation compiled device code for (compute_90 -> 900), from
+    its cicc rows; None without them."""
+    out = set()
+    for row in inv.rows if inv is not None else []:
+        m = _ARCH.match(row.arch or "") if row.kind == "cicc" else None
+        if m:
+            out.add(int(m.group(1)) * 10)
+    return out or None
+
+
+def _empty_kernels(result: Analysis, archs: set[int] | None) -> set[str]:
+    """Kernels whose body is one `#if __CUDA_ARCH__ >= N` block with N above every arch built."""
+    if not archs:
+        return set()
+    return {k.id for k in result.kernels if k.body_arch_min is not None and k.body_arch_min > max(archs)}
 
 
 def _prediction(doc: dict) -> dict:
@@ -50,12 +78,18 @@ def attach_impact(result: Analysis, build_log: Path, nvcc_times: list[Path],
 
     if not Path(build_log).is_file():
         raise UsageError(f"build log not found: {build_log}")
-    share = {tu.file: _migrated_share(tu, migrated_kernels) for tu in result.translation_units}
-    migrated = [tu for tu in result.translation_units if share[tu.file] > 0]
-    # A migrated TU the log does not build (added since, or another configuration) is listed as
-    # unpriced; a log that builds none of them belongs to another library.
+    # A TU is migrated when it instantiates a migrated kernel; a migrated TU the log does not build
+    # (added since, or another configuration) is listed as unpriced; a log that builds none of them
+    # belongs to another library.
+    migrated = [tu for tu in result.translation_units if _migrated_share(tu, migrated_kernels) > 0]
     if loaded is None:
         loaded = load(str(build_log), [str(p) for p in nvcc_times])   # parsed once for every what-if
+    # Instantiation shares without the kernels that compile to nothing for the TU's archs.
+    empty_by_tu = {}
+    for tu in result.translation_units:
+        inv = next((v for n, v in loaded.nvcc.items() if n.endswith(f"/{tu.file}.o")), None)
+        empty_by_tu[tu.file] = _empty_kernels(result, _archs(inv)) & set(tu.kernels)
+    share = {tu.file: _migrated_share(tu, migrated_kernels, empty_by_tu[tu.file]) for tu in result.translation_units}
 
     def predict(remove: list[str], scale: dict[str, float] | None) -> dict:
         return analyse(loaded, remove=remove, scale=scale, jobs=jobs, policy=policy)
@@ -79,6 +113,9 @@ def attach_impact(result: Analysis, build_log: Path, nvcc_times: list[Path],
             kept_scale[_glob(tu.file)] = round(host / phases, 4)
             share_scale[_glob(tu.file)] = round((host + device * (1 - share[tu.file])) / phases, 4)
             tu.price["migrated_share"] = round(share[tu.file], 4)
+            if empty_by_tu[tu.file]:
+                # instantiations of kernels that compile to nothing for this build's archs
+                tu.price["empty_instantiations"] = sum(tu.kernels[k] for k in empty_by_tu[tu.file])
             tu.price["predicted_elapsed_s"] = {
                 "instantiation_share": round(elapsed * share_scale[_glob(tu.file)], 1),
                 "device_removed": round(elapsed * kept_scale[_glob(tu.file)], 1)}

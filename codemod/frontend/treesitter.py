@@ -105,6 +105,9 @@ class KernelDecl:
     end: int
     is_definition: bool
     recovered: bool = False
+    # The body is one `#if` on `__CUDA_ARCH__ >= N` (an `#else` of at most one statement, e.g. a
+    # trap, allowed): N, so a build for older archs compiles an empty kernel; else None.
+    body_arch_min: int | None = None
 
 
 @dataclass
@@ -243,6 +246,45 @@ def _declarator_name(node: Node) -> Node | None:
     return decl.child_by_field_name("declarator") if decl is not None else None
 
 
+_ARCH_TERM = re.compile(r"^(?:defined\(?__CUDA_ARCH__\)?|__CUDA_ARCH__(>=|>)(\d+))$")
+
+
+def _arch_condition(text: str) -> int | None:
+    """`(defined __CUDA_ARCH__) && (__CUDA_ARCH__ >= 1000)` -> 1000 (the least __CUDA_ARCH__ the
+    condition holds for); None for any other condition (`||`, other macros, upper bounds)."""
+    flat = re.sub(r"\s+", "", text)
+    if "||" in flat or "!" in flat:
+        return None
+    least = None
+    for term in flat.split("&&"):
+        while term.startswith("(") and term.endswith(")") and term.count("(") == term.count(")"):
+            term = term[1:-1]
+        m = _ARCH_TERM.match(term)
+        if m is None:
+            return None
+        if m.group(2):
+            n = int(m.group(2)) + (1 if m.group(1) == ">" else 0)
+            least = n if least is None else max(least, n)
+    return least
+
+
+def _body_arch_min(node: Node) -> int | None:
+    """See KernelDecl.body_arch_min."""
+    body = node.child_by_field_name("body")
+    if body is None:
+        return None
+    inner = [c for c in body.named_children if c.type != "comment"]
+    if len(inner) != 1 or inner[0].type != "preproc_if":
+        return None
+    guard = inner[0]
+    cond = guard.child_by_field_name("condition")
+    alt = guard.child_by_field_name("alternative")
+    if cond is None or (alt is not None and (alt.type != "preproc_else" or
+                                             len([c for c in alt.named_children if c.type != "comment"]) > 1)):
+        return None
+    return _arch_condition(cond.text.decode(errors="replace"))
+
+
 def _kernel(src: _Source, node: Node) -> KernelDecl | None:
     name = _declarator_name(node)
     if name is None:
@@ -258,7 +300,8 @@ def _kernel(src: _Source, node: Node) -> KernelDecl | None:
                       is_template=header is not None,
                       template_params=params_text,
                       start=outer.start_byte, end=outer.end_byte,
-                      is_definition=node.type == "function_definition", recovered=_is_recovered(node))
+                      is_definition=node.type == "function_definition", recovered=_is_recovered(node),
+                      body_arch_min=_body_arch_min(node) if node.type == "function_definition" else None)
 
 
 def _scan_kernels(src: _Source, tokens: list[Node], scan: FileScan) -> None:

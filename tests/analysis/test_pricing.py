@@ -15,7 +15,7 @@ def _analysis() -> Analysis:
                            500, 0.0, 0),
            TranslationUnit("activation/gelu_grouped.cu", [], {"group_quantize_kernel": 1152}, 1152, 0.0, 0),
            TranslationUnit("common.cu", [], {}, 0, 0.0, 0)]
-    return Analysis(schema_version="1.0", tool_version="t", root=".", target=None, translation_units=tus,
+    return Analysis(schema_version="1.1", tool_version="t", root=".", target=None, translation_units=tus,
                     entry_points=[], kernels=[], sites=[], diagnostics=[], totals={}, stats={})
 
 
@@ -117,3 +117,24 @@ def test_html_page_lists_the_what_ifs_the_policy_and_unpriced_tus():
     assert (f'<tr><td>instantiation_share</td><td class="n">{share["predicted_wall_s"]}</td>'
             f'<td class="n">{share["cpu_s_after"]}</td>') in page
     assert "Not priced (no step of the build log builds them): <code>activation/new_since.cu</code>" in page
+
+
+def test_kernels_empty_for_the_built_arch_weigh_nothing():
+    """cast_kernel's body is one `#if __CUDA_ARCH__ >= 1000` block (Kernel.body_arch_min) and the
+    log's nvcc rows compiled relu.cu for compute_90 only: its 230 instantiations are empty there,
+    so the migrated kernels hold the whole device share. A kernel guarded for an arch that was
+    built keeps its weight."""
+    from codemod.model import Kernel
+
+    a = _analysis()
+    a.kernels = [Kernel("cast_kernel", "cast_kernel", "cast.cuh", 1, True, [], body_arch_min=1000)]
+    attach_impact(a, TE_LOG, [TE_CSV], MOVED)
+    relu = a.translation_units[0].price
+    assert relu["migrated_share"] == 1.0 and relu["empty_instantiations"] == 230
+    assert relu["predicted_elapsed_s"]["instantiation_share"] == relu["predicted_elapsed_s"]["device_removed"]
+    a = _analysis()
+    a.kernels = [Kernel("cast_kernel", "cast_kernel", "cast.cuh", 1, True, [], body_arch_min=900)]
+    attach_impact(a, TE_LOG, [TE_CSV], MOVED)
+    assert a.translation_units[0].price["migrated_share"] == pytest.approx(270 / 500)
+    assert "empty_instantiations" not in a.translation_units[0].price
+

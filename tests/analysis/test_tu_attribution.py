@@ -82,3 +82,22 @@ def test_a_tu_main_file_included_by_another_tu_is_compiled_there(tmp_path):
     kernel = _kernel(_analyze(tmp_path, files), "unity_kernel")
     assert kernel.tus == {"all.cu": 1, "part.cu": 1}    # part.cu's own entry point compiles it there too
     assert set(kernel.entry_points) == {"api_all", "launch_part"}
+
+
+def test_arch_guarded_kernel_bodies_are_recorded(tmp_path):
+    """A kernel whose body is one `#if __CUDA_ARCH__ >= N` block gets `body_arch_min` (the impact
+    model weighs its instantiations 0 in builds for older archs); the JSON has the key only there."""
+    import json
+
+    from codemod.analysis.analyze import dumps
+
+    files = {"k.cu": "template <int N> __global__ void new_arch(float *p) {\n"
+                     "#if (defined __CUDA_ARCH__) && (__CUDA_ARCH__ >= 1000)\n  p[0] = N;\n#endif\n}\n"
+                     "template <int N> __global__ void any_arch(float *p) { p[0] = N; }\n"
+                     "void api_run(float *p, int n) {\n"
+                     "  if (n) new_arch<1><<<1, 32>>>(p); else any_arch<2><<<1, 32>>>(p);\n}\n"}
+    a = _analyze(tmp_path, files)
+    assert (_kernel(a, "new_arch").body_arch_min, _kernel(a, "any_arch").body_arch_min) == (1000, None)
+    for doc in (a.to_json(), json.loads(dumps(a))):
+        kernels = {k["name"]: k for k in doc["kernels"]}
+        assert kernels["new_arch"]["body_arch_min"] == 1000 and "body_arch_min" not in kernels["any_arch"]
