@@ -22,20 +22,6 @@ class TemplateParam:
     enum: str | None = None       # value parameters of an enumeration type: its qualified name
 
 
-def param_json(d: dict) -> dict:
-    """A TemplateParam's fields as the JSON holds them: `enum` only where the parameter has one."""
-    if d.get("enum") is None:
-        d.pop("enum", None)
-    return d
-
-
-def kernel_json(d: dict) -> dict:
-    """A Kernel's fields as the JSON holds them: `body_arch_min` only where the scan found one."""
-    if d.get("body_arch_min") is None:
-        d.pop("body_arch_min", None)
-    return d
-
-
 @dataclass
 class Axis:
     param: str
@@ -126,6 +112,19 @@ class Diagnostic:
     count: int = 1
 
 
+# Keys the JSON holds only where they have a value (None is left out): TemplateParam.enum,
+# Kernel.body_arch_min.
+OPTIONAL_KEYS = {TemplateParam: ("enum",), Kernel: ("body_arch_min",)}
+
+
+def json_fields(cls: type, d: dict) -> dict:
+    """An instance's fields `d` as the JSON holds them: `cls`'s optional keys dropped when None."""
+    for key in OPTIONAL_KEYS.get(cls, ()):
+        if d.get(key) is None:
+            d.pop(key, None)
+    return d
+
+
 @dataclass
 class Analysis:
     schema_version: str
@@ -144,8 +143,8 @@ class Analysis:
     def to_json(self) -> dict:
         d = asdict(self)
         for k in d["kernels"]:
-            k["params"] = [param_json(p) for p in k["params"]]
-            kernel_json(k)
+            k["params"] = [json_fields(TemplateParam, p) for p in k["params"]]
+            json_fields(Kernel, k)
         return d
 
     @classmethod

@@ -18,7 +18,7 @@ from ..errors import UsageError
 from ..frontend.parse import parse_all
 from ..frontend.toolchain import cache_root
 from ..model import (SCHEMA_VERSION, Analysis, Axis, Diagnostic, EntryPoint, Kernel, Site,
-                     TemplateParam, TranslationUnit, kernel_json, param_json)
+                     TemplateParam, TranslationUnit, json_fields)
 from ..rule import Rule
 from ..frontend.treesitter import scan_tree
 from .axes import AxisClassifier, classify
@@ -124,10 +124,7 @@ def dumps(result: Analysis, indent: int | None = None) -> str:
 
 def _fields(o) -> dict:
     """A dataclass as to_json writes it."""
-    d = {f.name: getattr(o, f.name) for f in fields(o)}
-    if isinstance(o, TemplateParam):
-        return param_json(d)
-    return kernel_json(d) if isinstance(o, Kernel) else d
+    return json_fields(type(o), {f.name: getattr(o, f.name) for f in fields(o)})
 
 
 def _result_key(facts_list: list[dict], rules: list[Rule], root: Path) -> str:

@@ -60,6 +60,20 @@ def _empty_kernels(result: Analysis, archs: set[int] | None) -> set[str]:
     return {k.id for k in result.kernels if k.body_arch_min is not None and k.body_arch_min > max(archs)}
 
 
+def _step_names(names, tus: list[str]) -> dict[str, str]:
+    """TU -> the first step of the log whose name ends in `/<tu>.o` (the TUs the log builds)."""
+    wanted = {f"/{tu}.o": tu for tu in tus}
+    out: dict[str, str] = {}
+    for name in names:
+        i = name.find("/")
+        while i >= 0:
+            tu = wanted.get(name[i:])
+            if tu is not None:
+                out.setdefault(tu, name)
+            i = name.find("/", i + 1)
+    return out
+
+
 def _prediction(doc: dict) -> dict:
     step = doc.get("critical", {}).get("predicted", {}).get("step") or {}
     return {"predicted_wall_s": doc["predicted_wall_s"], "cpu_s_after": doc["cpu_s_after"],
@@ -84,17 +98,16 @@ def attach_impact(result: Analysis, build_log: Path, nvcc_times: list[Path],
     migrated = [tu for tu in result.translation_units if _migrated_share(tu, migrated_kernels) > 0]
     if loaded is None:
         loaded = load(str(build_log), [str(p) for p in nvcc_times])   # parsed once for every what-if
+    step_of = _step_names(loaded.steps.name, [tu.file for tu in result.translation_units])
     # Instantiation shares without the kernels that compile to nothing for the TU's archs.
-    empty_by_tu = {}
-    for tu in result.translation_units:
-        inv = next((v for n, v in loaded.nvcc.items() if n.endswith(f"/{tu.file}.o")), None)
-        empty_by_tu[tu.file] = _empty_kernels(result, _archs(inv)) & set(tu.kernels)
+    empty_by_tu = {tu.file: _empty_kernels(result, _archs(loaded.nvcc.get(step_of.get(tu.file)))) & set(tu.kernels)
+                   for tu in result.translation_units}
     share = {tu.file: _migrated_share(tu, migrated_kernels, empty_by_tu[tu.file]) for tu in result.translation_units}
 
     def predict(remove: list[str], scale: dict[str, float] | None) -> dict:
         return analyse(loaded, remove=remove, scale=scale, jobs=jobs, policy=policy)
 
-    in_log = [tu for tu in migrated if any(n.endswith(f"/{tu.file}.o") for n in loaded.steps.name)]
+    in_log = [tu for tu in migrated if tu.file in step_of]
     if migrated and not in_log:
         raise UsageError(f"the build log builds none of the {len(migrated)} migrated TUs (e.g. "
                          f"{migrated[0].file}.o): is it a log of this library?", where=str(build_log))
@@ -102,7 +115,7 @@ def attach_impact(result: Analysis, build_log: Path, nvcc_times: list[Path],
     by_name = {s["name"]: s for s in removed["steps"]}
     kept_scale, share_scale = {}, {}
     for tu in result.translation_units:
-        step = next((s for n, s in by_name.items() if n.endswith(f"/{tu.file}.o")), None)
+        step = by_name.get(step_of.get(tu.file))
         if step is None:
             continue
         tu.price = {k: step.get(k) for k in ("name", "elapsed_s", "weighted_s", "host_s", "device_s") if k in step}

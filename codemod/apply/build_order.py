@@ -9,9 +9,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ApplyError, RuleError, UsageError
+from ..errors import ApplyError, RuleError
 from . import cmake_lists
-from .generate import ChangeSet, Edit, banner, render
+from .generate import ChangeSet, Edit, added_banner, render
 
 # Emit the edit only when the replay predicts the wall to fall by at least this share: below it the
 # gain is inside the run-to-run noise of a real build (docs/results/te_build.md: 2-3% on one machine).
@@ -49,6 +49,7 @@ class BuildOrder:
     emitted: bool = False
     reason: str = ""
     at_line: int = 0  # the add_library line the edit precedes
+    at_byte: int = 0  # where that line starts in the CMake file
 
     @property
     def gain_pct(self) -> float | None:
@@ -104,16 +105,17 @@ def check_cmake(root: Path, spec, variable: str) -> tuple[bytes, cmake_lists.Com
 
 
 def plan(root: Path, spec, analysis, kernel_ids: set[str], build_log: Path, nvcc_times: list[Path],
-         jobs: int | None = None, policy: str | None = None) -> BuildOrder:
-    """The build order for `analysis` migrated as the plan says (`kernel_ids`)."""
+         jobs: int | None = None, policy: str | None = None, cmake=None) -> BuildOrder:
+    """The build order for `analysis` migrated as the plan says (`kernel_ids`). `cmake`: what
+    check_cmake returned for this tree (checked here when not given)."""
     order = settings(spec)
     bo = BuildOrder(order["variable"] if order else "", Path(build_log).name, [Path(p).name for p in nvcc_times])
     if order is None:
         bo.reason = "the rule has no migrate.cmake.build_order (docs/rules.md): the source lists are left as they are"
         return bo
     variable = order["variable"]
-    data, lib, entries = check_cmake(root, spec, variable)
-    bo.at_line = lib.line
+    data, lib, entries = cmake or check_cmake(root, spec, variable)
+    bo.at_line, bo.at_byte = lib.line, data.rfind(b"\n", 0, lib.start) + 1
     block = f"list(PREPEND {variable} ${{{list_variable(spec)}}})"
     if block in data.decode(errors="replace"):
         bo.reason = f"already in {spec.cmake['file']}: `{block}`"
@@ -122,8 +124,6 @@ def plan(root: Path, spec, analysis, kernel_ids: set[str], build_log: Path, nvcc
     from ..analysis.pricing import attach_impact
     from ..impact.predict import analyse, load
 
-    if not Path(build_log).is_file():
-        raise UsageError(f"build log not found: {build_log}")
     loaded = load(str(build_log), [str(p) for p in nvcc_times])
     scales = attach_impact(analysis, build_log, nvcc_times, kernel_ids, jobs=jobs, policy=policy, loaded=loaded)
     scale = scales["device_removed"]
@@ -182,16 +182,13 @@ def plan(root: Path, spec, analysis, kernel_ids: set[str], build_log: Path, nvcc
     return bo
 
 
-def add_edit(spec, bo: BuildOrder, cs: ChangeSet, version: str, data: bytes) -> None:
+def add_edit(spec, bo: BuildOrder, cs: ChangeSet, version: str) -> None:
     """The CMake block, inserted at the start of the add_library(<target> ...) line, under the
     banner the other CMake blocks carry."""
     if not bo.emitted:
         return
-    head = banner(spec.rule_id, version).replace("Generated", "Added").replace("; do not edit", "")
-    path = spec.cmake["file"]
-    lib = cmake_lists.add_library(cmake_lists.commands(data), spec.cmake["target"])
-    at = data.rfind(b"\n", 0, lib.start) + 1
-    text = render("build_order.cmake.j2", banner=head, sources=[dict(path=i.path, seconds=i.seconds) for i in bo.listed],
+    path, at = spec.cmake["file"], bo.at_byte
+    text = render("build_order.cmake.j2", banner=added_banner(spec.rule_id, version), sources=[dict(path=i.path, seconds=i.seconds) for i in bo.listed],
                   log=bo.log, without_s=bo.without_s, with_s=bo.with_s, jobs=bo.jobs,
                   list_variable=list_variable(spec), variable=bo.variable)
     cs.edits.append(Edit(path, at, at, text, "build order: longest predicted TUs first"))

@@ -76,8 +76,8 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     manifest = root / spec.output_dir / "codemod_manifest.json"
     if manifest.is_file() and json.loads(manifest.read_text()).get("rule") == spec.rule_id:
         return {}, f"already migrated: {manifest.relative_to(root)} exists\n", None
-    if build_log is not None and build_order.settings(spec) is not None:
-        build_order.check_cmake(root, spec, build_order.settings(spec)["variable"])   # refuse before analysing
+    order = build_order.settings(spec) if build_log is not None else None
+    cmake = build_order.check_cmake(root, spec, order["variable"]) if order else None   # refuse before analysing
     analysis = analyze(root, [rule], progress=progress)
     plan = build_plan(root, analysis, spec, only=only, exclude=exclude)
     version = version or __version__
@@ -95,8 +95,8 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
         if progress:
             progress(f"apply: predicting the build from {build_log.name}")
         plan.build_order = build_order.plan(root, spec, analysis, {kp.kernel.id for kp in plan.kernels}, build_log,
-                                            list(nvcc_times), jobs, policy)
-        build_order.add_edit(spec, plan.build_order, cs, version, (root / spec.cmake["file"]).read_bytes())
+                                            list(nvcc_times), jobs, policy, cmake)
+        build_order.add_edit(spec, plan.build_order, cs, version)
     files = apply_edits(root, cs)
     rewritten = {path for path, (old, _) in files.items() if old is not None}
     if rewritten:
