@@ -6,8 +6,11 @@
 # knows how to build a particular library.
 #
 #   scripts/device_builds.sh start WORK ORIGINAL_SRC MIGRATED_SRC   # returns at once
+#   scripts/device_builds.sh start-seq WORK ORIGINAL_SRC MIGRATED_SRC  # one after the other, all cores
 #   scripts/device_builds.sh wait WORK SECONDS [OUT]                # progress; copies results to OUT
 #
+# `start-seq` is for a machine too small for two builds at once: the original, then the migrated
+# tree, each with every core (one setsid chain, same logs and status files as `start`).
 # `start` runs each build through scripts/device_bg.sh (setsid: it outlives the call that started
 # it; log WORK/parity-build-SIDE.log); `wait` polls until both builds have ended (exit status in
 # WORK/parity-build-SIDE.rc) or SECONDS have passed,
@@ -15,7 +18,7 @@
 # --time files and log tails to OUT (default: $OUT). Exit status of `wait`: 0 both builds
 # succeeded, 1 a build failed, 3 still running at the deadline.
 set -u
-mode=${1:?usage: device_builds.sh start|wait ...}
+mode=${1:?usage: device_builds.sh start|start-seq|wait ...}
 work=${2:?WORK}
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
@@ -83,6 +86,22 @@ wait)
     done
     exit $status
     ;;
+start-seq)
+    orig=${3:?ORIGINAL_SRC}; migr=${4:?MIGRATED_SRC}
+    : "${BUILD_CMD:?BUILD_CMD is required (with {src} and {build})}"
+    lscpu > "$work/lscpu.txt" 2>&1
+    rm -f "$work"/parity-build-*.rc
+    # shellcheck disable=SC2016
+    setsid bash -c '
+        for side in original migrated; do
+            if [ "$side" = original ]; then src=$2; else src=$3; fi
+            python3 -m codemod.parity build --side "$side" --src "$src" --work "$1" \
+                --configure-cmd "${CONFIGURE_CMD:-}" --build-cmd "$BUILD_CMD" --commit "${COMMIT:-}" \
+                > "$1/parity-build-$side.log" 2>&1
+            echo $? > "$1/parity-build-$side.rc"
+        done' _ "$work" "$orig" "$migr" < /dev/null > /dev/null 2>&1 &
+    echo "started the original, then the migrated build under $work"
+    ;;
 *)
-    echo "device_builds.sh: unknown mode $mode (start|wait)" >&2; exit 2 ;;
+    echo "device_builds.sh: unknown mode $mode (start|start-seq|wait)" >&2; exit 2 ;;
 esac
