@@ -7,7 +7,6 @@ import hashlib
 import json
 import os
 import re
-import sys
 import time
 from collections import defaultdict
 from dataclasses import fields
@@ -194,46 +193,81 @@ def _includes_of(root: Path, rules: list[Rule]):
 
 def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: list[dict], stats: dict,
                    started: float, scans: _Scans) -> Analysis:
+    """The stages, in order: entry points, symbolic instantiation, sites (with their axes), kernel
+    table, entry point and TU tables, cross-check, totals."""
     kernels_raw, functions, typedefs, global_uses = _merge(facts_list)
-
-    # Entry points: the rule's regex over functions defined in the TUs themselves.
-    patterns = [r.entry_regex() for r in rules] or [re.compile(r".*")]
-    tu_set = set(tus)
     stats["tus"] = len(tus)
+    tu_set = set(tus)
+    entries, entry_info = _entry_points(functions, rules, tu_set)
+    entry_file = {name: fn["file"] for name, fn in entry_info.items()}
+    inst = Instantiator(functions, typedefs, tu_set, entry_file, _includes_of(root, rules))
+    inst.add_tables(global_uses)
+    inst.run(entries)
+    classifier = AxisClassifier(functions, entries)
+    canon, kid = _canonical_kernels(kernels_raw)
+    sites, diags, kernel_tuples = _sites(functions, kernels_raw, canon, kid, inst, classifier)
+    sites += _table_sites(global_uses, kid)
+    kernels = _kernels(kernels_raw, canon, kid, sites, kernel_tuples, entry_file)
+    eps, tu_models = _entry_and_tu_models(facts_list, entry_info, kernel_tuples, kid, entry_file, diags)
+    for usr in sorted(inst.truncated):
+        fn = functions[usr]
+        diags.append(Diagnostic("CM1004", "warning", f"more than the analysed maximum of instantiations of {fn['qualname']}; "
+                                "fan-out is a lower bound", fn["file"], fn["line"]))
+    diags += _crosscheck(facts_list, sites, kernels_raw, kernels, scans)
+    tu_models.sort(key=lambda t: (-t.instantiations, t.file))
+    sites.sort(key=lambda s: (s.file, s.line, s.col))
+    diags = _dedupe(diags)
+    totals = _totals(tu_models, eps, kernels, sites, kernels_raw, diags)
+    stats["seconds"] = round(time.perf_counter() - started, 2)
+    return Analysis(schema_version=SCHEMA_VERSION, tool_version=__version__, root=root.name,
+                    target=",".join(r.id for r in rules) or None, translation_units=tu_models,
+                    entry_points=eps, kernels=kernels, sites=sites, diagnostics=diags, totals=totals, stats=stats)
+
+
+def _entry_points(functions: dict, rules: list[Rule], tu_set: set[str]) -> tuple[dict[str, str], dict[str, dict]]:
+    """The rule's regex over non-template, non-static functions defined in the TUs themselves:
+    (usr -> qualified name, qualified name -> function facts)."""
+    patterns = [r.entry_regex() for r in rules] or [re.compile(r".*")]
     entries: dict[str, str] = {}
     entry_info: dict[str, dict] = {}
     for usr, fn in functions.items():
         if fn["file"] in tu_set and not fn["is_template"] and not fn["static"] and any(p.search(fn["name"]) for p in patterns):
             entries[usr] = fn["qualname"]
             entry_info[fn["qualname"]] = fn
+    return entries, entry_info
 
-    entry_file = {name: fn["file"] for name, fn in entry_info.items()}
-    inst = Instantiator(functions, typedefs, tu_set, entry_file, _includes_of(root, rules))
-    inst.add_tables(global_uses)
-    inst.run(entries)
-    classifier = AxisClassifier(functions, entries)
 
-    # Overloads of one kernel name (SFINAE variants) are one kernel: the first declaration stands
-    # for the overload set.
+def _canonical_kernels(kernels_raw: dict) -> tuple[dict[str, str], dict[str, str]]:
+    """Overloads of one kernel name (SFINAE variants) are one kernel: the first declaration stands
+    for the overload set. Returns (usr -> canonical usr, usr -> kernel id)."""
     canon: dict[str, str] = {}
     first: dict[str, str] = {}
     for usr, k in sorted(kernels_raw.items(), key=lambda kv: (kv[1]["file"] or "", kv[1]["line"])):
         canon[usr] = first.setdefault(k["qualname"], usr)
-    kernel_by_usr = {usr: k for usr, k in kernels_raw.items()}
     kid = {usr: k["qualname"] for usr, k in kernels_raw.items()}
-    kernel_tuples: dict[str, dict[tuple, set]] = defaultdict(lambda: defaultdict(set))
-    sites: list[Site] = []
-    diags: list[Diagnostic] = []
+    return canon, kid
 
-    # Literal arguments that differ between sibling launches of one kernel in one function are
-    # chosen by a runtime branch (e.g. the aligned/unaligned variants of a vectorized kernel).
+
+def _sibling_args(functions: dict) -> dict[tuple, set]:
+    """Literal arguments that differ between sibling launches of one kernel in one function are
+    chosen by a runtime branch (e.g. the aligned/unaligned variants of a vectorized kernel)."""
     sibling_args: dict[tuple, set] = defaultdict(set)
     for fn in functions.values():
         for s in fn["sites"].values():
             if s["kind"] in ("launch", "variable") and s.get("kernel") and s.get("targs"):
                 for i, a in enumerate(s["targs"]):
                     sibling_args[(fn["usr"], s["kernel"], i)].add(a)
+    return sibling_args
 
+
+def _sites(functions: dict, kernels_raw: dict, canon: dict, kid: dict, inst: Instantiator,
+           classifier: AxisClassifier) -> tuple[list[Site], list[Diagnostic], dict]:
+    """Every launch and use site of the walked functions, with its instantiations and axes; the
+    diagnostics they raise; and kernel usr -> argument tuple -> entry labels."""
+    sibling_args = _sibling_args(functions)
+    kernel_tuples: dict[str, dict[tuple, set]] = defaultdict(lambda: defaultdict(set))
+    sites: list[Site] = []
+    diags: list[Diagnostic] = []
     for fn in functions.values():
         for key, s in sorted(fn["sites"].items()):
             if s["kind"] not in ("launch", "use"):
@@ -256,7 +290,7 @@ def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: li
                 diags.append(Diagnostic("CM1002", "warning", "kernel use spelled inside a macro body: analysed, "
                                         "but apply will not rewrite it", s["file"], s["line"], s["col"]))
             for kusr in kusrs:
-                k = kernel_by_usr.get(kusr)
+                k = kernels_raw.get(kusr)
                 if k is None:
                     continue
                 # NOTE: a variable may hold different kernels; the site lists the first, the
@@ -278,60 +312,78 @@ def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: li
                                  if v["kind"] == "variable" and v.get("var") == s["via"] and canon.get(v.get("kernel")) == kusr]
                 else:
                     src_sites = [s]
-                for i, p in enumerate(k["params"]):
-                    args = sorted({(src.get("targs") or [])[i] for src in src_sites if i < len(src.get("targs") or [])})
-                    arg = " | ".join(args)
-                    domain = sorted({t[i] for t in tuples})
-                    sources = frozenset()
-                    deduced: set[tuple[int, str]] = set()
-                    for src in src_sites:
-                        stargs = src.get("targs") or []
-                        for c in src["copies"]:
-                            if i < len(stargs):
-                                sources |= classifier.origins(stargs[i], fn, c.get("bindings", {}))
-                                continue
-                            # deduced from the launch arguments: inherit the origins of their types
-                            for j, (kp, at) in enumerate(zip(k.get("fn_params", []), c.get("arg_types") or [])):
-                                if strip_type(kp["type"]) == p["name"]:
-                                    sources |= classifier.origins(strip_type(at), fn, c.get("bindings", {}))
-                                    deduced.add((j, strip_type(at)))
-                    if not sources:
-                        sources = frozenset({("constant", DEFAULT)} if p.get("default")
-                                            else {("unresolved", "not deducible from the launch")})
-                    varies = len(sibling_args.get((fn["usr"], kusr, i), ())) > 1 or len(args) > 1
-                    site_branches = list(branches)
-                    if s.get("table"):
-                        site_branches.append(f"the index into '{s['via']}'")
-                    elif s.get("via") and len(args) > 1:
-                        site_branches.append(f"which kernel '{s['via']}' holds (conditional initialization)")
-                    binding, disc, reason = classify(sources, domain, varies, site_branches)
-                    if deduced:
-                        # the argument type as spelled in the enclosing scope, and which launch
-                        # argument it comes from: what a rewrite passes explicitly
-                        (j, spelled), *_ = sorted(deduced)
-                        deduced_from = {"argument": j, "type": spelled}
-                    else:
-                        deduced_from = None
-                    site.axes.append(Axis(param=p["name"] or f"(unnamed #{i})", kind=p["kind"], arg=arg, binding=binding,
-                                          deduced_from=deduced_from,
-                                          discoverable=disc, reason=reason,
-                                          sources=[{"class": c, "detail": d} for c, d in sorted(sources)],
-                                          domain=domain))
+                site.axes += _axes(fn, s, k, kusr, src_sites, tuples, branches, sibling_args, classifier)
                 if reached and UNKNOWN in {v for t in tuples for v in t}:
                     diags.append(Diagnostic("CM1003", "warning", f"some template arguments of {kid[kusr]} could not be "
                                             "determined statically", s["file"], s["line"], s["col"]))
             if not reached:
                 site.note = "not reached from the entry points"
             sites.append(site)
+    return sites, diags, kernel_tuples
 
-    # Kernel pointers stored in namespace-scope tables are host uses too.
+
+def _axes(fn: dict, s: dict, k: dict, kusr: str, src_sites: list[dict], tuples: dict, branches: list[str],
+          sibling_args: dict, classifier: AxisClassifier) -> list[Axis]:
+    """One axis per template parameter of kernel `k` at site `s`: the spelled argument, where its
+    values come from (`src_sites`: the site, the variable assignments or table entries that name
+    the kernel), its domain and its binding class."""
+    axes = []
+    for i, p in enumerate(k["params"]):
+        args = sorted({(src.get("targs") or [])[i] for src in src_sites if i < len(src.get("targs") or [])})
+        arg = " | ".join(args)
+        domain = sorted({t[i] for t in tuples})
+        sources = frozenset()
+        deduced: set[tuple[int, str]] = set()
+        for src in src_sites:
+            stargs = src.get("targs") or []
+            for c in src["copies"]:
+                if i < len(stargs):
+                    sources |= classifier.origins(stargs[i], fn, c.get("bindings", {}))
+                    continue
+                # deduced from the launch arguments: inherit the origins of their types
+                for j, (kp, at) in enumerate(zip(k.get("fn_params", []), c.get("arg_types") or [])):
+                    if strip_type(kp["type"]) == p["name"]:
+                        sources |= classifier.origins(strip_type(at), fn, c.get("bindings", {}))
+                        deduced.add((j, strip_type(at)))
+        if not sources:
+            sources = frozenset({("constant", DEFAULT)} if p.get("default")
+                                else {("unresolved", "not deducible from the launch")})
+        varies = len(sibling_args.get((fn["usr"], kusr, i), ())) > 1 or len(args) > 1
+        site_branches = list(branches)
+        if s.get("table"):
+            site_branches.append(f"the index into '{s['via']}'")
+        elif s.get("via") and len(args) > 1:
+            site_branches.append(f"which kernel '{s['via']}' holds (conditional initialization)")
+        binding, disc, reason = classify(sources, domain, varies, site_branches)
+        if deduced:
+            # the argument type as spelled in the enclosing scope, and which launch argument it
+            # comes from: what a rewrite passes explicitly
+            (j, spelled), *_ = sorted(deduced)
+            deduced_from = {"argument": j, "type": spelled}
+        else:
+            deduced_from = None
+        axes.append(Axis(param=p["name"] or f"(unnamed #{i})", kind=p["kind"], arg=arg, binding=binding,
+                         deduced_from=deduced_from,
+                         discoverable=disc, reason=reason,
+                         sources=[{"class": c, "detail": d} for c, d in sorted(sources)],
+                         domain=domain))
+    return axes
+
+
+def _table_sites(global_uses: list[dict], kid: dict) -> list[Site]:
+    """Kernel pointers stored in namespace-scope tables are host uses too."""
+    sites = []
     for u in global_uses:
         if u.get("kernel") in kid:
             sites.append(Site(id=f"{u['file']}:{u['line']}:{u['col']}", kind="use", api="table", kernel=kid[u["kernel"]],
                               function="(namespace scope)", file=u["file"], line=u["line"], col=u["col"], via=u["var"],
                               in_macro_body=u.get("in_macro_body", False), note=f"entry of table '{u['var']}'"))
+    return sites
 
-    # Kernel table.
+
+def _kernels(kernels_raw: dict, canon: dict, kid: dict, sites: list[Site], kernel_tuples: dict,
+             entry_file: dict) -> list[Kernel]:
+    """The kernel table: every kernel with a site, largest fan-out first."""
     kernels: list[Kernel] = []
     sites_by_kernel = defaultdict(list)
     for st in sites:
@@ -360,8 +412,13 @@ def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: li
                               tus={tu: len(v) for tu, v in sorted(tus_count.items())}, entry_points=sorted(ents),
                               discoverable=disc, structural_params=structural))
     kernels.sort(key=lambda k: (-k.instantiations, k.id))
+    return kernels
 
-    # Entry points and TUs.
+
+def _entry_and_tu_models(facts_list: list[dict], entry_info: dict, kernel_tuples: dict, kid: dict,
+                         entry_file: dict, diags: list[Diagnostic]) -> tuple[list[EntryPoint], list[TranslationUnit]]:
+    """Fan-out per entry point and per TU (where it is compiled); the parse diagnostics are added
+    to `diags`."""
     per_entry: dict[str, dict[str, set]] = defaultdict(lambda: defaultdict(set))
     per_tu: dict[str, dict[str, set]] = defaultdict(lambda: defaultdict(set))   # where it is compiled
     for usr, tuples in kernel_tuples.items():
@@ -393,25 +450,26 @@ def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: li
         for d in facts["diagnostics"]:
             diags.append(Diagnostic(d.get("id", "CM0101"), "error" if d["severity"] in ("error", "fatal") else d["severity"],
                                     d["message"], d.get("file"), d.get("line"), d.get("col"), d.get("count", 1)))
-    for usr in sorted(inst.truncated):
-        fn = functions[usr]
-        diags.append(Diagnostic("CM1004", "warning", f"more than the analysed maximum of instantiations of {fn['qualname']}; "
-                                "fan-out is a lower bound", fn["file"], fn["line"]))
-    # Cross-check spelled launch sites and __global__ templates with tree-sitter (the other parser).
+    return eps, tu_models
+
+
+def _crosscheck(facts_list: list[dict], sites: list[Site], kernels_raw: dict, kernels: list[Kernel],
+                scans: _Scans) -> list[Diagnostic]:
+    """Spelled launch sites and __global__ templates against tree-sitter (the other parser); sets
+    each kernel's `body_arch_min` from the same scan."""
     closure = sorted({rel for facts in facts_list for rel in facts.get("closure", {})})
     clang_sites = [{"file": st.file, "line": st.line, "col": st.col, "kind": st.kind, "kernel": st.kernel,
                     "in_macro_body": st.in_macro_body} for st in sites]
     clang_kernels = [{"name": k["qualname"], "file": k["file"], "line": k["line"], "is_template": k["is_template"]}
                      for k in kernels_raw.values()]
     scanned = scans.of(closure)
-    for d in crosscheck(scanned, clang_sites, clang_kernels, files=closure):
-        diags.append(Diagnostic(**d))
+    diags = [Diagnostic(**d) for d in crosscheck(scanned, clang_sites, clang_kernels, files=closure)]
     _body_arch_guards(kernels, scanned)
-    tu_models.sort(key=lambda t: (-t.instantiations, t.file))
-    sites.sort(key=lambda s: (s.file, s.line, s.col))
-    diags = _dedupe(diags)
+    return diags
 
-    totals = {
+
+def _totals(tu_models, eps, kernels, sites, kernels_raw, diags) -> dict:
+    return {
         "translation_units": len(tu_models),
         "entry_points": len(eps),
         "kernels": len(kernels),
@@ -425,10 +483,6 @@ def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: li
         "errors": sum(1 for d in diags if d.severity == "error"),
         "warnings": sum(1 for d in diags if d.severity == "warning"),
     }
-    stats["seconds"] = round(time.perf_counter() - started, 2)
-    return Analysis(schema_version=SCHEMA_VERSION, tool_version=__version__, root=root.name,
-                    target=",".join(r.id for r in rules) or None, translation_units=tu_models,
-                    entry_points=eps, kernels=kernels, sites=sites, diagnostics=diags, totals=totals, stats=stats)
 
 
 def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:

@@ -9,249 +9,49 @@ around it) that a type-switch macro expansion gives every copy. Nothing here int
 from __future__ import annotations
 
 import ctypes
-import re
 import os
+import re
 from collections import Counter
 from pathlib import Path
 
 import clang.cindex as ci
 
+from .cursors import (CK, FUNCTION_KINDS, INT_KINDS, WORD, child_cursors, device_only, eval_int,
+                      file_loc, is_global, primary_template, qualname, real_path, ref_candidates, setup_lib,
+                      template_params)
+from .recognizers import recognize
 from .source_text import read_macro_args, read_template_id, normalize
 
-CK = ci.CursorKind
-_WORD = re.compile(r"[A-Za-z_]\w*")
-_INT_KINDS = {ci.TypeKind.INT, ci.TypeKind.UINT, ci.TypeKind.LONG, ci.TypeKind.ULONG, ci.TypeKind.LONGLONG,
-              ci.TypeKind.ULONGLONG, ci.TypeKind.SHORT, ci.TypeKind.USHORT, ci.TypeKind.CHAR_S, ci.TypeKind.UCHAR}
-
-LAUNCH_APIS = {
-    "cudaLaunchKernel": "cudaLaunchKernel",
-    "cudaLaunchKernelEx": "cudaLaunchKernelEx",
-    "cudaLaunchKernelExC": "cudaLaunchKernelEx",
-    "cudaLaunchCooperativeKernel": "cudaLaunchCooperativeKernel",
-    "cuLaunchKernel": "cuLaunchKernel",
-}
-USE_APIS = {
-    "cudaFuncSetAttribute": "cudaFuncSetAttribute",
-    "cudaFuncGetAttributes": "cudaFuncGetAttributes",
-    "cudaFuncSetCacheConfig": "cudaFuncSetCacheConfig",
-    "cudaOccupancyMaxActiveBlocksPerMultiprocessor": "occupancy",
-    "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags": "occupancy",
-    "cudaOccupancyMaxPotentialBlockSize": "occupancy",
-    "cudaOccupancyAvailableDynamicSMemPerBlock": "occupancy",
-}
-FUNCTION_KINDS = (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE, CK.CXX_METHOD, CK.CONSTRUCTOR)
 # The declarations `TUIndexer._decl` records or descends into.
 _DECL_KINDS = frozenset({CK.NAMESPACE, CK.LINKAGE_SPEC, CK.UNEXPOSED_DECL, CK.STRUCT_DECL, CK.CLASS_DECL,
                          CK.CLASS_TEMPLATE, CK.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION, CK.TYPEDEF_DECL,
                          CK.TYPE_ALIAS_DECL, CK.VAR_DECL, *FUNCTION_KINDS})
-
-_lib_ready = False
-
-
-def _setup_lib() -> None:
-    global _lib_ready
-    if _lib_ready:
-        return
-    lib = ci.conf.lib
-    for fn in ("clang_getFileLocation", "clang_getSpellingLocation"):
-        f = getattr(lib, fn)
-        f.argtypes = [ci.SourceLocation, ctypes.POINTER(ci.c_object_p), ctypes.POINTER(ctypes.c_uint),
-                      ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint)]
-        f.restype = None
-    lib.clang_getNumOverloadedDecls.argtypes = [ci.Cursor]
-    lib.clang_getNumOverloadedDecls.restype = ctypes.c_uint
-    lib.clang_getOverloadedDecl.argtypes = [ci.Cursor, ctypes.c_uint]
-    lib.clang_getOverloadedDecl.restype = ci.Cursor
-    lib.clang_getOverloadedDecl.errcheck = ci.Cursor.from_result
-    lib.clang_getSpecializedCursorTemplate.argtypes = [ci.Cursor]
-    lib.clang_getSpecializedCursorTemplate.restype = ci.Cursor
-    lib.clang_getSpecializedCursorTemplate.errcheck = ci.Cursor.from_result
-    lib.clang_Cursor_Evaluate.argtypes = [ci.Cursor]
-    lib.clang_Cursor_Evaluate.restype = ctypes.c_void_p
-    lib.clang_EvalResult_getKind.argtypes = [ctypes.c_void_p]
-    lib.clang_EvalResult_getKind.restype = ctypes.c_int
-    lib.clang_EvalResult_getAsLongLong.argtypes = [ctypes.c_void_p]
-    lib.clang_EvalResult_getAsLongLong.restype = ctypes.c_longlong
-    lib.clang_EvalResult_dispose.argtypes = [ctypes.c_void_p]
-    lib.clang_EvalResult_dispose.restype = None
-    _lib_ready = True
-
-
-def _collect(child, _parent, out) -> int:
-    out.append(child)
-    return 1  # CXChildVisit_Continue
-
-
-_COLLECT = ci.callbacks["cursor_visit"](_collect)
-
-
-def _children(cursor) -> list:
-    """`cursor.get_children()` without its per-call callback and per-child null-cursor check (a
-    fifth of the walk)."""
-    out: list = []
-    ci.conf.lib.clang_visitChildren(cursor, _COLLECT, out)
-    for child in out:
-        child._tu = cursor._tu  # keeps the TU alive, as cindex does
-    return out
-
-
-def _loc(fn_name: str, loc: ci.SourceLocation, names: dict[int, str] | None = None) -> tuple[str | None, int, int, int]:
-    """(file name, line, column, offset); `names` caches file names by libclang's file handle."""
-    f, line, col, off = ci.c_object_p(), ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint()
-    getattr(ci.conf.lib, fn_name)(loc, ctypes.byref(f), ctypes.byref(line), ctypes.byref(col), ctypes.byref(off))
-    if not f:
-        return None, line.value, col.value, off.value
-    if names is None:
-        return ci.File(f).name, line.value, col.value, off.value
-    handle = ctypes.cast(f, ctypes.c_void_p).value
-    name = names.get(handle)
-    if name is None:
-        name = names[handle] = ci.File(f).name
-    return name, line.value, col.value, off.value
-
-
-def file_loc(loc, names: dict[int, str] | None = None):
-    return _loc("clang_getFileLocation", loc, names)
-
-
-def spelling_loc(loc):
-    return _loc("clang_getSpellingLocation", loc)
-
-
-def _eval_int(cursor) -> int | None:
-    lib = ci.conf.lib
-    res = lib.clang_Cursor_Evaluate(cursor)
-    if not res:
-        return None
-    try:
-        if lib.clang_EvalResult_getKind(res) == 1:  # CXEval_Int
-            return int(lib.clang_EvalResult_getAsLongLong(res))
-        return None
-    finally:
-        lib.clang_EvalResult_dispose(res)
-
-
-_REAL: dict[str, str] = {}
-
-
-def _realpath(name: str) -> str:
-    r = _REAL.get(name)
-    if r is None:
-        r = _REAL[name] = os.path.realpath(name)
-    return r
 
 
 class _Files:
     """File text and hashes, read once per parse."""
 
     def __init__(self, root: str):
-        self.root = _realpath(root)
+        self.root = real_path(root)
         self.text: dict[str, str] = {}
 
     def in_project(self, name: str | None) -> bool:
-        return bool(name) and _realpath(name).startswith(self.root + os.sep)
+        return bool(name) and real_path(name).startswith(self.root + os.sep)
 
     def rel(self, name: str) -> str:
-        return os.path.relpath(_realpath(name), self.root)
+        return os.path.relpath(real_path(name), self.root)
 
     def get(self, name: str) -> str:
-        real = _realpath(name)
+        real = real_path(name)
         if real not in self.text:
             with open(real, "rb") as fh:
                 self.text[real] = fh.read().decode("utf-8", errors="replace")
         return self.text[real]
 
 
-def _has_default(param) -> bool:
-    """`typename T = X` / `int N = 4` / `enable_if_t<...> = 0`: a default after the name."""
-    toks = [t.spelling for t in param.get_tokens()]
-    return "=" in toks[toks.index(param.spelling) + 1:] if param.spelling in toks else "=" in toks
-
-
-def template_params(cursor) -> list[dict]:
-    params = []
-    for ch in _children(cursor):
-        if ch.kind == CK.TEMPLATE_TYPE_PARAMETER:
-            params.append({"name": ch.spelling, "kind": "type"})
-        elif ch.kind == CK.TEMPLATE_NON_TYPE_PARAMETER:
-            t = ch.type.spelling
-            kind = "function_pointer" if "(*)" in t.replace(" ", "") else "value"
-            params.append({"name": ch.spelling, "kind": kind, "type": t})
-            canonical = ch.type.get_canonical()
-            if canonical.kind == ci.TypeKind.ENUM:
-                params[-1]["enum"] = canonical.spelling
-        elif ch.kind == CK.TEMPLATE_TEMPLATE_PARAMETER:
-            params.append({"name": ch.spelling, "kind": "template"})
-        else:
-            continue
-        if _has_default(ch):
-            params[-1]["default"] = True
-    return params
-
-
-def _overloads(cursor) -> list:
-    lib = ci.conf.lib
-    return [lib.clang_getOverloadedDecl(cursor, i) for i in range(lib.clang_getNumOverloadedDecls(cursor))]
-
-
-def _candidates(c) -> list:
-    """Declarations an expression may name: overload sets are expanded."""
-    if c.kind == CK.OVERLOADED_DECL_REF:
-        return _overloads(c)
-    ref = c.referenced
-    if ref is None:
-        return []
-    if ref.kind == CK.OVERLOADED_DECL_REF:
-        return _overloads(ref)
-    return [ref]
-
-
-def _callee_name(c) -> str:
-    """Name of a dependent call's callee (such calls have no spelling of their own)."""
-    stack = [c] if c is not None else []
-    while stack:
-        x = stack.pop()
-        if x.kind in (CK.OVERLOADED_DECL_REF, CK.DECL_REF_EXPR) and x.spelling:
-            return x.spelling
-        if x.kind == CK.DECL_REF_EXPR and x.referenced is not None and x.referenced.kind == CK.OVERLOADED_DECL_REF:
-            return x.referenced.spelling
-        stack.extend(reversed(_children(x)))
-    return ""
-
-
-def _primary(cursor):
-    """The primary template of an implicit specialization; the cursor itself otherwise."""
-    if cursor is None:
-        return None
-    tmpl = ci.conf.lib.clang_getSpecializedCursorTemplate(cursor)
-    return tmpl if tmpl is not None else cursor
-
-
-def _device_only(cursor) -> bool:
-    """__device__ without __host__: cannot launch kernels (dynamic parallelism is out of scope)."""
-    kinds = {ch.kind for ch in _children(cursor)}
-    return CK.CUDADEVICE_ATTR in kinds and CK.CUDAHOST_ATTR not in kinds
-
-
-def _is_global(cursor) -> bool:
-    return any(ch.kind == CK.CUDAGLOBAL_ATTR for ch in _children(cursor))
-
-
-def _qualname(cursor) -> str:
-    parts = []
-    c = cursor
-    while c is not None and c.kind != CK.TRANSLATION_UNIT:
-        if c.spelling:
-            parts.append(c.spelling)
-        elif c.kind == CK.NAMESPACE:
-            parts.append("(anonymous namespace)")
-        c = c.semantic_parent
-    return "::".join(reversed(parts))
-
-
 class TUIndexer:
     def __init__(self, tu: ci.TranslationUnit, root: str):
-        _setup_lib()
+        setup_lib()
         self.tu = tu
         self.files = _Files(root)
         self.kernels: dict[str, dict] = {}
@@ -264,8 +64,10 @@ class TUIndexer:
         self._project_files: dict[int, bool] = {}  # libclang file handle -> under the root
         self._file_names: dict[int, str] = {}  # libclang file handle -> name
         self.defs: dict[str, ci.Cursor] = {}  # usr -> function definition, walked when reached
-        self.mains = {_realpath(tu.spelling)}
+        self.mains = {real_path(tu.spelling)}
         self._queue: list[str] = []
+        self._kids: tuple | None = None
+        self.var_kernels: dict[str, list] = {}
 
     # -- positions -------------------------------------------------------------------------
     def file_loc(self, loc):
@@ -285,7 +87,7 @@ class TUIndexer:
         sf, _, _, soff = self.file_loc(cursor.extent.start)
         if not sf:
             return None
-        key = (_realpath(sf), soff)
+        key = (real_path(sf), soff)
         if key not in self.macros:
             self.macros[key] = self._macro_instantiation(sf, soff)
         return self.macros[key]
@@ -329,7 +131,7 @@ class TUIndexer:
         return known
 
     def run(self) -> dict:
-        for cur in _children(self.tu.cursor):
+        for cur in child_cursors(self.tu.cursor):
             if cur.kind in _DECL_KINDS and self.declared_in_project(cur):
                 self._decl(cur)
         # Walk only what the TU's own functions reach: the roots are the functions defined in
@@ -352,12 +154,12 @@ class TUIndexer:
     def _decl(self, cur):
         k = cur.kind
         if k in (CK.NAMESPACE, CK.LINKAGE_SPEC, CK.UNEXPOSED_DECL):
-            for ch in _children(cur):
+            for ch in child_cursors(cur):
                 if ch.kind in _DECL_KINDS and self.declared_in_project(ch):
                     self._decl(ch)
             return
         if k in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE, CK.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION):
-            for ch in _children(cur):
+            for ch in child_cursors(cur):
                 if ch.kind in FUNCTION_KINDS or ch.kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE):
                     self._decl(ch)
             return
@@ -365,26 +167,26 @@ class TUIndexer:
             canon = cur.underlying_typedef_type.get_canonical().spelling
             if "type-parameter" not in canon:
                 self.typedefs[cur.spelling] = canon
-                self.typedefs[_qualname(cur)] = canon
+                self.typedefs[qualname(cur)] = canon
             return
         if k == CK.VAR_DECL:
             # a kernel table at namespace scope, or a named constant (`constexpr int kVec = 4;`)
-            if cur.type.is_const_qualified() and cur.type.get_canonical().kind in _INT_KINDS:
-                v = _eval_int(cur)
+            if cur.type.is_const_qualified() and cur.type.get_canonical().kind in INT_KINDS:
+                v = eval_int(cur)
                 if v is not None:
                     self.typedefs[cur.spelling] = str(v)
-                    self.typedefs[_qualname(cur)] = self.typedefs[cur.spelling]
-            self._scan_refs_outside(cur)
+                    self.typedefs[qualname(cur)] = self.typedefs[cur.spelling]
+            recognize(self, "namespace_var", cur, [], [])
             return
         if k in FUNCTION_KINDS:
-            if _is_global(cur):
+            if is_global(cur):
                 self._kernel(cur)
                 return
-            if cur.is_definition() and not _device_only(cur):
+            if cur.is_definition() and not device_only(cur):
                 self.defs.setdefault(cur.get_usr(), cur)
 
     def _is_main(self, name: str) -> bool:
-        return _realpath(name) in self.mains
+        return real_path(name) in self.mains
 
     def _kernel(self, cur):
         usr = cur.get_usr()
@@ -394,12 +196,12 @@ class TUIndexer:
         self.kernels[usr] = {
             "usr": usr,
             "name": cur.spelling,
-            "qualname": _qualname(cur),
+            "qualname": qualname(cur),
             "file": self.files.rel(f) if f else None,
             "line": line,
             "is_template": cur.kind == CK.FUNCTION_TEMPLATE,
             "params": template_params(cur) if cur.kind == CK.FUNCTION_TEMPLATE else [],
-            "fn_params": [{"name": p.spelling, "type": p.type.spelling} for p in _children(cur) if p.kind == CK.PARM_DECL],
+            "fn_params": [{"name": p.spelling, "type": p.type.spelling} for p in child_cursors(cur) if p.kind == CK.PARM_DECL],
             "defined": cur.is_definition(),
         }
 
@@ -412,19 +214,19 @@ class TUIndexer:
         fn = {
             "usr": usr,
             "name": cur.spelling,
-            "qualname": _qualname(cur),
+            "qualname": qualname(cur),
             "file": self.files.rel(f),
             "line": line,
             "is_template": cur.kind == CK.FUNCTION_TEMPLATE,
             "tparams": template_params(cur) if cur.kind == CK.FUNCTION_TEMPLATE else [],
-            "params": [{"name": p.spelling, "type": p.type.spelling} for p in _children(cur) if p.kind == CK.PARM_DECL],
+            "params": [{"name": p.spelling, "type": p.type.spelling} for p in child_cursors(cur) if p.kind == CK.PARM_DECL],
             "static": cur.storage_class == ci.StorageClass.STATIC,
             "sites": {},
         }
         self.functions[usr] = fn
         self._cur_fn = fn
-        self._var_kernels: dict[str, list] = {}
-        body = [ch for ch in _children(cur) if ch.kind == CK.COMPOUND_STMT]
+        self.var_kernels: dict[str, list] = {}
+        body = [ch for ch in child_cursors(cur) if ch.kind == CK.COMPOUND_STMT]
         for b in body:
             self._walk(b, [], [])
 
@@ -448,7 +250,7 @@ class TUIndexer:
             return decl.spelling, {"value": value, "kind": "type", "macro": macro}
         if decl.kind == CK.VAR_DECL and self._is_constexpr(decl):
             if macro is not None or in_body:
-                v = _eval_int(decl)
+                v = eval_int(decl)
                 if v is None:
                     return None
                 if decl.type.spelling.endswith("bool"):
@@ -500,13 +302,13 @@ class TUIndexer:
         local = list(scope)
         for ch in stmts:
             if ch.kind == CK.DECL_STMT:
-                for d in _children(ch):
+                for d in child_cursors(ch):
                     b = self._binding_of(d) if d.kind in (CK.TYPE_ALIAS_DECL, CK.TYPEDEF_DECL, CK.VAR_DECL) else None
                     if b:
                         local.append(b)
                     if d.kind == CK.VAR_DECL:
-                        self._var_decl(d, local, branches)
-                        for sub in _children(d):
+                        recognize(self, "local_var", d, local, branches)
+                        for sub in child_cursors(d):
                             self._walk(sub, local, branches)
                 continue
             self._walk(ch, local, branches)
@@ -514,7 +316,7 @@ class TUIndexer:
     def _signature(self, cur, depth=0):
         """Where a statement's text lives: equal signatures mean the same spelled source."""
         if cur.kind == CK.COMPOUND_STMT and self.macro_at(cur) is not None and depth < 4:
-            return tuple(self._signature(ch, depth + 1) for ch in _children(cur))
+            return tuple(self._signature(ch, depth + 1) for ch in child_cursors(cur))
         sf, _, _, so = self.file_loc(cur.extent.start)
         ef, _, _, eo = self.file_loc(cur.extent.end)
         return (sf, so, ef, eo)
@@ -527,17 +329,17 @@ class TUIndexer:
         the same spelled body are walked once, with a binding that holds every arm's value; the
         consumers expand the product. Arms that differ are walked on their own.
         """
-        children = _children(cur)
+        children = child_cursors(cur)
         if not children:
             return False
         comps, others = [], []
         if cur.kind == CK.SWITCH_STMT:
             body = children[-1]
             self._walk(children[0], [], [])  # calls inside the switched expression
-            for st in (_children(body) if body.kind == CK.COMPOUND_STMT else [body]):
+            for st in (child_cursors(body) if body.kind == CK.COMPOUND_STMT else [body]):
                 c = st
                 while c is not None and c.kind in (CK.CASE_STMT, CK.DEFAULT_STMT):
-                    sub = _children(c)
+                    sub = child_cursors(c)
                     c = sub[-1] if sub else None
                 (comps if c is not None and c.kind == CK.COMPOUND_STMT else others).append(c if c is not None and c.kind == CK.COMPOUND_STMT else st)
         else:
@@ -550,10 +352,10 @@ class TUIndexer:
         comps, others = self._macro_arms(cur)
         groups: dict = {}
         for comp in comps:
-            kids = _children(comp)
+            kids = child_cursors(comp)
             binds, i = [], 0
             while i < len(kids) and kids[i].kind == CK.DECL_STMT:
-                decls = _children(kids[i])
+                decls = child_cursors(kids[i])
                 got = [self._binding_of(d) for d in decls if d.kind in (CK.TYPE_ALIAS_DECL, CK.TYPEDEF_DECL, CK.VAR_DECL)]
                 if not got or any(g is None for g in got) or len(got) != len(decls):
                     break
@@ -579,13 +381,13 @@ class TUIndexer:
         """scope: list of (name, binding) visible here; branches: runtime conditions on the path."""
         k = cur.kind
         if k == CK.COMPOUND_STMT:
-            self._walk_stmts(_children(cur), scope, branches)
+            self._walk_stmts(child_cursors(cur), scope, branches)
             return
         if k in (CK.SWITCH_STMT, CK.IF_STMT) and self.macro_at(cur) is not None:
             self._walk_macro_switch(cur, scope, branches)
             return
         if k == CK.IF_STMT:
-            children = _children(cur)
+            children = child_cursors(cur)
             # NOTE: `if constexpr` is a compile-time choice, not a runtime branch.
             cond = self._cond_text(children[0]) if children and self.macro_at(cur) is None else None
             fname, line, col, off, in_body = self.pos(cur)
@@ -600,13 +402,13 @@ class TUIndexer:
                 self._walk(ch, scope, br)
             return
         if k == CK.SWITCH_STMT:
-            children = _children(cur)
+            children = child_cursors(cur)
             cond = self._cond_text(children[0]) if children and self.macro_at(cur) is None else None
             for ch in children[1:]:
                 self._walk(ch, scope, branches + ([f"switch({cond})"] if cond else []), )
             return
         if k == CK.CASE_STMT:
-            children = _children(cur)
+            children = child_cursors(cur)
             label = self._cond_text(children[0]) if children else None
             br = branches
             if label and branches and branches[-1].startswith("switch("):
@@ -615,50 +417,51 @@ class TUIndexer:
                 self._walk(ch, scope, br)
             return
         if k == CK.CALL_EXPR:
-            self._call(cur, scope, branches)
+            if not recognize(self, "call", cur, scope, branches):
+                self._call_edge(cur, scope, branches)
         elif k == CK.BINARY_OPERATOR:
-            self._assignment(cur, scope, branches)
-        for ch in _children(cur):
+            recognize(self, "assignment", cur, scope, branches)
+        for ch in child_cursors(cur):
             self._walk(ch, scope, branches)
 
     # -- kernel references ---------------------------------------------------------------------
-    def _kernel_ref(self, cur):
+    def kernel_ref(self, cur):
         """If `cur` (an expression) names a kernel, return (kernel usr, position, name, targs)."""
         stack = [cur]
         while stack:
             c = stack.pop()
             if c.kind in (CK.DECL_REF_EXPR, CK.OVERLOADED_DECL_REF, CK.TEMPLATE_REF):
-                cands = _candidates(c)
-                for r in map(_primary, cands):
-                    if r is not None and r.kind in FUNCTION_KINDS and _is_global(r):
+                cands = ref_candidates(c)
+                for r in map(primary_template, cands):
+                    if r is not None and r.kind in FUNCTION_KINDS and is_global(r):
                         self._kernel(r)
                         return r.get_usr(), c
             if c.kind in (CK.CALL_EXPR, CK.LAMBDA_EXPR):
                 continue
-            stack.extend(reversed(_children(c)))
+            stack.extend(reversed(child_cursors(c)))
         return None
 
-    def _kernel_refs(self, cur) -> list:
+    def kernel_refs(self, cur) -> list:
         """Every kernel named in an expression (both arms of a conditional, say)."""
         out, stack = [], [cur]
         while stack:
             c = stack.pop()
-            got = self._kernel_ref(c) if c.kind in (CK.DECL_REF_EXPR, CK.OVERLOADED_DECL_REF, CK.TEMPLATE_REF) else None
+            got = self.kernel_ref(c) if c.kind in (CK.DECL_REF_EXPR, CK.OVERLOADED_DECL_REF, CK.TEMPLATE_REF) else None
             if got:
                 out.append(got)
                 continue
             if c.kind in (CK.CALL_EXPR, CK.LAMBDA_EXPR):
                 continue
-            stack.extend(reversed(_children(c)))
+            stack.extend(reversed(child_cursors(c)))
         return out
 
-    def _var_ref(self, cur):
+    def var_ref(self, cur):
         stack = [cur]
         while stack:
             c = stack.pop()
             if c.kind == CK.DECL_REF_EXPR and c.referenced is not None and c.referenced.kind in (CK.VAR_DECL, CK.PARM_DECL):
                 return c.referenced
-            stack.extend(reversed(_children(c)))
+            stack.extend(reversed(child_cursors(c)))
         return None
 
     def macro_args(self, m: dict, limit: int | None = None):
@@ -701,7 +504,7 @@ class TUIndexer:
         args = dict(zip(params, inv[1] if inv else []))
         return {"file": df, "line": line, "col": col, "offset": off, "macro": m, "args": args}
 
-    def _site_base(self, cur, scope, branches, kind, name: str = ""):
+    def site_base(self, cur, scope, branches, kind, name: str = ""):
         fname, line, col, off, in_body = self.pos(cur)
         if in_body:
             d = self._in_definition(cur, name)
@@ -723,7 +526,7 @@ class TUIndexer:
             "branches": branches,
         }
 
-    def _ref_text(self, refcur):
+    def ref_text(self, refcur):
         fname, line, col, off, in_body = self.pos(refcur)
         if in_body:
             d = self._in_definition(refcur, refcur.spelling or (refcur.referenced.spelling if refcur.referenced else ""))
@@ -750,13 +553,13 @@ class TUIndexer:
         want = set()
         todo = [t for t in texts if t]
         while todo:
-            for tok in _WORD.findall(todo.pop()):
+            for tok in WORD.findall(todo.pop()):
                 if tok in d and tok not in want:
                     want.add(tok)
                     todo.append(d[tok]["value"])
         return {k: d[k] for k in sorted(want)}
 
-    def _record(self, site, scope, extra=None):
+    def record(self, site, scope, extra=None):
         key = f"{site['kind']}@{site['file']}:{site['line']}:{site['col']}"
         sites = self._cur_fn["sites"]
         texts = list(site.get("targs") or []) + list((extra or {}).get("arg_types") or [])
@@ -776,44 +579,20 @@ class TUIndexer:
         if copy not in sites[key]["copies"]:
             sites[key]["copies"].append(copy)
 
-    def _var_decl(self, d, scope, branches):
-        """`auto kernel = k<...>;` : remember which kernel(s) the variable holds."""
-        for sub in _children(d):
-            for usr, refcur in self._kernel_refs(sub):
-                name, targs = self._ref_text(refcur)
-                self._var_kernels.setdefault(d.get_usr(), []).append((usr, name, targs, self.pos(refcur)))
-                site = self._site_base(refcur, scope, branches, "variable")
-                site.update({"kernel": usr, "var": d.spelling, "targs": targs, "callee_text": name})
-                self._record(site, scope)
-
-    def _assignment(self, cur, scope, branches):
-        children = _children(cur)
-        if len(children) != 2:
-            return
-        var = self._var_ref(children[0]) if children[0].kind == CK.DECL_REF_EXPR else None
-        if var is None or var.kind != CK.VAR_DECL:
-            return
-        for usr, refcur in self._kernel_refs(children[1]):
-            name, targs = self._ref_text(refcur)
-            self._var_kernels.setdefault(var.get_usr(), []).append((usr, name, targs, self.pos(refcur)))
-            site = self._site_base(refcur, scope, branches, "variable")
-            site.update({"kernel": usr, "var": var.spelling, "targs": targs, "callee_text": name})
-            self._record(site, scope)
-
-    def _resolve_kernel_expr(self, expr):
+    def resolve_kernel_expr(self, expr):
         """A kernel expression: direct template-id, or a variable holding kernels."""
-        got = self._kernel_ref(expr)
+        got = self.kernel_ref(expr)
         if got:
             usr, refcur = got
-            name, targs = self._ref_text(refcur)
+            name, targs = self.ref_text(refcur)
             return {"kernel": usr, "targs": targs, "callee_text": name, "via": None}
-        var = self._var_ref(expr)
+        var = self.var_ref(expr)
         if var is not None:
-            held = self._var_kernels.get(var.get_usr())
+            held = self.var_kernels.get(var.get_usr())
             if not held and var.kind == CK.VAR_DECL:
                 # a table of kernel pointers (local or at namespace scope)
                 d = var.get_definition() or var
-                refs = [r for ch in _children(d) for r in self._kernel_refs(ch)]
+                refs = [r for ch in child_cursors(d) for r in self.kernel_refs(ch)]
                 if refs:
                     return {"kernel": refs[0][0], "kernels": sorted({u for u, _ in refs}), "via": var.spelling,
                             "table": True, "targs": None, "callee_text": var.spelling}
@@ -824,35 +603,16 @@ class TUIndexer:
                     + ("function parameter" if var.kind == CK.PARM_DECL else "variable") + " not bound to a kernel template here"}
         return None
 
-    def _call(self, cur, scope, branches):
-        children = _children(cur)
-        if len(children) >= 2 and children[1].kind == CK.CALL_EXPR and children[1].spelling == "__cudaPushCallConfiguration":
-            res = self._resolve_kernel_expr(children[0]) or {"kernel": None, "unresolved": "callee is not a kernel reference"}
-            site = self._site_base(cur, scope, branches, "launch", _callee_name(children[0]))
-            site["api"] = "<<<>>>"
-            site.update(res)
-            arg_types = [a.type.spelling if a.type is not None else "" for a in children[2:]]
-            self._record(site, scope, {"arg_types": arg_types})
-            return
-        name = cur.spelling or _callee_name(children[0] if children else None)
-        if name in LAUNCH_APIS or name in USE_APIS:
-            # The kernel argument: the first one naming a kernel; failing that, the first one of
-            # function-pointer type (reported as unresolved).
-            found = None
-            for arg in children[1:]:
-                res = self._resolve_kernel_expr(arg)
-                if res and res.get("kernel"):
-                    found = res
-                    break
-                if res and found is None and "(*)" in (arg.type.spelling or "").replace(" ", ""):
-                    found = res
-            if found is not None:
-                site = self._site_base(cur, scope, branches, "launch" if name in LAUNCH_APIS else "use")
-                site["api"] = LAUNCH_APIS.get(name) or USE_APIS[name]
-                site.update(found)
-                self._record(site, scope)
-            return
-        # An ordinary call: an edge of the call graph when the callee is a project function.
+    def children(self, cur) -> list:
+        """`child_cursors(cur)`, remembered for the last cursor asked (each recognizer of a call asks)."""
+        if self._kids is None or self._kids[0] != cur:
+            self._kids = (cur, child_cursors(cur))
+        return self._kids[1]
+
+    def _call_edge(self, cur, scope, branches):
+        """A call no recognizer took: an edge of the call graph when the callee is a project
+        function."""
+        children = self.children(cur)
         if not children:
             return
         callee = children[0]
@@ -861,12 +621,12 @@ class TUIndexer:
         while stack:
             c = stack.pop()
             if c.kind in (CK.OVERLOADED_DECL_REF, CK.DECL_REF_EXPR, CK.MEMBER_REF_EXPR):
-                cands = _candidates(c)
+                cands = ref_candidates(c)
                 refcur = c
                 break
-            stack.extend(reversed(_children(c)))
-        cands = [_primary(x) for x in cands if x is not None]
-        cands = [x for x in cands if x is not None and x.kind in FUNCTION_KINDS and not _is_global(x)]
+            stack.extend(reversed(child_cursors(c)))
+        cands = [primary_template(x) for x in cands if x is not None]
+        cands = [x for x in cands if x is not None and x.kind in FUNCTION_KINDS and not is_global(x)]
         if not cands:
             return
         cands = [x for x in cands if self.declared_in_project(x)]
@@ -875,39 +635,23 @@ class TUIndexer:
         for c in cands:
             d = c.get_definition() or c
             u = d.get_usr()
-            if u not in self.defs and d.is_definition() and not _device_only(d):
+            if u not in self.defs and d.is_definition() and not device_only(d):
                 self.defs[u] = d
             self._queue.append(u)
-        name_text, targs = self._ref_text(refcur)
+        name_text, targs = self.ref_text(refcur)
         arg_types = []
         for a in children[1:]:
             t = a.type
             arg_types.append(t.spelling if t is not None else "")
-        site = self._site_base(refcur, scope, branches, "call")
+        site = self.site_base(refcur, scope, branches, "call")
         site.update({
             "callees": sorted({c.get_usr() for c in cands}),
-            "callee_names": sorted({_qualname(c) for c in cands}),
+            "callee_names": sorted({qualname(c) for c in cands}),
             "targs": targs,
             "callee_text": name_text,
         })
         # register callee declarations so their template params are known even if defined elsewhere
-        self._record(site, scope, {"arg_types": arg_types})
-
-    def _scan_refs_outside(self, var):
-        """Kernel references at namespace scope (tables of kernel pointers)."""
-        stack = _children(var)
-        while stack:
-            c = stack.pop()
-            got = self._kernel_ref(c) if c.kind in (CK.DECL_REF_EXPR, CK.OVERLOADED_DECL_REF, CK.UNEXPOSED_EXPR) else None
-            if got:
-                usr, refcur = got
-                name, targs = self._ref_text(refcur)
-                fname, line, col, off, in_body = self.pos(refcur)
-                self.globals_uses.append({"kind": "use", "api": "table", "var": var.spelling, "kernel": usr,
-                                          "targs": targs, "callee_text": name, "file": self.files.rel(fname),
-                                          "line": line, "col": col, "offset": off, "in_macro_body": in_body})
-                continue
-            stack.extend(_children(c))
+        self.record(site, scope, {"arg_types": arg_types})
 
 
 def group_diagnostics(tu, files: _Files) -> list[dict]:
@@ -934,10 +678,10 @@ def group_diagnostics(tu, files: _Files) -> list[dict]:
 def parse_tu(path: Path, root: Path, flags: list[str]) -> tuple[ci.TranslationUnit, dict]:
     """Parse one TU (or an umbrella file including several): the libclang TU and the facts that
     need no walk (diagnostics, project and external includes)."""
-    _setup_lib()
+    setup_lib()
     tu = ci.Index.create().parse(str(path), args=flags, options=ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD)
     files = _Files(str(root))
-    includes = sorted({_realpath(inc.include.name) for inc in tu.get_includes() if inc.include is not None})
+    includes = sorted({real_path(inc.include.name) for inc in tu.get_includes() if inc.include is not None})
     return tu, {"diagnostics": group_diagnostics(tu, files),
                 "includes": [files.rel(i) for i in includes if files.in_project(i)],
                 "external_includes": [i for i in includes if not files.in_project(i)]}
@@ -950,5 +694,5 @@ def index_tu(tu: ci.TranslationUnit, root: Path, mains: list[Path] | None = None
     """
     indexer = TUIndexer(tu, str(root))
     if mains:
-        indexer.mains = {_realpath(str(m)) for m in mains}
+        indexer.mains = {real_path(str(m)) for m in mains}
     return indexer.run()

@@ -42,8 +42,9 @@ def _indexer_hash() -> str:
     """The indexer's own source is part of the key: changing how facts are made drops old ones."""
     here = Path(__file__).resolve().parent
     h = hashlib.sha256()
-    for name in ("clang_index.py", "source_text.py"):
-        h.update((here / name).read_bytes())
+    for path in sorted([here / "clang_index.py", here / "cursors.py", here / "source_text.py",
+                        *(here / "recognizers").glob("*.py")]):
+        h.update(path.read_bytes())
     return h.hexdigest()[:16]
 
 

@@ -1,0 +1,83 @@
+"""Recognizers of kernel launches and of host API calls on a kernel: `k<...><<<g, b, s, st>>>(...)`,
+`cudaLaunchKernel{,Ex,ExC}`, `cudaLaunchCooperativeKernel`, `cuLaunchKernel`,
+`cudaFuncSetAttribute` and friends, occupancy queries."""
+
+from __future__ import annotations
+
+from ..cursors import CK, callee_name
+
+# API name -> the `api` a site records.
+LAUNCH_APIS = {
+    "cudaLaunchKernel": "cudaLaunchKernel",
+    "cudaLaunchKernelEx": "cudaLaunchKernelEx",
+    "cudaLaunchKernelExC": "cudaLaunchKernelEx",
+    "cudaLaunchCooperativeKernel": "cudaLaunchCooperativeKernel",
+    "cuLaunchKernel": "cuLaunchKernel",
+}
+USE_APIS = {
+    "cudaFuncSetAttribute": "cudaFuncSetAttribute",
+    "cudaFuncGetAttributes": "cudaFuncGetAttributes",
+    "cudaFuncSetCacheConfig": "cudaFuncSetCacheConfig",
+    "cudaOccupancyMaxActiveBlocksPerMultiprocessor": "occupancy",
+    "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags": "occupancy",
+    "cudaOccupancyMaxPotentialBlockSize": "occupancy",
+    "cudaOccupancyAvailableDynamicSMemPerBlock": "occupancy",
+}
+
+
+def triple_chevron_launch(ix, cur, scope, branches) -> bool:
+    """`callee<<<config>>>(args)`: clang makes it a call whose second child is the
+    `__cudaPushCallConfiguration` call."""
+    children = ix.children(cur)
+    if not (len(children) >= 2 and children[1].kind == CK.CALL_EXPR
+            and children[1].spelling == "__cudaPushCallConfiguration"):
+        return False
+    res = ix.resolve_kernel_expr(children[0]) or {"kernel": None, "unresolved": "callee is not a kernel reference"}
+    site = ix.site_base(cur, scope, branches, "launch", callee_name(children[0]))
+    site["api"] = "<<<>>>"
+    site.update(res)
+    arg_types = [a.type.spelling if a.type is not None else "" for a in children[2:]]
+    ix.record(site, scope, {"arg_types": arg_types})
+    return True
+
+
+def _api_name(cur, children) -> str:
+    return cur.spelling or callee_name(children[0] if children else None)
+
+
+def _api_call(ix, cur, children, scope, branches, kind: str, api: str) -> None:
+    """The kernel argument: the first one naming a kernel; failing that, the first one of
+    function-pointer type (reported as unresolved)."""
+    found = None
+    for arg in children[1:]:
+        res = ix.resolve_kernel_expr(arg)
+        if res and res.get("kernel"):
+            found = res
+            break
+        if res and found is None and "(*)" in (arg.type.spelling or "").replace(" ", ""):
+            found = res
+    if found is not None:
+        site = ix.site_base(cur, scope, branches, kind)
+        site["api"] = api
+        site.update(found)
+        ix.record(site, scope)
+
+
+def launch_api(ix, cur, scope, branches) -> bool:
+    """`cudaLaunchKernel(kernel, ...)` and the other launch APIs of `LAUNCH_APIS`."""
+    children = ix.children(cur)
+    name = _api_name(cur, children)
+    if name not in LAUNCH_APIS:
+        return False
+    _api_call(ix, cur, children, scope, branches, "launch", LAUNCH_APIS[name])
+    return True
+
+
+def use_api(ix, cur, scope, branches) -> bool:
+    """`cudaFuncSetAttribute(kernel, ...)`, occupancy queries: the other host APIs of `USE_APIS`."""
+    children = ix.children(cur)
+    name = _api_name(cur, children)
+    if name not in USE_APIS:
+        return False
+    _api_call(ix, cur, children, scope, branches, "use", USE_APIS[name])
+    return True
