@@ -20,7 +20,7 @@ from .. import __version__
 from ..errors import ApplyError
 from ..frontend.treesitter import scan_bytes
 from . import source, stdshim
-from .names import enum_cast
+from .names import enum_cast, namespace_parts, spelled_id
 from .plan import Plan, host_include, symbol_for
 
 CLANG_FORMAT_STYLE = "{BasedOnStyle: Google, ColumnLimit: 100, Standard: c++17}"
@@ -225,7 +225,8 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
                     fn_names.add(value)
         params = [p.name for p in kp.kernel.params]
         kernels_ctx.append(dict(
-            id=kp.kernel.id, name=kp.name, namespace=kp.namespace, symbol=symbol_for(f"{out}/{kp.name}.cu"),
+            id=kp.kernel.id, spelled_id=spelled_id(kp.kernel.id), name=kp.name,
+            namespaces=namespace_parts(kp.namespace), symbol=symbol_for(f"{out}/{kp.name}.cu"),
             kernel_string_path=f"{out}/{kp.name}.cu", template_params=kp.signature.template_params,
             param_decls=", ".join(kp.signature.param_decls), param_types=", ".join(kp.signature.param_types),
             param_names=", ".join(params), params=params,

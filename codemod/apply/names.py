@@ -69,3 +69,19 @@ def argument(kind: str, value: str, spec: MigrateSpec, enum: str | None = None) 
     if kind == "function_pointer" and q != "nullptr" and not q.startswith("&"):
         return "&" + q
     return q
+
+
+ANONYMOUS = "(anonymous namespace)"
+
+
+def spelled_id(kernel_id: str) -> str:
+    """A qualified name as C++ spells it: the analysis writes members of an unnamed namespace as
+    `ns::(anonymous namespace)::k`; C++ (and NVRTC's name expressions, also for internal-linkage
+    kernels) reach them through the enclosing namespace, `ns::k`."""
+    return "::".join(part for part in kernel_id.split("::") if part != ANONYMOUS)
+
+
+def namespace_parts(namespace: str) -> list[str]:
+    """The namespaces to open, outermost first, for a namespace as the analysis writes it; an
+    unnamed one is "" (`namespace {`)."""
+    return ["" if part == ANONYMOUS else part for part in namespace.split("::") if part]

@@ -10,7 +10,7 @@ from ..errors import ApplyError, UnsupportedConstruct, UsageError
 from ..frontend.treesitter import scan_bytes
 from ..model import Analysis, Kernel, Site
 from . import source
-from .names import Unspellable, argument
+from .names import Unspellable, argument, spelled_id
 from .spec import MigrateSpec
 
 
@@ -28,7 +28,7 @@ class Variant:
     sites: list[str]
 
     def name_expression(self, kernel_id: str) -> str:
-        return f"&::{kernel_id}<{', '.join(self.axes.values())}>"
+        return f"&::{spelled_id(kernel_id)}<{', '.join(self.axes.values())}>"
 
 
 @dataclass

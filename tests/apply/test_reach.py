@@ -1,0 +1,97 @@
+"""apply never exits 0 with code that cannot compile: launches it meant to rewrite and did not,
+kernels in an unnamed namespace, programs that `#if CUDA_VERSION` empties under NVRTC."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from codemod.apply.golden import GOLDEN
+from codemod.cli import main
+
+RULE = GOLDEN / "actlib" / "activation.yaml"
+VP = "util/vectorized_pointwise.h"
+
+
+def _nvrtc_available() -> bool:
+    from codemod.verify import nvrtc
+
+    try:
+        nvrtc.load()
+    except nvrtc.NvrtcNotFound:
+        return False
+    return True
+
+
+needs_nvrtc = pytest.mark.skipif(not _nvrtc_available(), reason="needs NVRTC (the nvidia-cuda-nvrtc wheel)")
+
+
+def _actlib(tmp_path: Path) -> Path:
+    root = tmp_path / "input"
+    shutil.copytree(GOLDEN / "actlib" / "input", root)
+    return root
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert text.count(old) == 1, old
+    path.write_text(text.replace(old, new))
+
+
+def _rule(tmp_path: Path, *edits: tuple[str, str]) -> str:
+    text = RULE.read_text()
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    out = tmp_path / "rule.yaml"
+    out.write_text(text)
+    return str(out)
+
+
+def _unary_kernel_range(text: str) -> tuple[int, int]:
+    """Byte range of unary_kernel's definition in actlib's vectorized_pointwise.h."""
+    start = text.index("template <int nvec, bool aligned")
+    assert "__global__ void unary_kernel(" in text[start:start + 300]
+    end = text.index("\n}\n", start) + 3
+    return start, end
+
+
+def _wrap_unary_kernel(root: Path, before: str, after: str) -> None:
+    path = root / VP
+    text = path.read_text()
+    start, end = _unary_kernel_range(text)
+    path.write_text(text[:start] + before + text[start:end] + after + text[end:])
+
+
+@needs_nvrtc
+def test_kernel_in_an_unnamed_namespace_is_spelled_through_its_enclosing_namespace(tmp_path, capsys):
+    """The analysis names it `actlib::(anonymous namespace)::unary_kernel`; C++ and NVRTC's name
+    expressions spell `actlib::unary_kernel` (also for an internal-linkage kernel)."""
+    root = _actlib(tmp_path)
+    _wrap_unary_kernel(root, "namespace {\n", "}  // namespace\n")
+    rule = _rule(tmp_path, ("- actlib::unary_kernel\n", "- actlib::(anonymous namespace)::unary_kernel\n"))
+    assert main(["apply", "--target", rule, str(root), "--write", "-q"]) == 0, capsys.readouterr().err
+    out = root / "rtc" / "activation"
+    stubs = (out / "kernels.h").read_text()
+    code = [line for line in stubs.splitlines() if "(anonymous" in line and not line.lstrip().startswith("//")]
+    assert code == []
+    assert "namespace actlib {\nnamespace {\ntemplate <int nvec" in stubs
+    assert "&::actlib::unary_kernel<nvec, aligned" in stubs
+    manifest = json.loads((out / "codemod_manifest.json").read_text())
+    unary = next(k for k in manifest["kernels"] if k["id"] == "actlib::(anonymous namespace)::unary_kernel")
+    names = [v["name_expression"] for v in unary["variants"]]
+    assert names and all(n.startswith("&::actlib::unary_kernel<") for n in names)
+    # every name expression lowers under NVRTC (internal linkage included)
+    from codemod.verify import nvrtc
+    from codemod.verify.manifest import parse_manifest
+
+    parsed = parse_manifest((out / "codemod_manifest.json").read_text(), out / "codemod_manifest.json", root, {})
+    entry = next(k for k in parsed.kernels if k.id == unary["id"])
+    result = nvrtc.compile(parsed.read(entry.program_path), entry.program_path,
+                           {i: parsed.read(p) for i, p in entry.headers.items()}, entry.nvrtc_options,
+                           names, arch="sm_90", include_cuda=True, include_cccl=entry.include_cuda_cccl)
+    assert result.ok, result.log_head()
+    assert len(result.lowered) == len(names)
