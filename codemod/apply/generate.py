@@ -17,7 +17,7 @@ from pathlib import Path
 import jinja2
 
 from .. import __version__
-from ..errors import ApplyError
+from ..errors import ApplyError, UnsupportedConstruct
 from ..frontend.treesitter import scan_bytes
 from . import source, stdshim
 from .names import enum_cast, namespace_parts, spelled_id
@@ -299,6 +299,38 @@ def _first_name(text: str) -> str:
 
 
 def _rewrite_sites(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str]) -> None:
+    """Rewrite every planned site, then check that each one was (`_check_rewritten`)."""
+    rewritten = _rewrite_launches(root, plan, cs, shipped)
+    _check_rewritten(plan, rewritten)
+
+
+def _check_rewritten(plan: Plan, rewritten: set[str]) -> None:
+    """Every `<<<>>>` launch and kernel-variable attribute site the plan migrates must have been
+    rewritten: one left as `kernel<<<...>>>` while its kernel variable became a stub object (a
+    launch tree-sitter could not parse, e.g. an `#if` inside `<<<...>>>`) would not compile."""
+    missed = [(kp.kernel.id, s) for kp in plan.kernels for s in kp.sites if s.id not in rewritten]
+    if missed:
+        kid, site = missed[0]
+        more = f" (and {len(missed) - 1} more)" if len(missed) > 1 else ""
+        raise UnsupportedConstruct(
+            f"{'launch' if site.kind == 'launch' else site.api + ' use'} of {kid} at {site.id} could not be "
+            f"rewritten: tree-sitter did not find it where the analysis did{more}",
+            where=f"{site.file}:{site.line}",
+            hint="simplify that statement (no preprocessor conditional inside `<<<...>>>` or the call), "
+                 "or leave the kernel static with --exclude")
+
+
+_DIRECTIVE = re.compile(rb"(?m)^[ \t]*#")
+
+
+def _has_directive(data: bytes, start: int, end: int) -> bool:
+    """A preprocessor line inside a launch: tree-sitter takes `#if 1` for a configuration item."""
+    return _DIRECTIVE.search(data, start, end) is not None
+
+
+def _rewrite_launches(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str]) -> set[str]:
+    """The launch and attribute rewrites; returns the ids of the sites rewritten."""
+    done: set[str] = set()
     spec = plan.spec
     ns = "::" + spec.namespace
     names = {kp.name for kp in plan.kernels}
@@ -311,8 +343,8 @@ def _rewrite_sites(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str
         scan = scan_bytes(path, data)
         text = lambda a, b: data[a:b].decode()
         for ls in scan.launches:
-            if ls.macro is not None:
-                continue
+            if ls.macro is not None or _has_directive(data, ls.start, ls.end):
+                continue        # not rewritten: _check_rewritten names the site
             callee = ls.callee.split("::")[-1].strip()
             cfg = list(ls.config) + ["0", "0"][len(ls.config) - 2:]
             has_args = ls.args_range[1] - ls.args_range[0] > 2
@@ -338,8 +370,10 @@ def _rewrite_sites(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str
             else:
                 continue
             cs.edits.append(Edit(path, ls.callee_range[0], ls.args_range[0] + 1, new, "launch through NVRTC"))
+            done.add(sid)
         for call in scan.api_calls:
             if call.api == "cudaFuncSetAttribute" and (path, call.kernel_arg) in variables:
+                done.add(f"{path}:{call.line}:{call.col}")
                 rest = ", ".join(call.args[1:])
                 cs.edits.append(Edit(path, call.start, call.end, f"{call.kernel_arg}.set_attribute({rest})",
                                      "attribute on the NVRTC kernel"))
@@ -352,6 +386,7 @@ def _rewrite_sites(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str
         if path in shipped:
             inc = f"#ifndef {RTC_GUARD}\n{inc}#endif\n"
         cs.edits.append(Edit(path, at, at, inc, "host stubs"))
+    return done
 
 
 def _cmake(root: Path, plan: Plan, cs: ChangeSet, added: str, strings: list[str]) -> None:

@@ -95,3 +95,23 @@ def test_kernel_in_an_unnamed_namespace_is_spelled_through_its_enclosing_namespa
                            names, arch="sm_90", include_cuda=True, include_cccl=entry.include_cuda_cccl)
     assert result.ok, result.log_head()
     assert len(result.lowered) == len(names)
+
+
+def test_a_launch_tree_sitter_cannot_parse_refuses_the_tree(tmp_path, capsys):
+    """clang (the analysis) sees the launch through the kernel variable; tree-sitter does not (an
+    `#if` inside `<<<...>>>`). Rewriting the variable into a stub object and leaving
+    `kernel<<<...>>>` would not compile: apply refuses and names the site."""
+    root = _actlib(tmp_path)
+    fp8 = root / "cast" / "fp8_quantize.cuh"
+    _edit(fp8, "  kernel<<<grid, block, smem, stream>>>(",
+          "  kernel<<<grid, block,\n#if 1\n           smem,\n#endif\n           stream>>>(")
+    before = fp8.read_text()
+    assert main(["apply", "--target", str(RULE), str(root), "--write", "-q", "--no-precheck"]) == 2
+    err = capsys.readouterr().err
+    assert "launch of actlib::cast_fp8_kernel at cast/fp8_quantize.cuh:97:3 could not be rewritten" in err
+    assert "--exclude" in err
+    assert fp8.read_text() == before
+    # leaving the kernel static is the way out
+    assert main(["apply", "--target", str(RULE), str(root), "--write", "-q", "--no-precheck",
+                 "--exclude", "cast_fp8_kernel"]) == 0, capsys.readouterr().err
+    assert "kernel<<<grid, block,\n#if 1" in fp8.read_text()
