@@ -5,7 +5,6 @@ check (every axis value, every arch and option set, the host code) after the bui
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -33,8 +32,10 @@ def precheck(root: Path, files: dict[str, tuple[str | None, str]]) -> tuple[list
         return [], f"kernel strings not compiled before writing: {exc.render()}"
     overlay = {path: new for path, (_, new) in files.items()}
     manifests = [parse_manifest(overlay[p], root / p, root, overlay) for p in paths]
-    # verify's programs, default options only, without name expressions: the kernel string alone
-    programs = [dataclasses.replace(p, variants=[]) for p in plan(manifests, [ARCH]) if p.config == "default"]
+    # verify's programs, default options only, with the name expressions of verify's cover of the
+    # variants: a program that compiles only because `#if CUDA_VERSION >= N` (or any other guard)
+    # emptied it fails here, not on first use
+    programs = [p for p in plan(manifests, [ARCH]) if p.config == "default"]
     # NOTE: NVRTC compiles distinct programs concurrently (thread-safe API) and ctypes releases
     # the GIL during the call, so threads use every core.
     with ThreadPoolExecutor(max_workers=max(1, min(len(programs), os.cpu_count() or 1))) as pool:

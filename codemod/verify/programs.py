@@ -123,10 +123,34 @@ def option_sets(kernel: KernelEntry) -> list[tuple[str, list[str]]]:
     return sets
 
 
+_CUDA_VERSION = re.compile(r"^#define CUDA_VERSION (\d+)", re.M)
+
+
+def cuda_version_options() -> list[str]:
+    """`-DCUDA_VERSION=N` as the generated stubs pass it (NVRTC does not define cuda.h's macro; the
+    stubs pass the toolkit's): N from the cuda.h beside the NVRTC headers, else NVRTC's version.
+    [] without NVRTC (the compile reports that)."""
+    from . import nvrtc
+
+    try:
+        lib = nvrtc.load()
+    except nvrtc.NvrtcNotFound:
+        return []
+    for folder in lib.include_dirs:
+        header = folder / "cuda.h"
+        if header.is_file():
+            match = _CUDA_VERSION.search(header.read_text(errors="replace"))
+            if match:
+                return [f"-DCUDA_VERSION={match.group(1)}"]
+    major, minor = lib.version
+    return [f"-DCUDA_VERSION={major * 1000 + minor * 10}"]
+
+
 def plan(manifests: list[Manifest], archs: list[str], all_variants: bool = False,
          only: list[str] | None = None) -> list[Program]:
     """The programs to compile, in manifest, kernel, option-set, arch order."""
     programs = []
+    defines = cuda_version_options()
     for manifest in manifests:
         for kernel in manifest.kernels:
             if only and kernel.id not in only:
@@ -138,7 +162,7 @@ def plan(manifests: list[Manifest], archs: list[str], all_variants: bool = False
             for config, extra in option_sets(kernel):
                 for arch in archs:
                     programs.append(Program(kernel=kernel.id, arch=arch, config=config, name=kernel.program_path,
-                                            source=source, headers=headers, options=kernel.nvrtc_options + extra,
+                                            source=source, headers=headers, options=kernel.nvrtc_options + extra + defines,
                                             include_cuda=kernel.include_cuda_toolkit,
                                             include_cccl=kernel.include_cuda_cccl, variants=names,
                                             variants_total=len(kernel.variants)))

@@ -5,6 +5,8 @@ FNV-1a over the program and every header, so changing any source byte changes th
 
 from __future__ import annotations
 
+import re
+
 import json
 import shutil
 import subprocess
@@ -84,6 +86,10 @@ def test_no_two_variants_share_a_key(labels):
 
 def test_key_is_kernel_every_axis_options_and_source_hash(labels):
     manifest, out, root = labels
+    # the stubs pass the toolkit's CUDA_VERSION (cuda.h of the nvcc that built them) to NVRTC
+    cv = re.search(r",-DCUDA_VERSION=(\d+)", out["0"][0])
+    assert cv is not None and int(cv.group(1)) >= 12000
+    cv = cv.group(0)
     i = 0
     for k in manifest["kernels"]:
         program = (root / k["kernel_string"]["path"]).read_bytes()
@@ -95,10 +101,10 @@ def test_key_is_kernel_every_axis_options_and_source_hash(labels):
         assert k["nvrtc_options"] == ["--std=c++17"] + ([OWN_OPTION] if own else [])
         for v in k["variants"]:
             axes = "".join(f",{param}={value}" for param, value in v["axes"].items())
-            assert out["0"][i] == f"{k['id']}{axes},--std=c++17{own}{src}"
+            assert out["0"][i] == f"{k['id']}{axes},--std=c++17{cv}{own}{src}"
             # another NVRTC option (the fast-math CMake option ON) is another key; the kernel's
             # own options come after the rule's
-            assert out["1"][i] == f"{k['id']}{axes},--std=c++17,--use_fast_math{own}{src}"
+            assert out["1"][i] == f"{k['id']}{axes},--std=c++17,--use_fast_math{cv}{own}{src}"
             i += 1
     assert any(k["id"] == OWN_KERNEL for k in manifest["kernels"])
 

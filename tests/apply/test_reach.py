@@ -115,3 +115,36 @@ def test_a_launch_tree_sitter_cannot_parse_refuses_the_tree(tmp_path, capsys):
     assert main(["apply", "--target", str(RULE), str(root), "--write", "-q", "--no-precheck",
                  "--exclude", "cast_fp8_kernel"]) == 0, capsys.readouterr().err
     assert "kernel<<<grid, block,\n#if 1" in fp8.read_text()
+
+
+@needs_nvrtc
+def test_a_program_an_nvrtc_guard_empties_fails_the_precheck(tmp_path, capsys):
+    """The kernel string compiles without name expressions even when a guard NVRTC does not take
+    removed the kernel; the precheck compiles real variants, so the emptied program is refused and
+    nothing written."""
+    root = _actlib(tmp_path)
+    _wrap_unary_kernel(root, "#ifndef __CUDACC_RTC__\n", "#endif\n")
+    before = (root / VP).read_text()
+    assert main(["apply", "--target", str(RULE), str(root), "--write", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "generated kernel string(s) do not compile under NVRTC; nothing written" in err
+    assert "actlib::unary_kernel" in err
+    assert (root / VP).read_text() == before and not (root / "rtc" / "activation").exists()
+
+
+@needs_nvrtc
+def test_cuda_version_is_defined_for_nvrtc_as_the_static_build_saw_it(tmp_path, capsys):
+    """`#if CUDA_VERSION >= 12000` (cuda.h's macro, undefined under NVRTC): the stubs pass
+    `-DCUDA_VERSION=` with the version the host code was built with, verify and the precheck the
+    cuda.h beside NVRTC's headers, so the guarded kernel exists under NVRTC as it did statically."""
+    root = _actlib(tmp_path)
+    _edit(root / VP, "namespace actlib {\n", "#include <cuda.h>\n\nnamespace actlib {\n")
+    _wrap_unary_kernel(root, "#if CUDA_VERSION >= 12000\n", "#endif\n")
+    rule = _rule(tmp_path, ("  kernel_strings:\n", "  kernel_strings:\n    host_includes: [cuda.h]\n"))
+    assert main(["apply", "--target", rule, str(root), "--write", "-q"]) == 0, capsys.readouterr().err
+    stubs = (root / "rtc" / "activation" / "kernels.h").read_text()
+    assert '"-DCUDA_VERSION=" + std::to_string(CUDA_VERSION)' in stubs
+    assert "#include <cuda.h>" in stubs
+    from codemod.verify.programs import cuda_version_options
+
+    assert cuda_version_options()[0].startswith("-DCUDA_VERSION=1")
