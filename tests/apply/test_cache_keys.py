@@ -6,18 +6,15 @@ FNV-1a over the program and every header, so changing any source byte changes th
 from __future__ import annotations
 
 import re
-
-import json
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from codemod.apply.command import compute
 from codemod.apply.golden import GOLDEN
-from codemod.apply.patch import write_all
-from codemod.apply.plan import symbol_for
+
+from .patched_actlib import patch_actlib
 
 HERE = Path(__file__).resolve().parent
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (host compile of the stubs)")
@@ -39,24 +36,11 @@ def labels(tmp_path_factory) -> tuple[dict, dict[str, list[str]], Path]:
     """(manifest, fast-math option 0/1 -> the label printed for each manifest variant in manifest
     order, the patched tree)."""
     work = tmp_path_factory.mktemp("keys")
-    root = work / "input"
-    shutil.copytree(GOLDEN / "actlib" / "input", root)
     # The golden rule, plus an NVRTC option of one kernel only (migrate.options.kernels).
     text = (GOLDEN / "actlib" / "activation.yaml").read_text()
     assert "    conditional:\n" in text
-    rule = work / "rule.yaml"
-    rule.write_text(text.replace("    conditional:\n", f"    kernels: {{{OWN_KERNEL}: [{OWN_OPTION}]}}\n    conditional:\n", 1))
-    write_all(root, compute(root, str(rule))[0])
-    manifest = json.loads((root / "rtc/activation/codemod_manifest.json").read_text())
-    # The string headers the library's CMake would configure from util/string_header.h.in.
-    strings = work / "strings"
-    strings.mkdir()
-    template = (root / "util/string_header.h.in").read_text()
-    shipped = {p for k in manifest["kernels"] for p in [k["kernel_string"]["path"], *k["headers"].values()]}
-    for path in shipped:
-        text = (template.replace("@ACTLIB_STRING_SOURCE@", path).replace("@ACTLIB_STRING_SYMBOL@", symbol_for(path))
-                .replace("@ACTLIB_STRING_CONTENT@", (root / path).read_text()))
-        (strings / f"{symbol_for(path)}.h").write_text(text)
+    root, strings, manifest = patch_actlib(work, text.replace(
+        "    conditional:\n", f"    kernels: {{{OWN_KERNEL}: [{OWN_OPTION}]}}\n    conditional:\n", 1))
     (work / "variants.inc").write_text("".join(
         f"LABEL({k['id'].split('::')[-1]}, {', '.join(v['axes'].values())})\n"
         for k in manifest["kernels"] for v in k["variants"]))

@@ -1,0 +1,32 @@
+"""The golden actlib patched by `apply` in a scratch folder, with the string headers its CMake would
+configure, for host compiles of the generated stubs (test_cache_keys, test_generated_runtime)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from codemod.apply.command import compute
+from codemod.apply.golden import GOLDEN
+from codemod.apply.patch import write_all
+from codemod.apply.plan import symbol_for
+
+
+def patch_actlib(work: Path, rule_text: str | None = None) -> tuple[Path, Path, dict]:
+    """(patched tree, folder of string headers, manifest); `rule_text` replaces the golden rule."""
+    root = work / "input"
+    shutil.copytree(GOLDEN / "actlib" / "input", root)
+    rule = work / "rule.yaml"
+    rule.write_text(rule_text if rule_text is not None else (GOLDEN / "actlib" / "activation.yaml").read_text())
+    write_all(root, compute(root, str(rule))[0])
+    manifest = json.loads((root / "rtc/activation/codemod_manifest.json").read_text())
+    strings = work / "strings"
+    strings.mkdir()
+    template = (root / "util/string_header.h.in").read_text()
+    shipped = {p for k in manifest["kernels"] for p in [k["kernel_string"]["path"], *k["headers"].values()]}
+    for path in shipped:
+        text = (template.replace("@ACTLIB_STRING_SOURCE@", path).replace("@ACTLIB_STRING_SYMBOL@", symbol_for(path))
+                .replace("@ACTLIB_STRING_CONTENT@", (root / path).read_text()))
+        (strings / f"{symbol_for(path)}.h").write_text(text)
+    return root, strings, manifest

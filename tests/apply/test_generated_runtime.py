@@ -1,0 +1,142 @@
+"""The generated runtime (rtc/<rule>/kernels.h) on the host, over a mock NVRTC layer and a mock CUDA
+runtime (fixtures/rtc_mock.cu): a failed NVRTC compile is remembered per variant and device and
+reported again without compiling or taking the layer's lock; CUDA errors of the compile step are
+labelled CUDA; the options of a translation unit are its own (no macro-dependent inline body)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from .patched_actlib import patch_actlib
+
+HERE = Path(__file__).resolve().parent
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (host compile of the stubs)")
+
+VARIANT = "&::actlib::reduce_dbias_kernel<__half>"
+
+
+@pytest.fixture(scope="module")
+def patched(tmp_path_factory):
+    work = tmp_path_factory.mktemp("runtime")
+    root, strings, _ = patch_actlib(work)
+    return work, root, strings
+
+
+def _nvcc(root: Path, strings: Path, *args: str) -> None:
+    proc = subprocess.run(["nvcc", "-std=c++17", "-x", "cu", "-I", str(root), "-I", str(root / "include"),
+                           "-I", str(strings), "-DACTLIB_BUILD_LEGACY_STATIC_ACTIVATION=0", *args],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+
+
+@pytest.fixture(scope="module")
+def mock(patched):
+    """Runs one scenario of fixtures/rtc_mock.cu: (lines 'call N ...', counters)."""
+    work, root, strings = patched
+    exe = work / "rtc_mock"
+    cudart = work / "rtc_mock_cudart.o"
+    proc = subprocess.run(["nvcc", "-c", str(HERE / "fixtures/rtc_mock_cudart.cpp"), "-o", str(cudart)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    _nvcc(root, strings, "-DACTLIB_BUILD_ACTIVATION_WITH_FAST_MATH=0", "-c", str(HERE / "fixtures/rtc_mock.cu"),
+          "-o", str(work / "rtc_mock.o"))
+    # shared libcudart: the mock's CUDA runtime functions interpose over it
+    proc = subprocess.run(["nvcc", "-cudart", "shared", str(work / "rtc_mock.o"), str(cudart), "-o", str(exe)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+
+    def run(scenario: str) -> tuple[list[str], dict[str, int]]:
+        out = subprocess.run([str(exe), scenario], capture_output=True, text=True, check=True).stdout.splitlines()
+        calls = [line for line in out if line.startswith("call ")]
+        counters = {k: int(v) for k, v in (line.split() for line in out if not line.startswith("call "))}
+        return calls, counters
+
+    return run
+
+
+def _error(line: str) -> str:
+    assert " error " in line, line
+    return line.split(" error ", 1)[1]
+
+
+def test_failed_nvrtc_compile_is_remembered(mock):
+    calls, counters = mock("nvrtc")
+    errors = [_error(c) for c in calls[:3]]
+    # one compile, one look into the layer (its lock): the later calls are answered from memory
+    assert counters["compiles"] == 2 and counters["is_compiled"] == 2   # the failed variant, then another
+    assert errors[0] == errors[1] == errors[2]
+    assert "NVRTC" in errors[0] and VARIANT in errors[0] and "CUDA error" not in errors[0]
+    assert "log line 1|" in errors[0]
+    assert "log line 60" not in errors[0]              # the first lines of the log, not all of it
+    assert calls[3] == "call 4 ok"                      # another variant is not affected
+
+
+def test_failure_is_remembered_per_device(mock):
+    calls, counters = mock("device")
+    assert " error " in calls[0] and calls[1] == "call 2 ok" and _error(calls[2]) == _error(calls[0])
+    assert counters["compiles"] == 2
+
+
+def test_cuda_runtime_error_is_labelled_cuda_and_retried(mock):
+    calls, counters = mock("cuda_runtime")
+    error = _error(calls[0])
+    assert error.count("CUDA error") == 1 and "cudaErrorInvalidDevice" in error and "invalid device ordinal" in error
+    assert "NVRTC compile" not in error and VARIANT in error
+    assert calls[1] == "call 2 ok" and counters["compiles"] == 2
+    assert counters["last_error"] == 0                  # reported here, so cleared as the static path's check would
+
+
+def test_cuda_error_of_a_driver_api_layer_is_labelled_cuda(mock):
+    calls, counters = mock("cuda_driver")
+    error = _error(calls[0])
+    assert "CUDA error" in error and "unsupported toolchain" in error and "NVRTC compile" not in error
+    assert counters["compiles"] == 2                    # not remembered: CUDA errors may pass
+
+
+def test_pending_error_of_the_caller_is_kept_and_not_blamed(mock):
+    calls, counters = mock("pending")
+    error = _error(calls[0])
+    assert "NVRTC" in error and "CUDA error" not in error
+    assert counters["last_error"] == 100 + 1            # cudaErrorInvalidDevice, still the caller's
+
+
+def test_each_unit_keeps_its_own_options(patched):
+    """The fast-math option is 0 in one unit and 1 in the other: each variant's key has the
+    options of the unit that uses it (the linker keeping one body of an inline function would
+    give both the same)."""
+    work, root, strings = patched
+    objs = []
+    for fast in ("0", "1"):
+        obj = work / f"odr_{fast}.o"
+        _nvcc(root, strings, f"-DACTLIB_BUILD_ACTIVATION_WITH_FAST_MATH={fast}", "-Xcompiler", "-O0", "-c",
+              str(HERE / "fixtures/odr_tus.cu"), "-o", str(obj))
+        objs.append(str(obj))
+    exe = work / "odr"
+    proc = subprocess.run(["nvcc", *objs, "-o", str(exe)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    plain, fast = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert plain.startswith("actlib::reduce_dbias_kernel,IType=__half,") and "--use_fast_math" not in plain
+    assert fast.startswith("actlib::reduce_dbias_kernel,IType=__nv_bfloat16,") and ",--use_fast_math," in fast
+
+
+def test_no_inline_body_reads_a_macro(patched):
+    """Every `#if` of the generated header, and every use of a macro a unit may set otherwise (the
+    CMake options, CUDA_VERSION), is in TU-local (static) code or a template, never in an inline
+    non-template function or class member."""
+    _, root, _ = patched
+    text = (root / "rtc/activation/kernels.h").read_text()
+    body = text[text.index("namespace actlib::rtc_activation {"):]
+    code = [re.sub(r'"(?:\\.|[^"\\])*"', '""', ln.split("//")[0]) for ln in body.splitlines()]
+    macros = re.compile(r"\b(ACTLIB_BUILD_LEGACY_STATIC_ACTIVATION|ACTLIB_BUILD_ACTIVATION_WITH_FAST_MATH|CUDA_VERSION)\b")
+    starts = ("template ", "static ", "inline ", "class ", "struct ", "constexpr ")
+    uses = [i for i, ln in enumerate(code) if ln.startswith("#if ") or macros.search(ln)]
+    assert len(uses) > 3
+    for i in uses:
+        # the enclosing top-level declaration: the last line before it opening one at column 0
+        head = [ln for ln in code[:i] if ln.startswith(starts)][-1]
+        assert head.startswith(("static ", "template ")), (head, code[i])
