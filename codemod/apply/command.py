@@ -196,7 +196,7 @@ def _precheck(root: Path, files: dict, progress) -> None:
     from .precheck import precheck
 
     if progress:
-        progress("apply: compiling the generated kernel strings with NVRTC (no variant, sm_90)")
+        progress("apply: compiling the generated kernel strings with NVRTC (sm_90, the name expressions of a cover of the variants)")
     problems, note = precheck(root, files)
     if note:
         print(f"note: {note}", file=sys.stderr)

@@ -159,8 +159,8 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
     for kp in plan.kernels:
         path = f"{out}/{kp.name}.cu"
         cs.new_files[path] = fmt(render("kernel_string.cu.j2", banner=head, kernel_id=kp.kernel.id,
-                                       include=kp.kernel.file), path)
-        kp.headers = {kp.kernel.file: kp.kernel.file, **kp.headers}
+                                       include=kp.source_file or kp.kernel.file), path)
+        kp.headers = {kp.source_file or kp.kernel.file: kp.source_file or kp.kernel.file, **kp.headers}
         for repo_path in kp.headers.values():
             shipped[repo_path] = symbol_for(repo_path)
 
@@ -189,8 +189,12 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
 
     # NVRTC guards in the shipped library headers (host-only definitions out of NVRTC's sight).
     generated_prefix = out + "/"
+    extracted = {ex.header: ex for ex in plan.extractions.values()}
     for repo_path in sorted(shipped):
         if repo_path.startswith(generated_prefix):
+            continue
+        if repo_path in extracted:
+            _extracted_header(root, plan, extracted[repo_path], cs)
             continue
         data = (root / repo_path).read_bytes()
         for start, end in _host_include_blocks(root, repo_path, data, spec):
@@ -250,6 +254,23 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
     # Manifest.
     cs.new_files[f"{out}/codemod_manifest.json"] = manifest(plan, version)
     return cs
+
+
+def _extracted_header(root: Path, plan: Plan, ex, cs: ChangeSet) -> None:
+    """The header a translation unit's device code moves into (a new library file, not
+    reformatted: its text is the unit's), its host-only includes guarded from NVRTC, and the
+    unit's edits: the moved ranges cut, the header included after the unit's own includes."""
+    data = ex.text.encode()
+    inserts = []
+    for start, end in _host_include_blocks(root, ex.header, data, plan.spec):
+        inserts += [(start, f"#ifndef {RTC_GUARD}\n"), (end, f"#endif  // {RTC_GUARD}\n")]
+    for offset, text in sorted(inserts, key=lambda x: x[0], reverse=True):
+        data = data[:offset] + text.encode() + data[offset:]
+    cs.new_files[ex.header] = data.decode()
+    for start, end in ex.removed:
+        cs.edits.append(Edit(ex.unit, start, end, "", f"device code moved to {ex.header}"))
+    cs.notes.append(f"{ex.unit}: device code moved into {ex.header} ({', '.join(ex.moved)}); "
+                    f"{ex.unit} includes it, and so do the NVRTC programs")
 
 
 def _guard(path: str) -> str:
@@ -385,8 +406,22 @@ def _rewrite_launches(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, 
         inc = f'#include "{relative_include(f"{spec.output_dir}/kernels.h", path)}"\n'
         if path in shipped:
             inc = f"#ifndef {RTC_GUARD}\n{inc}#endif\n"
+        _include_extracted(plan, cs, path, at)
         cs.edits.append(Edit(path, at, at, inc, "host stubs"))
+    for unit in sorted(set(plan.extractions) - set(files)):
+        _include_extracted(plan, cs, unit, plan.extractions[unit].include_at)
     return done
+
+
+def _include_extracted(plan: Plan, cs: ChangeSet, path: str, at: int) -> None:
+    """A unit whose device code moved includes the new header (before the stubs, which declare
+    its kernels again)."""
+    ex = plan.extractions.get(path)
+    if ex is not None:
+        if at != ex.include_at:
+            raise ApplyError(f"{path}: its last #include is not where the moved device code's header goes",
+                             where=path, hint="put every #include of the unit before its code")
+        cs.edits.append(Edit(path, at, at, ex.include_line, f"device code moved to {ex.header}"))
 
 
 def _cmake(root: Path, plan: Plan, cs: ChangeSet, added: str, strings: list[str]) -> None:

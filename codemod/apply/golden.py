@@ -1,5 +1,6 @@
 """Golden patch for a case: `python -m codemod.apply.golden CASE [--update]` prints the diff
-against golden/<case>/expected/apply.patch; --update rewrites it (review the printed diff)."""
+against golden/<case>/expected/apply.patch; --update rewrites it (review the printed diff). The
+case's rule is golden/<case>/rule.yaml, else golden/<case>/activation.yaml."""
 
 from __future__ import annotations
 
@@ -17,7 +18,10 @@ VERSION = "<version>"
 
 def golden_patch(case: str) -> tuple[str, str]:
     root = GOLDEN / case / "input"
-    files, report, _ = compute(root, str(GOLDEN / case / "activation.yaml"), version=VERSION)
+    rule = GOLDEN / case / "rule.yaml"
+    if not rule.is_file():
+        rule = GOLDEN / case / "activation.yaml"
+    files, report, _ = compute(root, str(rule), version=VERSION)
     return unified_diff(files), report
 
 

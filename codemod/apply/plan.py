@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import posixpath
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,6 +43,10 @@ class KernelPlan:
     # rewrite appends them to the spelled ones (the stub factories take explicit arguments only)
     deduced: dict[str, list[str]] = field(default_factory=dict)
 
+    # the file holding the kernel's definition for the NVRTC program: the kernel's header, or the
+    # header its device code is extracted into from a translation unit (extract.py)
+    source_file: str = ""
+
     @property
     def name(self) -> str:
         return self.kernel.name
@@ -68,6 +73,19 @@ class Plan:
     outside_units: list[str] = field(default_factory=list)
     # apply --build-log with the rule's migrate.cmake.build_order (build_order.BuildOrder)
     build_order: object | None = None
+    # translation unit -> the header its kernels' device code moves into (extract.Extraction)
+    extractions: dict = field(default_factory=dict)
+
+    def read(self, root: Path, path: str) -> bytes:
+        """A library file as the patch leaves it for NVRTC: an extracted header's new text."""
+        return read_overlay(root, path, self.extractions)
+
+
+def read_overlay(root: Path, path: str, extractions: dict) -> bytes:
+    for ex in extractions.values():
+        if ex.header == path:
+            return ex.text.encode()
+    return (root / path).read_bytes()
 
 
 def _variants(site: Site, kernel: Kernel, spec: MigrateSpec) -> list[dict[str, str]]:
@@ -110,7 +128,8 @@ def host_include(root: Path, path: str, inc, spec: MigrateSpec) -> bool:
     return bool(hidden) and _resolve(root, path, inc, spec.include_dirs) in hidden
 
 
-def _header_closure(root: Path, start: str, spec: MigrateSpec, out_dir: str) -> dict[str, str]:
+def _header_closure(root: Path, start: str, spec: MigrateSpec, out_dir: str,
+                    extractions: dict | None = None) -> dict[str, str]:
     """Include name -> repo path for every library header the kernel's file reaches (NVRTC matches
     in-memory headers by the name as spelled). Replaced headers map to the generated prelude."""
     ks = spec.kernel_strings
@@ -123,7 +142,7 @@ def _header_closure(root: Path, start: str, spec: MigrateSpec, out_dir: str) -> 
         if path in seen:
             continue
         seen.add(path)
-        for inc in source.includes((root / path).read_bytes()):
+        for inc in source.includes(read_overlay(root, path, extractions or {})):
             if host_include(root, path, inc, spec):
                 continue            # hidden from NVRTC by generate (or already by the library)
             if inc.system and inc.name in shims:
@@ -213,6 +232,7 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
     skipped += [Skipped(k.id, "not listed in the rule's migrate/kernels") for k in analysis.kernels
                 if k.id not in spec.kernels]
     sites_by_id = {s.id: s for s in analysis.sites}
+    extractions, refused_units = _extractions(root, spec, [by_id[k] for k in wanted], sites_by_id)
     plans, removed = [], 0
     for kid in wanted:
         kernel = by_id[kid]
@@ -222,11 +242,13 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
                 raise UnsupportedConstruct(f"launch of {kid} is spelled in a macro body",
                                            where=f"{s.file}:{s.line}",
                                            hint="expand the macro by hand or exclude the kernel with --exclude")
+        source_file = kernel.file
         if not kernel.file.endswith(HEADER_SUFFIXES):
-            skipped.append(Skipped(kid, f"defined in {kernel.file}, a translation unit, not a header: "
-                                        "its NVRTC program would hold the TU's host entry points; "
-                                        "move the kernel into a header first"))
-            continue
+            if kernel.file in refused_units:
+                skipped.append(Skipped(kid, f"defined in {kernel.file}, a translation unit, and its device "
+                                            f"code cannot be moved into a header: {refused_units[kernel.file]}"))
+                continue
+            source_file = extractions[kernel.file].header
         data = (root / kernel.file).read_bytes()
         decl = next((d for d in scan_bytes(kernel.file, data).kernels
                      if d.name == kernel.name and d.is_definition), None)
@@ -263,8 +285,32 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
         removed += kernel.instantiations
         plans.append(KernelPlan(kernel, source.kernel_signature(data, decl.start, decl.end), sites,
                                 sorted(variants.values(), key=lambda v: v.name_expression(kid)),
-                                _header_closure(root, kernel.file, spec, spec.output_dir), deduced_at))
-    return Plan(spec, sorted(plans, key=lambda p: p.kernel.id), skipped, removed)
+                                _header_closure(root, source_file, spec, spec.output_dir, extractions),
+                                deduced_at, source_file))
+    used = {kp.kernel.file for kp in plans}
+    return Plan(spec, sorted(plans, key=lambda p: p.kernel.id), skipped, removed,
+                extractions={u: ex for u, ex in extractions.items() if u in used})
+
+
+def _extractions(root: Path, spec: MigrateSpec, kernels: list[Kernel], sites_by_id: dict) -> tuple[dict, dict]:
+    """(unit -> Extraction, unit -> why not) for the wanted kernels defined in translation units:
+    one header per unit holding all of them and their device-side dependencies (extract.py)."""
+    from .extract import Refused, extract
+
+    by_unit: dict[str, list[Kernel]] = {}
+    for k in kernels:
+        if not k.file.endswith(HEADER_SUFFIXES):
+            by_unit.setdefault(k.file, []).append(k)
+    done, refused = {}, {}
+    for unit, ks in sorted(by_unit.items()):
+        arguments = {ident for k in ks for sid in k.sites if sid in sites_by_id
+                     for v in sites_by_id[sid].variants for a in v.get("args", [])
+                     for ident in re.findall(r"[A-Za-z_]\w*", str(a))}
+        try:
+            done[unit] = extract(root, unit, {k.name for k in ks}, spec.rule_id, arguments)
+        except Refused as exc:
+            refused[unit] = str(exc)
+    return done, refused
 
 
 _TU_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")

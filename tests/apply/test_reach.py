@@ -148,3 +148,79 @@ def test_cuda_version_is_defined_for_nvrtc_as_the_static_build_saw_it(tmp_path, 
     from codemod.verify.programs import cuda_version_options
 
     assert cuda_version_options()[0].startswith("-DCUDA_VERSION=1")
+
+
+# Kernels defined in a translation unit (golden/tulib): the device code moves into a header.
+
+TULIB_RULE = GOLDEN / "tulib" / "rule.yaml"
+
+
+def test_tulib_golden_patch_matches_expected():
+    import difflib
+
+    from codemod.apply.golden import golden_patch
+
+    patch, _ = golden_patch("tulib")
+    expected = (GOLDEN / "tulib" / "expected" / "apply.patch").read_text()
+    if patch != expected:
+        diff = "".join(difflib.unified_diff(expected.splitlines(True), patch.splitlines(True), n=2))
+        pytest.fail("golden patch drifted (regenerate with `python -m codemod.apply.golden tulib "
+                    "--update` and review):\n" + diff[:8000])
+
+
+def test_tulib_device_code_lives_in_one_place(tmp_path, capsys):
+    """The kernels, the device helpers passed as OP and the constexpr they use move to
+    tu/scaled_kernels.cuh; the .cu keeps its host code (the host-only check, the launchers, the
+    alias only the host uses) and includes the header; the NVRTC program includes it too."""
+    root = tmp_path / "input"
+    shutil.copytree(GOLDEN / "tulib" / "input", root)
+    original = (root / "tu" / "scaled.cu").read_text()
+    assert main(["apply", "--target", str(TULIB_RULE), str(root), "--write", "-q"]) == 0, capsys.readouterr().err
+    unit = (root / "tu" / "scaled.cu").read_text()
+    header = (root / "tu" / "scaled_kernels.cuh").read_text()
+    for moved in ("constexpr int kThreads = 128;", "__device__ __forceinline__ float gelu(float x)",
+                  "__device__ __forceinline__ float relu(float x)", "scaled_act_kernel(const IType *in",
+                  "row_amax_kernel(const IType *in"):
+        assert moved in original and moved in header and moved not in unit, moved
+    for kept in ("void check_same_shape(", "using ActFn = float (*)(float);", "void launch_row_amax("):
+        assert kept in unit and kept not in header, kept
+    assert '#include "tulib/scaled.h"\n#include "scaled_kernels.cuh"\n#include "../rtc/scaled/kernels.h"\n' in unit
+    assert "namespace tulib {\n\nnamespace {\n" in header
+    assert (root / "rtc" / "scaled" / "scaled_act_kernel.cu").read_text().endswith('#include "tu/scaled_kernels.cuh"\n')
+
+
+def test_device_code_using_host_code_of_the_unit_is_refused(tmp_path, capsys):
+    root = tmp_path / "input"
+    shutil.copytree(GOLDEN / "tulib" / "input", root)
+    # row_amax_kernel now calls a host-only function of the .cu
+    _edit(root / "tu" / "scaled.cu", "  v = warp_reduce_max(v);\n", "  v = warp_reduce_max(v);\n  host_scale();\n")
+    _edit(root / "tu" / "scaled.cu", "constexpr int kThreads = 128;\n",
+          "constexpr int kThreads = 128;\n\nvoid host_scale() {}\n")
+    assert main(["apply", "--target", str(TULIB_RULE), str(root), "--diff", str(tmp_path / "d.diff"), "-q",
+                 "--no-precheck"]) == 0
+    report = (tmp_path / "d.diff.report.md").read_text()
+    assert ("`tulib::(anonymous namespace)::row_amax_kernel`: defined in tu/scaled.cu, a translation unit, and its "
+            "device code cannot be moved into a header: device code at tu/scaled.cu:") in report
+    assert "uses `host_scale`, host code defined at tu/scaled.cu:15" in report
+
+
+@pytest.mark.skipif(any(shutil.which(t) is None for t in ("nvcc", "cmake", "ninja")),
+                    reason="needs nvcc, cmake and ninja")
+@pytest.mark.parametrize("legacy", ["OFF", "ON"])
+def test_patched_tulib_builds(tmp_path, legacy):
+    import subprocess
+
+    from codemod.apply.command import compute
+    from codemod.apply.patch import write_all
+    from tests.golden.test_golden_builds import _nvrtc_root
+
+    root = tmp_path / "input"
+    shutil.copytree(GOLDEN / "tulib" / "input", root)
+    write_all(root, compute(root, str(TULIB_RULE))[0])
+    cmd = ["cmake", "-S", str(root), "-B", str(tmp_path / "b"), "-G", "Ninja", "-DCMAKE_CUDA_ARCHITECTURES=90",
+           f"-DTULIB_BUILD_LEGACY_STATIC_SCALED={legacy}", "-DCMAKE_BUILD_TYPE=Release"]
+    if _nvrtc_root() is not None:
+        cmd.append(f"-DTULIB_NVRTC_ROOT={_nvrtc_root()}")
+    for c in (cmd, ["ninja", "-C", str(tmp_path / "b")]):
+        proc = subprocess.run(c, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
