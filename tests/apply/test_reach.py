@@ -143,7 +143,8 @@ def test_cuda_version_is_defined_for_nvrtc_as_the_static_build_saw_it(tmp_path, 
     rule = _rule(tmp_path, ("  kernel_strings:\n", "  kernel_strings:\n    host_includes: [cuda.h]\n"))
     assert main(["apply", "--target", rule, str(root), "--write", "-q"]) == 0, capsys.readouterr().err
     stubs = (root / "rtc" / "activation" / "kernels.h").read_text()
-    assert '"-DCUDA_VERSION=" + std::to_string(CUDA_VERSION)' in stubs
+    assert '"-DCUDA_VERSION=" + std::to_string(cuda_version)' in stubs
+    assert "nvrtc_options(own, CUDA_VERSION)" in stubs
     assert "#include <cuda.h>" in stubs
     from codemod.verify.programs import cuda_version_options
 
