@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 
 # Binding classes of a template argument at a launch site (docs/analysis-schema.md).
 RUNTIME_CLASSES = ("type_switch", "value_switch", "entry_param", "runtime_branch", "derived")
@@ -59,6 +59,10 @@ class Site:
     # The joint argument tuples that occur (in the order of the kernel's params), with the entry
     # points reaching each: the exact variant set, not the product of the axis domains.
     variants: list[dict] = field(default_factory=list)
+    # A site through a generic lambda's `auto` parameter (`auto launch = [&](auto kernel) {...};
+    # launch(k<...>);`): the lambda, its passing sites and its other sites (docs/analysis.md).
+    generic_lambda: dict | None = None
+    helper: str | None = None     # api "helper": the function the lambda passes the kernel to
 
 
 @dataclass
@@ -112,9 +116,21 @@ class Diagnostic:
     count: int = 1
 
 
+@dataclass
+class Unreached:
+    """A kernel declared in the analysed TUs' closure that no entry point reaches."""
+    kernel: str                   # qualified name
+    file: str
+    line: int
+    is_template: bool
+    reason: str                   # no_entry_point | unrecognised_form | not_launched
+    detail: str                   # the reason in words, with file:line
+    where: list[str] = field(default_factory=list)   # the file:line it names
+
+
 # Keys the JSON holds only where they have a value (None is left out): TemplateParam.enum,
-# Kernel.body_arch_min.
-OPTIONAL_KEYS = {TemplateParam: ("enum",), Kernel: ("body_arch_min",)}
+# Kernel.body_arch_min, Site.generic_lambda, Site.helper.
+OPTIONAL_KEYS = {TemplateParam: ("enum",), Kernel: ("body_arch_min",), Site: ("generic_lambda", "helper")}
 
 
 def json_fields(cls: type, d: dict) -> dict:
@@ -139,12 +155,15 @@ class Analysis:
     totals: dict
     stats: dict = field(default_factory=dict)
     impact: dict | None = None
+    unreached: list[Unreached] = field(default_factory=list)
 
     def to_json(self) -> dict:
         d = asdict(self)
         for k in d["kernels"]:
             k["params"] = [json_fields(TemplateParam, p) for p in k["params"]]
             json_fields(Kernel, k)
+        for s in d["sites"]:
+            json_fields(Site, s)
         return d
 
     @classmethod
@@ -155,4 +174,5 @@ class Analysis:
         d["kernels"] = [Kernel(**{**x, "params": [TemplateParam(**p) for p in x["params"]]}) for x in d["kernels"]]
         d["sites"] = [Site(**{**x, "axes": [Axis(**a) for a in x["axes"]]}) for x in d["sites"]]
         d["diagnostics"] = [Diagnostic(**x) for x in d["diagnostics"]]
+        d["unreached"] = [Unreached(**x) for x in d.get("unreached", [])]
         return cls(**d)

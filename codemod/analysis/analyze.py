@@ -23,6 +23,7 @@ from ..frontend.treesitter import scan_tree
 from .axes import AxisClassifier, classify
 from .crosscheck import crosscheck
 from .instantiate import DEFAULT, UNKNOWN, Instantiator, expansions, label_entry, label_tu, strip_type
+from .unreached import unreached_kernels
 
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")
 DEFAULT_INCLUDE_DIRS = ("include", ".", "..")
@@ -213,7 +214,9 @@ def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: li
         fn = functions[usr]
         diags.append(Diagnostic("CM1004", "warning", f"more than the analysed maximum of instantiations of {fn['qualname']}; "
                                 "fan-out is a lower bound", fn["file"], fn["line"]))
-    diags += _crosscheck(facts_list, sites, kernels_raw, kernels, scans)
+    cross, scanned = _crosscheck(facts_list, sites, kernels_raw, kernels, scans)
+    diags += cross
+    unreached = unreached_kernels(root, kernels_raw, canon, kid, functions, set(inst.envs), sites, scanned)
     tu_models.sort(key=lambda t: (-t.instantiations, t.file))
     sites.sort(key=lambda s: (s.file, s.line, s.col))
     diags = _dedupe(diags)
@@ -221,7 +224,8 @@ def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: li
     stats["seconds"] = round(time.perf_counter() - started, 2)
     return Analysis(schema_version=SCHEMA_VERSION, tool_version=__version__, root=root.name,
                     target=",".join(r.id for r in rules) or None, translation_units=tu_models,
-                    entry_points=eps, kernels=kernels, sites=sites, diagnostics=diags, totals=totals, stats=stats)
+                    entry_points=eps, kernels=kernels, sites=sites, diagnostics=diags, totals=totals, stats=stats,
+                    unreached=unreached)
 
 
 def _entry_points(functions: dict, rules: list[Rule], tu_set: set[str]) -> tuple[dict[str, str], dict[str, dict]]:
@@ -309,17 +313,50 @@ def _sites(functions: dict, kernels_raw: dict, canon: dict, kid: dict, inst: Ins
                     src_sites = [t for t in inst.tables.get(s["via"], []) if t.get("kernel") == kusr]
                 elif s.get("via"):
                     src_sites = [v for v in fn["sites"].values()
-                                 if v["kind"] == "variable" and v.get("var") == s["via"] and canon.get(v.get("kernel")) == kusr]
+                                 if v["kind"] == "variable" and v.get("var") == s["via"] and v.get("lambda") == s.get("lambda")
+                                 and canon.get(v.get("kernel")) == kusr]
                 else:
                     src_sites = [s]
                 site.axes += _axes(fn, s, k, kusr, src_sites, tuples, branches, sibling_args, classifier)
                 if reached and UNKNOWN in {v for t in tuples for v in t}:
                     diags.append(Diagnostic("CM1003", "warning", f"some template arguments of {kid[kusr]} could not be "
                                             "determined statically", s["file"], s["line"], s["col"]))
+            if s.get("lambda"):
+                site.generic_lambda = _generic_lambda(fn, s, inst, kernels_raw, canon, kid, reached)
+                site.helper = s.get("helper")
             if not reached:
                 site.note = "not reached from the entry points"
             sites.append(site)
     return sites, diags, kernel_tuples
+
+
+def _generic_lambda(fn: dict, s: dict, inst: Instantiator, kernels_raw: dict, canon: dict, kid: dict,
+                    reached: bool) -> dict:
+    """A site through a generic lambda's `auto` parameter: the lambda, its passing sites (each
+    with its template arguments, the conditions and bindings around it and its own fan-out) and
+    the lambda's other sites through the same parameter."""
+    lam = s["lambda"]
+    passing = []
+    for v in sorted((v for v in fn["sites"].values() if v["kind"] == "variable" and v.get("lambda") == lam),
+                    key=lambda v: (v["line"], v["col"])):
+        kusr = canon.get(v.get("kernel"), v.get("kernel"))
+        k = kernels_raw.get(kusr)
+        tuples = inst.kernel_tuples(fn, {**v, "via": None}, k) if (reached and k is not None) else {}
+        bindings: dict = {}
+        for c in v["copies"]:
+            bindings.update(c.get("bindings", {}))
+        passing.append({"id": f"{v['file']}:{v['line']}:{v['col']}", "file": v["file"], "line": v["line"], "col": v["col"],
+                        "kernel": kid.get(kusr), "callee_text": v.get("callee_text"), "targs": v.get("targs") or [],
+                        "branches": sorted({b for c in v["copies"] for b in c.get("branches", [])}),
+                        "constexpr": sorted({b for c in v["copies"] for b in c.get("constexpr", [])}),
+                        "bindings": {n: {x: b[x] for x in ("value", "values", "kind", "macro") if b.get(x) is not None}
+                                     for n, b in sorted(bindings.items())},
+                        "instantiations": len(tuples)})
+    uses = sorted(f"{o['file']}:{o['line']}:{o['col']}" for o in fn["sites"].values()
+                  if o is not s and o["kind"] in ("launch", "use") and o.get("lambda") == lam)
+    return {"name": lam["name"], "param": lam["param"], "file": lam["file"], "line": lam["line"], "col": lam["col"],
+            "function_template_params": [p["name"] for p in fn.get("tparams", [])],
+            "passing_sites": passing, "sites": uses}
 
 
 def _axes(fn: dict, s: dict, k: dict, kusr: str, src_sites: list[dict], tuples: dict, branches: list[str],
@@ -352,6 +389,10 @@ def _axes(fn: dict, s: dict, k: dict, kusr: str, src_sites: list[dict], tuples: 
         site_branches = list(branches)
         if s.get("table"):
             site_branches.append(f"the index into '{s['via']}'")
+        elif s.get("lambda") and len(args) > 1:
+            conds = sorted({b for src in src_sites for c in src["copies"] for b in c.get("branches", [])})
+            site_branches.append(f"which kernel is passed to the generic lambda '{s['lambda']['name']}'"
+                                 + (f" ({'; '.join(conds)})" if conds else ""))
         elif s.get("via") and len(args) > 1:
             site_branches.append(f"which kernel '{s['via']}' holds (conditional initialization)")
         binding, disc, reason = classify(sources, domain, varies, site_branches)
@@ -454,9 +495,9 @@ def _entry_and_tu_models(facts_list: list[dict], entry_info: dict, kernel_tuples
 
 
 def _crosscheck(facts_list: list[dict], sites: list[Site], kernels_raw: dict, kernels: list[Kernel],
-                scans: _Scans) -> list[Diagnostic]:
+                scans: _Scans) -> tuple[list[Diagnostic], dict]:
     """Spelled launch sites and __global__ templates against tree-sitter (the other parser); sets
-    each kernel's `body_arch_min` from the same scan."""
+    each kernel's `body_arch_min` from the same scan. Returns the diagnostics and the scans."""
     closure = sorted({rel for facts in facts_list for rel in facts.get("closure", {})})
     clang_sites = [{"file": st.file, "line": st.line, "col": st.col, "kind": st.kind, "kernel": st.kernel,
                     "in_macro_body": st.in_macro_body} for st in sites]
@@ -465,7 +506,7 @@ def _crosscheck(facts_list: list[dict], sites: list[Site], kernels_raw: dict, ke
     scanned = scans.of(closure)
     diags = [Diagnostic(**d) for d in crosscheck(scanned, clang_sites, clang_kernels, files=closure)]
     _body_arch_guards(kernels, scanned)
-    return diags
+    return diags, scanned
 
 
 def _totals(tu_models, eps, kernels, sites, kernels_raw, diags) -> dict:

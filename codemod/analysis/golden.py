@@ -12,7 +12,7 @@ from pathlib import Path
 from ..model import Analysis
 
 REPO = Path(__file__).resolve().parents[2]
-CASES = ("actlib", "castlib")
+CASES = ("actlib", "castlib", "routerlib")
 
 
 def normalized(a: Analysis) -> dict:

@@ -293,6 +293,7 @@ class Instantiator:
             sources = [t for t in self.tables[site["via"]] if t.get("kernel") == kernel["usr"]]
         elif site.get("via"):
             sources = [s for s in fn["sites"].values() if s["kind"] == "variable" and s.get("var") == site["via"]
+                       and s.get("lambda") == site.get("lambda")
                        and (s.get("kernel") == kernel["usr"] or s.get("callee_text", "").split("::")[-1] == kernel["name"])]
         else:
             sources = [site]

@@ -19,7 +19,7 @@ import clang.cindex as ci
 from .cursors import (CK, FUNCTION_KINDS, INT_KINDS, WORD, child_cursors, device_only, eval_int,
                       file_loc, is_global, primary_template, qualname, real_path, ref_candidates, setup_lib,
                       template_params)
-from .recognizers import recognize
+from .recognizers import END_OF_FUNCTION, recognize
 from .source_text import read_macro_args, read_template_id, normalize
 
 # The declarations `TUIndexer._decl` records or descends into.
@@ -68,6 +68,8 @@ class TUIndexer:
         self._queue: list[str] = []
         self._kids: tuple | None = None
         self.var_kernels: dict[str, list] = {}
+        self.lambdas: dict[tuple, dict] = {}
+        self.lambda_params: dict[tuple, dict] = {}
 
     # -- positions -------------------------------------------------------------------------
     def file_loc(self, loc):
@@ -226,9 +228,19 @@ class TUIndexer:
         self.functions[usr] = fn
         self._cur_fn = fn
         self.var_kernels: dict[str, list] = {}
+        self.lambdas: dict[tuple, dict] = {}
+        self.lambda_params: dict[tuple, dict] = {}
         body = [ch for ch in child_cursors(cur) if ch.kind == CK.COMPOUND_STMT]
         for b in body:
             self._walk(b, [], [])
+        for hook in END_OF_FUNCTION:
+            hook(fn)
+
+    def decl_key(self, decl) -> tuple:
+        """A declaration's identity within this parse: its spelled file and offset (local
+        declarations of dependent code have no usable USR)."""
+        fname, _, _, off, _ = self.pos(decl)
+        return (fname, off)
 
     def _binding_of(self, decl) -> tuple[str, dict] | None:
         """A local alias or constexpr declared in a compound statement: name -> value + origin."""
@@ -588,6 +600,11 @@ class TUIndexer:
             return {"kernel": usr, "targs": targs, "callee_text": name, "via": None}
         var = self.var_ref(expr)
         if var is not None:
+            if var.kind == CK.PARM_DECL and self.lambda_params:
+                lam = self.lambda_params.get(self.decl_key(var))
+                if lam is not None:  # bound at the end of the function (recognizers/lambdas.py)
+                    return {"kernel": None, "via": var.spelling, "lambda": lam, "targs": None,
+                            "callee_text": var.spelling}
             held = self.var_kernels.get(var.get_usr())
             if not held and var.kind == CK.VAR_DECL:
                 # a table of kernel pointers (local or at namespace scope)

@@ -50,6 +50,12 @@ def render(a: Analysis, top: int = 25, verbose: bool = False) -> str:
         ax_text = ", ".join(f"{p}:{'/'.join(sorted(b))}" for p, b in axes.items())
         rows.append([k.id, k.instantiations, len(k.sites), "yes" if k.discoverable else "no", ax_text])
     out += _table(rows, ["kernel", "inst.", "sites", "runtime", "axes (binding)"])
+    if a.unreached:
+        out.append("")
+        out.append(f"Declared kernels not reached ({len(a.unreached)})")
+        for u in a.unreached:
+            out.append(f"  {u.kernel} ({u.file}:{u.line}{'' if u.is_template else ', not a template'}): "
+                       f"{u.reason}: {u.detail}")
     if verbose:
         out.append("")
         out.append("Launch sites")
@@ -57,6 +63,10 @@ def render(a: Analysis, top: int = 25, verbose: bool = False) -> str:
             where = f"{s.file}:{s.line}"
             out.append(f"  {where}  {s.api}  {s.kernel or '?'}" + (f" via {s.via}" if s.via else "")
                        + f"  [{s.instantiations} inst., {s.expansions} expansions]" + (f"  ({s.note})" if s.note else ""))
+            if s.generic_lambda:
+                g = s.generic_lambda
+                out.append(f"      through generic lambda {g['name']} ({g['file']}:{g['line']}), parameter {g['param']}; "
+                           "passed at " + ", ".join(f"{p['id']} <{', '.join(p['targs'])}>" for p in g["passing_sites"]))
             for ax in s.axes:
                 dom = ", ".join(ax.domain[:6]) + (" …" if len(ax.domain) > 6 else "")
                 out.append(f"      {ax.param:<28} {ax.binding:<15} {ax.reason}  {{{dom}}}")

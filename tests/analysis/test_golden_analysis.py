@@ -84,3 +84,41 @@ def test_castlib_corner_cases(analyses):
     assert {"CM1001", "CM1002", "CM0202"} <= ids
     uses = {(s.api, s.line) for s in a.sites if s.kind == "use" and s.file == "src/reduce.cu"}
     assert ("occupancy", 69) in uses
+
+
+def test_routerlib_generic_lambdas(analyses):
+    """`auto launch = [&](auto kernel) {...}; launch(k<...>);`: the lambda's parameter is bound to
+    every kernel passed at every call; the launch and the other uses inside carry the passing
+    sites (before: the launches were CM1001 and the kernels unreached)."""
+    a = analyses["routerlib"]
+    by_id = {s.id.rsplit(":", 1)[0]: s for s in a.sites}
+    fwd = by_id["src/topk.cu:84"]
+    assert fwd.kind == "launch" and fwd.kernel == "routerlib::topk_forward_kernel" and fwd.instantiations == 18
+    g = fwd.generic_lambda
+    assert (g["name"], g["param"], g["line"]) == ("launch", "kernel", 80)
+    assert [(p["line"], p["targs"], p["branches"]) for p in g["passing_sites"]] == [
+        (101, ["T", "0", "M"], ["score_function == 0"]),
+        (104, ["T", "1", "M"], ["score_function == 1"]),
+        (107, ["T", "2", "M"], ["switch(score_function)"])]
+    assert [p["instantiations"] for p in g["passing_sites"]] == [6, 6, 6]
+    assert g["function_template_params"] == ["T", "M"]
+    assert g["sites"] == ["src/topk.cu:81:5", "src/topk.cu:83:19"]
+    assert {ax.param: ax.binding for ax in fwd.axes} == {"T": "type_switch", "ScoreFunc": "runtime_branch",
+                                                         "M": "entry_param"}
+    assert by_id["src/topk.cu:81"].api == "cudaFuncSetAttribute" and by_id["src/topk.cu:81"].generic_lambda
+    helper = by_id["src/topk.cu:83"]
+    assert helper.kind == "use" and helper.api == "helper" and helper.helper == "persistent_grid"
+    simple = by_id["src/topk.cu:89"].generic_lambda
+    assert [(p["targs"], p["constexpr"]) for p in simple["passing_sites"]] == [
+        (["T", "false"], ["M==Mode::Plain"]), (["T", "true"], ["!(M==Mode::Plain)"])]
+    assert by_id["src/topk.cu:118"].instantiations == 9
+    assert not [d for d in a.diagnostics if d.id == "CM1001"]
+
+
+def test_unreached_kernels_have_reasons(analyses):
+    a = analyses["routerlib"]
+    got = {u.kernel: (u.reason, u.where) for u in a.unreached}
+    assert got == {"routerlib::topk_debug_kernel": ("no_entry_point", ["src/topk.cu:133"]),
+                   "routerlib::topk_unused_kernel": ("not_launched", [])}
+    assert "topk_debug_dump" in next(u.detail for u in a.unreached if u.reason == "no_entry_point")
+    assert [u.kernel for u in analyses["castlib"].unreached] == []

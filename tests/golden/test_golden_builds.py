@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden"
-CASES = ["actlib", "castlib"]
+CASES = ["actlib", "castlib", "routerlib"]
 TOOLS = ("nvcc", "cmake", "ninja")
 
 

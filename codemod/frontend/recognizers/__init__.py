@@ -3,7 +3,7 @@ registered in the single table `RECOGNIZERS` that the TU walk (`clang_index.TUIn
 
 A recognizer is `fn(ix, cur, scope, branches) -> bool`: `ix` is the `TUIndexer` (its matcher
 vocabulary: `kernel_ref`, `kernel_refs`, `var_ref`, `resolve_kernel_expr`, `ref_text`, `site_base`,
-`record`), `cur` the cursor the walk is at, `scope` the bindings visible there and `branches` the
+`record`, `decl_key`, `lambdas`, `lambda_params`), `cur` the cursor the walk is at, `scope` the bindings visible there and `branches` the
 runtime conditions on its path. It returns True when it consumed the cursor; the walk then asks
 no later recognizer of the same hook (for `call`, that also means the call is not a call-graph
 edge). Hooks say where the walk asks:
@@ -16,7 +16,10 @@ edge). Hooks say where the walk asks:
 | `namespace_var` | a `VAR_DECL` at namespace scope of a project header or TU |
 
 To recognize a new form, write the function in a module of this package and add one
-`Recognizer` line to the table (order matters only within a hook: first match wins).
+`Recognizer` line to the table (order matters only within a hook: first match wins). A
+recognizer may record and still return False, to let later ones (and the call-graph edge) see
+the cursor too. `end_of_function` hooks (`END_OF_FUNCTION`) run on each function's facts after
+its walk.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from . import launches, variables
+from . import lambdas, launches, variables
 
 HOOKS = ("call", "local_var", "assignment", "namespace_var")
 
@@ -40,10 +43,16 @@ RECOGNIZERS: list[Recognizer] = [
     Recognizer("triple_chevron_launch", "call", launches.triple_chevron_launch),
     Recognizer("launch_api", "call", launches.launch_api),
     Recognizer("use_api", "call", launches.use_api),
+    Recognizer("generic_lambda_call", "call", lambdas.generic_lambda_call),
+    Recognizer("kernel_param_to_helper", "call", lambdas.kernel_param_to_helper),
     Recognizer("kernel_variable", "local_var", variables.kernel_variable),
+    Recognizer("generic_lambda", "local_var", lambdas.generic_lambda),
     Recognizer("kernel_assignment", "assignment", variables.kernel_assignment),
     Recognizer("kernel_table", "namespace_var", variables.kernel_table),
 ]
+
+# fn(function facts) after the walk of each function: resolutions that need the whole body.
+END_OF_FUNCTION: list[Callable] = [lambdas.bind_lambda_sites]
 
 _BY_HOOK: dict[str, list[Recognizer]] = {}
 

@@ -46,12 +46,12 @@ def _api_name(cur, children) -> str:
 
 
 def _api_call(ix, cur, children, scope, branches, kind: str, api: str) -> None:
-    """The kernel argument: the first one naming a kernel; failing that, the first one of
-    function-pointer type (reported as unresolved)."""
+    """The kernel argument: the first one naming a kernel (or a generic lambda's kernel
+    parameter); failing that, the first one of function-pointer type (reported as unresolved)."""
     found = None
     for arg in children[1:]:
         res = ix.resolve_kernel_expr(arg)
-        if res and res.get("kernel"):
+        if res and (res.get("kernel") or res.get("lambda")):
             found = res
             break
         if res and found is None and "(*)" in (arg.type.spelling or "").replace(" ", ""):
