@@ -203,6 +203,7 @@ def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: li
     entry_file = {name: fn["file"] for name, fn in entry_info.items()}
     inst = Instantiator(functions, typedefs, tu_set, entry_file, _includes_of(root, rules))
     inst.add_tables(global_uses)
+    inst.ev.sizes = {t: n for facts in facts_list for t, n in facts.get("type_sizes", {}).items()}
     inst.run(entries)
     classifier = AxisClassifier(functions, entries)
     canon, kid = _canonical_kernels(kernels_raw)
@@ -321,6 +322,7 @@ def _sites(functions: dict, kernels_raw: dict, canon: dict, kid: dict, inst: Ins
                 if reached and UNKNOWN in {v for t in tuples for v in t}:
                     diags.append(Diagnostic("CM1003", "warning", f"some template arguments of {kid[kusr]} could not be "
                                             "determined statically", s["file"], s["line"], s["col"]))
+                diags += _unfolded(k, kid[kusr], tuples, s)
             if s.get("lambda"):
                 site.generic_lambda = _generic_lambda(fn, s, inst, kernels_raw, canon, kid, reached)
                 site.helper = s.get("helper")
@@ -328,6 +330,28 @@ def _sites(functions: dict, kernels_raw: dict, canon: dict, kid: dict, inst: Ins
                 site.note = "not reached from the entry points"
             sites.append(site)
     return sites, diags, kernel_tuples
+
+
+_LITERAL = re.compile(r"-?\d+|true|false|(?:::)?[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*")
+
+
+def _unfolded(k: dict, kernel_id: str, tuples: dict, s: dict) -> list[Diagnostic]:
+    """CM1005 per value parameter whose argument stayed an expression after constant folding
+    (a call of a constexpr function, a member constant, sizeof of a type clang did not size): the
+    variant has no canonical spelling until the rule names the value."""
+    out = []
+    for i, p in enumerate(k["params"]):
+        if p["kind"] != "value":
+            continue
+        bad = sorted({t[i] for t in tuples if t[i] not in (UNKNOWN, DEFAULT) and not _LITERAL.fullmatch(t[i])})
+        if bad:
+            names = sorted({n for b in bad for n in re.findall(r"[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*", b)
+                            if n not in ("sizeof", "static_cast", "std", "true", "false")})
+            out.append(Diagnostic("CM1005", "warning", f"template argument {p['name']} of {kernel_id} is not a constant "
+                                  f"the analysis can evaluate: `{bad[0]}`" + (f" (+{len(bad) - 1} more)" if len(bad) > 1 else "")
+                                  + "; give the value of " + (", ".join(f"`{n}`" for n in names[:4]) or "the expression")
+                                  + " in the rule's migrate/names/values", s["file"], s["line"], s["col"]))
+    return out
 
 
 def _generic_lambda(fn: dict, s: dict, inst: Instantiator, kernels_raw: dict, canon: dict, kid: dict,

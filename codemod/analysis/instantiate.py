@@ -15,6 +15,7 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from ..frontend.source_text import normalize, substitute
+from .consteval import fold_text
 
 MAX_ENVS_PER_FUNCTION = 50_000
 UNKNOWN = "?"
@@ -64,6 +65,7 @@ _NAME = re.compile(r"[A-Za-z_]\w*")
 class Evaluator:
     def __init__(self, typedefs: dict[str, str]):
         self.typedefs = typedefs
+        self.sizes: dict[str, int] = {}   # canonical type -> sizeof (clang's), for folding
         self._names: dict[str, frozenset] = {}
         self._parts: dict[tuple, tuple] = {}
         self._memo: dict[tuple, str] = {}
@@ -103,7 +105,7 @@ class Evaluator:
         key = (text, bound, tuple((n, env[n]) for n in free if n in env))
         got = self._memo.get(key)
         if got is None:
-            got = self._memo[key] = self._evaluate(text, env, bindings)
+            got = self._memo[key] = fold_text(self._evaluate(text, env, bindings), self.sizes)
         return got
 
     def _evaluate(self, text: str, env: dict, bindings: dict) -> str:

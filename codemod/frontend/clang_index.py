@@ -58,6 +58,7 @@ class TUIndexer:
         self.functions: dict[str, dict] = {}
         self.globals_uses: list[dict] = []
         self.typedefs: dict[str, str] = {}
+        self.type_sizes: dict[str, int] = {}  # canonical type spelling -> sizeof, from clang
         self.macros: dict[tuple[str, int], dict] = {}  # (file, offset) -> macro instantiation
         self._macro_args: dict[tuple, tuple | None] = {}  # (file, offset, limit) -> read_macro_args
         self._definitions: dict[tuple, dict | None] = {}  # (file, offset, name) -> _in_definition
@@ -151,6 +152,7 @@ class TUIndexer:
             "functions": self.functions,
             "global_uses": self.globals_uses,
             "typedefs": self.typedefs,
+            "type_sizes": self.type_sizes,
         }
 
     def _decl(self, cur):
@@ -170,6 +172,7 @@ class TUIndexer:
             if "type-parameter" not in canon:
                 self.typedefs[cur.spelling] = canon
                 self.typedefs[qualname(cur)] = canon
+                self._type_size(cur.underlying_typedef_type)
             return
         if k == CK.VAR_DECL:
             # a kernel table at namespace scope, or a named constant (`constexpr int kVec = 4;`)
@@ -253,6 +256,7 @@ class TUIndexer:
             macro = {"name": m["name"], "expr": args[0] if args else "", "line": m["line"],
                      "file": self.files.rel(m["file"])}
         if decl.kind in (CK.TYPE_ALIAS_DECL, CK.TYPEDEF_DECL):
+            self._type_size(decl.underlying_typedef_type)
             if macro is not None or in_body:
                 value = decl.underlying_typedef_type.get_canonical().spelling
                 if "type-parameter" in value:
@@ -275,6 +279,15 @@ class TUIndexer:
                     return None
             return decl.spelling, {"value": value, "kind": "value", "macro": macro}
         return None
+
+    def _type_size(self, t) -> None:
+        """`sizeof` of a concrete type clang knows, by canonical spelling (the analysis folds
+        `sizeof(T)` in template arguments with it)."""
+        canon = t.get_canonical()
+        if canon.spelling not in self.type_sizes and "type-parameter" not in canon.spelling:
+            size = canon.get_size()
+            if size > 0:
+                self.type_sizes[canon.spelling] = size
 
     def _is_constexpr(self, decl) -> bool:
         if not decl.type.is_const_qualified():
