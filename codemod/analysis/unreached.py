@@ -34,12 +34,16 @@ def unreached_kernels(root: Path, kernels_raw: dict, canon: dict, kid: dict, fun
             continue
         spelled = _spelled_launches(k["name"], scanned)
         if spelled:
+            # a plain launch clang would have recorded had it walked the function: the function is
+            # called from nowhere in the analysed TUs (or the launch is in an inactive #if branch)
+            plain = all(" in macro " not in form for _, form in spelled)
             out.append(Unreached(kernel=kernel_id, file=k["file"], line=k["line"], is_template=k["is_template"],
-                                 reason="unrecognised_form",
+                                 reason="no_entry_point" if plain else "unrecognised_form",
                                  detail="launched at " + ", ".join(f"{w} ({form})" for w, form in spelled[:_MAX_WHERE])
                                  + (" …" if len(spelled) > _MAX_WHERE else "")
-                                 + ", where clang recorded no launch (a macro body, an inactive #if branch, or code "
-                                 "that no function of the analysed TUs calls)",
+                                 + (", in code that no function of the analysed TUs calls (its callers are outside "
+                                    "them), or in an inactive #if branch" if plain else
+                                    ", where clang recorded no launch: a macro body the frontend did not follow"),
                                  where=[w for w, _ in spelled]))
             continue
         named = _named(root, k, scanned)

@@ -42,10 +42,12 @@ class _Files:
         return os.path.relpath(real_path(name), self.root)
 
     def get(self, name: str) -> str:
+        """The file's text, one character per byte: clang's offsets are byte offsets, and a UTF-8
+        character before a site (a `×` in a comment) would shift every slice after it."""
         real = real_path(name)
         if real not in self.text:
             with open(real, "rb") as fh:
-                self.text[real] = fh.read().decode("utf-8", errors="replace")
+                self.text[real] = fh.read().decode("latin-1")
         return self.text[real]
 
 

@@ -116,3 +116,12 @@ def test_full_checkout_activation_and_cast():
                     "dgated_act_kernel": 360, "cast_fp8_gated_kernel": 240, "scaled_gated_forward_kernel": 162,
                     "cast_fp8_2D_kernel": 102, "cast_fp8_1D_kernel": 66}.items():
         assert fan[name] == n, name
+    # by hand (cast/fp8_blockwise/group_quantize_fp8_blockwise.cuh): IType 3 x OType 2 x
+    # kSameBothDims 2 x (kRowwise, kColwise) in {(1,0), (0,1), (1,1)} (`if constexpr (kRowwise ||
+    # kColwise)`) = 36; 48 before the frontend read texts at byte offsets (a UTF-8 `×` earlier in
+    # the file shifted `using CType = float;` and the if constexpr)
+    assert fan["group_block_scaled_1d_tma_kernel"] == fan["group_block_scaled_2d_tma_kernel"] == 36
+    assert a.totals["instantiations"] == 12990
+    assert {u.kernel.split("::")[-1]: u.reason for u in a.unreached} == {
+        "grouped_amax_flat_kernel": "no_entry_point", "grouped_amax_zero_kernel": "no_entry_point",
+        "group_cast_fp8_varying_first_tile_kernel": "not_launched"}
