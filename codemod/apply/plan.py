@@ -279,6 +279,10 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
                 variants.setdefault(key, Variant(axes, []))
                 if s.id not in variants[key].sites:
                     variants[key].sites.append(s.id)
+        if not refused and not variants:
+            refused = (f"the analysis reached no instantiation of {kid} from the rule's entry points "
+                       "(nothing to compile or verify); add the translation units that hold its entry "
+                       "points to analyze.translation_units")
         if refused:
             skipped.append(Skipped(kid, refused))
             continue

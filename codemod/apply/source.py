@@ -86,8 +86,8 @@ _DEVICE_TOKENS = (b"__device__", b"__global__", b"__host__")
 
 
 def host_only_functions(data: bytes) -> list[tuple[int, int]]:
-    """Byte ranges of namespace- or file-scope function definitions with no CUDA execution-space
-    qualifier (host-only), template headers included; adjacent ones merged."""
+    """Byte ranges of namespace- or file-scope function definitions and prototypes with no CUDA
+    execution-space qualifier (host-only), template headers included; adjacent ones merged."""
     ranges: list[tuple[int, int]] = []
 
     def visit(container: Node) -> None:
@@ -106,7 +106,7 @@ def host_only_functions(data: bytes) -> list[tuple[int, int]]:
                               ("function_definition", "template_declaration", "declaration")), inner)
                 if inner is child or inner.type == "declaration":
                     break
-            if inner.type != "function_definition":
+            if inner.type != "function_definition" and not _is_prototype(inner):
                 continue
             body = inner.child_by_field_name("body")
             head = data[child.start_byte:body.start_byte if body is not None else child.end_byte]
@@ -122,6 +122,20 @@ def host_only_functions(data: bytes) -> list[tuple[int, int]]:
         else:
             merged.append((start, end))
     return merged
+
+
+def _is_prototype(node: Node) -> bool:
+    """A function declaration without a body (`void f(const NVTETensor x);`), not a variable of
+    function-pointer type: host prototypes name host-only types NVRTC does not see."""
+    if node.type != "declaration":
+        return False
+    decl = node.child_by_field_name("declarator")
+    while decl is not None and decl.type in ("pointer_declarator", "reference_declarator"):
+        decl = decl.child_by_field_name("declarator")
+    if decl is None or decl.type != "function_declarator":
+        return False
+    inner = decl.child_by_field_name("declarator")
+    return inner is not None and inner.type != "parenthesized_declarator"
 
 
 def comment_start(data: bytes, start: int) -> int:

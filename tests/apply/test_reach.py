@@ -225,3 +225,16 @@ def test_patched_tulib_builds(tmp_path, legacy):
     for c in (cmd, ["ninja", "-C", str(tmp_path / "b")]):
         proc = subprocess.run(c, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+
+
+def test_a_kernel_with_no_instantiation_reached_stays_static(tmp_path, capsys):
+    """Entry points outside the analysed units: the kernels have sites but no variants, so nothing
+    would be prechecked or verified. They stay static with the reason."""
+    rule = tmp_path / "rule.yaml"
+    rule.write_text(TULIB_RULE.read_text().replace('entry_points: "^tulib_"', 'entry_points: "^nothing_"'))
+    root = tmp_path / "input"
+    shutil.copytree(GOLDEN / "tulib" / "input", root)
+    assert main(["apply", "--target", str(rule), str(root), "--diff", str(tmp_path / "d.diff"), "-q"]) == 0
+    report = (tmp_path / "d.diff.report.md").read_text()
+    assert report.count("the analysis reached no instantiation of") == 2
+    assert "0 kernels migrated" in report or not (tmp_path / "d.diff").read_text().strip()
