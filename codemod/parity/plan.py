@@ -1,6 +1,7 @@
 """Analysis + rule + library profile -> the driver plan: which entry points to call, how each
-parameter is filled, and the dtype x format x shape grid (grouped-tensor entry points: their own
-formats and grouped cases). Plain data, rendered by driver.py."""
+parameter is filled (roles, or a `calls` spec: tensors with shapes as expressions, scalars, variants),
+and the dtype x format x shape grid (grouped-tensor entry points: their own formats and grouped
+cases). Plain data, rendered by driver.py."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from .api import prototypes
 
 PROFILES_DIR = Path(__file__).resolve().parent / "libraries"
 TENSOR_ROLES = ("input", "output", "dbias", "workspace")
+CALL_SPEC_KEYS = {"match", "formats", "shapes_rc", "scalars", "tensors", "variants", "cross"}
+TENSOR_SPEC_KEYS = {"role", "dims", "dtype", "fill", "zero", "absent", "nullptr"}
 GROUPED_ROLES = ("input", "output")
 GROUPED_SHAPES = ("same", "varying_first", "varying_last")
 
@@ -36,7 +39,18 @@ class Arg:
     name: str
     role: str                  # input / output / dbias / workspace / scalar / stream
     shape: tuple[int, int] = (1, 1)   # multipliers of the case's (R, C)
-    value: str = ""            # scalars: a C++ literal
+    value: str = ""            # scalars: a C++ literal or an expression of R, C
+    # Tensors of a `calls` spec (empty otherwise): 1 or 2 C++ expressions of the case's R and C
+    # and the entry's scalars; the dtype ("" = the case's input dtype for inputs, the case's
+    # format for outputs); an input's fill; an output zeroed instead of poisoned (accumulates);
+    # `absent` = a handle without buffers, `null` = a null handle.
+    dims: list[str] = field(default_factory=list)
+    dtype: str = ""
+    fill: str = ""
+    fill_arg: str = ""         # distinct: the exclusive bound (an expression); values: C++ floats
+    zero: bool = False
+    absent: bool = False
+    null: bool = False
 
 
 @dataclass
@@ -46,6 +60,11 @@ class Entry:
     args: list[Arg]
     kernels: list[str]         # migrated kernels it reaches (from the analysis)
     inputs: list[str] = field(default_factory=list)   # input dtypes it is called with
+    # The name cases carry: the function, or "function/variant" for a `calls` variant.
+    label: str = ""
+    variant: str = ""
+    formats: list[str] = field(default_factory=list)  # output formats it is called with (all if empty)
+    shapes: list[int] = field(default_factory=list)   # indices into the plan's shapes_rc (all if empty)
 
 
 @dataclass
@@ -166,6 +185,17 @@ def _not_called(profile: Profile, entry: str) -> str | None:
     return None
 
 
+def _kernels_not_run(profile: Profile) -> list[dict]:
+    """`kernels_not_run: [{match: REGEX, why: TEXT}]`: migrated kernels the profile's GPU cannot
+    run (e.g. sm_100-only instructions). An entry point that reaches only such kernels is listed
+    in not_called with the reason."""
+    rules = profile.get("kernels_not_run", [])
+    for rule in rules:
+        if not isinstance(rule, dict) or not rule.get("match") or not rule.get("why"):
+            raise RuleError("kernels_not_run: entries are {match: REGEX, why: TEXT}", where=str(profile.path))
+    return rules
+
+
 def _inputs_for(profile: Profile, entry: str) -> list[str]:
     """Input dtypes an entry point is called with: the first `entry_inputs` pattern that matches
     (e.g. a dequantize entry takes FP8 only), else the profile's `input_dtypes`."""
@@ -184,28 +214,158 @@ def _tensor_kind(profile: Profile, param) -> str | None:
     return None
 
 
-def _args(profile: Profile, proto) -> list[Arg]:
-    roles, scalars = profile["roles"], profile.get("scalars", {})
+def _args(profile: Profile, proto, variant: "Variant | None" = None) -> list[Arg]:
+    """One Arg per parameter: tensors by role (or by the entry's `calls` spec and variant),
+    the stream, scalars (variant, then spec, then the profile's `scalars`)."""
+    roles, scalars = profile["roles"], dict(profile.get("scalars", {}))
+    if variant is not None:
+        scalars.update(variant.scalars)
     stream = profile["stream_type"]
+    scalar_names = {p.name for p in proto.params if _tensor_kind(profile, p) is None and p.base != stream}
     args = []
     for p in proto.params:
         if _tensor_kind(profile, p) is not None:
-            role = roles.get(p.name)
+            spec = variant.tensors.get(p.name, {}) if variant is not None else {}
+            role = spec.get("role") or roles.get(p.name)
             if role not in TENSOR_ROLES:
                 raise UnsupportedConstruct(
                     f"{proto.name}: tensor parameter `{p.name}` has no role in the parity profile",
-                    where=proto.where, hint=f"add `{p.name}: input|output|dbias|workspace` under roles:")
-            args.append(Arg(p.name, role, _shape_for(profile, proto.name, p.name)))
+                    where=proto.where, hint=f"add `{p.name}: input|output|dbias|workspace` under roles:, "
+                                            "or under the entry's calls: tensors:")
+            if set(spec) - {"role"}:
+                args.append(_spec_arg(profile, proto, p.name, role, spec, scalar_names))
+            else:
+                args.append(Arg(p.name, role, _shape_for(profile, proto.name, p.name)))
         elif p.base == stream:
             args.append(Arg(p.name, "stream"))
         elif p.name in scalars:
-            args.append(Arg(p.name, "scalar", value=str(scalars[p.name])))
+            value = str(scalars[p.name])
+            if variant is not None and p.name in variant.scalars:
+                _check_expr(value, set(), proto, f"scalar {p.name}", literal_ok=True)
+            args.append(Arg(p.name, "scalar", value=value))
         else:
             raise UnsupportedConstruct(f"{proto.name}: parameter `{p.type} {p.name}` cannot be filled",
                                        where=proto.where, hint="add it under scalars: in the parity profile")
-    if sum(a.role == "output" for a in args) != 1:
-        raise UnsupportedConstruct(f"{proto.name}: expected exactly one output tensor", where=proto.where)
+    outputs = [a for a in args if a.role == "output"]
+    if variant is None or not variant.spec:
+        if len(outputs) != 1:
+            raise UnsupportedConstruct(f"{proto.name}: expected exactly one output tensor", where=proto.where)
+    elif not outputs or sum(1 for a in outputs if not a.dtype and not a.null and not a.absent) > 1:
+        raise UnsupportedConstruct(f"{proto.name}: a calls spec needs at least one output tensor and at "
+                                   "most one that takes the case's format (no dtype:)", where=proto.where)
     return args
+
+
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_EXPR = re.compile(r"^(?:\s|[A-Za-z_]\w*|\d+(?:\.\d+)?[fu]?|[-+*/%()<>?:=!&|,])*$")
+
+
+def _check_expr(expr: str, names: set[str], proto, what: str, literal_ok: bool = False) -> None:
+    """A shape, bound or scalar expression: numbers, operators and the names it may use."""
+    if not _EXPR.match(expr):
+        raise RuleError(f"{proto.name}: {what} `{expr}` is not an expression of R, C and the entry's scalars",
+                        where=proto.where)
+    if literal_ok:
+        return
+    unknown = sorted({m for m in _IDENT.findall(expr) if m not in names and m not in ("static_cast", "size_t", "int")})
+    if unknown:
+        raise RuleError(f"{proto.name}: {what} `{expr}` names {', '.join(unknown)}",
+                        where=proto.where, hint="use R, C (the case's shape) and the entry's scalar parameters")
+
+
+def _spec_arg(profile: Profile, proto, name: str, role: str, spec: dict, scalar_names: set[str]) -> Arg:
+    """A tensor of a `calls` spec: dims, dtype, fill, zero, absent, null (docs/parity.md)."""
+    unknown = set(spec) - TENSOR_SPEC_KEYS
+    if unknown:
+        raise RuleError(f"{proto.name}: tensor `{name}` has unknown keys {sorted(unknown)} "
+                        f"(known: {', '.join(sorted(TENSOR_SPEC_KEYS))})", where=str(profile.path))
+    if role not in ("input", "output"):
+        raise UnsupportedConstruct(f"{proto.name}: tensor `{name}`: a calls spec fills inputs and outputs only",
+                                   where=proto.where)
+    arg = Arg(name, role, absent=bool(spec.get("absent")), null=bool(spec.get("nullptr")))
+    if arg.absent or arg.null:
+        return arg
+    names = {"R", "C"} | scalar_names
+    dims = [str(d) for d in spec.get("dims", [])]
+    if not 1 <= len(dims) <= 2:
+        raise RuleError(f"{proto.name}: tensor `{name}` needs dims: [ROWS] or [ROWS, COLS]", where=str(profile.path))
+    for d in dims:
+        _check_expr(d, names, proto, f"dims of `{name}`")
+    arg.dims = dims
+    arg.dtype = str(spec.get("dtype", ""))   # "input": the case's input dtype (also for outputs)
+    if arg.dtype and arg.dtype != "input" and arg.dtype not in profile["dtypes"]:
+        raise RuleError(f"{proto.name}: tensor `{name}`: unknown dtype {arg.dtype}", where=str(profile.path))
+    arg.zero = bool(spec.get("zero"))
+    fill = spec.get("fill", "random")
+    if role == "output" and "fill" in spec:
+        raise RuleError(f"{proto.name}: output `{name}` cannot take fill: (outputs are poisoned, or zero: true)",
+                        where=str(profile.path))
+    if isinstance(fill, dict) and list(fill) == ["distinct"]:
+        arg.fill, arg.fill_arg = "distinct", str(fill["distinct"])
+        _check_expr(arg.fill_arg, names, proto, f"distinct bound of `{name}`")
+    elif isinstance(fill, dict) and list(fill) == ["values"]:
+        try:
+            arg.fill, arg.fill_arg = "values", ", ".join(f"{float(v)!r}f" for v in fill["values"])
+        except (TypeError, ValueError):
+            raise RuleError(f"{proto.name}: fill values of `{name}` must be numbers", where=str(profile.path)) from None
+    elif fill in ("random", "mask01", "bits"):
+        arg.fill = fill if role == "input" else ""
+    else:
+        raise RuleError(f"{proto.name}: tensor `{name}`: fill is random, mask01, bits, {{distinct: EXPR}} or "
+                        f"{{values: [...]}}, found {fill!r}", where=str(profile.path))
+    return arg
+
+
+@dataclass
+class Variant:
+    name: str
+    scalars: dict
+    tensors: dict              # parameter -> its tensor spec (the spec's, updated by the variant's)
+    spec: bool = True          # False: no calls spec (the profile's roles and shapes)
+
+
+def _calls_spec(profile: Profile, entry: str) -> dict | None:
+    """The first `calls` spec whose pattern matches the entry point, else None."""
+    for spec in profile.get("calls", []):
+        if not isinstance(spec, dict) or not spec.get("match"):
+            raise RuleError("calls: entries are mappings with a match: REGEX", where=str(profile.path))
+        unknown = set(spec) - CALL_SPEC_KEYS
+        if unknown:
+            raise RuleError(f"calls {spec['match']}: unknown keys {sorted(unknown)} "
+                            f"(known: {', '.join(sorted(CALL_SPEC_KEYS))})", where=str(profile.path))
+        if re.search(spec["match"], entry):
+            return spec
+    return None
+
+
+def _variants(profile: Profile, spec: dict | None) -> list[Variant]:
+    """A spec's variants x its cross list (names joined with '+'), each with its scalars and
+    tensor specs merged over the spec's; one unnamed variant when it lists none."""
+    if spec is None:
+        return [Variant("", {}, {}, spec=False)]
+    base = spec.get("variants") or [{}]
+    cross = spec.get("cross") or [{}]
+    out = []
+    for v in base:
+        for x in cross:
+            for part in (v, x):
+                if not isinstance(part, dict) or set(part) - {"name", "scalars", "tensors"}:
+                    raise RuleError(f"calls {spec['match']}: a variant is {{name, scalars, tensors}}, found {part!r}",
+                                    where=str(profile.path))
+            name = "+".join(str(n) for n in (v.get("name", ""), x.get("name", "")) if n)
+            if not re.fullmatch(r"[A-Za-z0-9_+]*", name):
+                raise RuleError(f"calls {spec['match']}: variant name {name!r}: letters, digits and _ only",
+                                where=str(profile.path))
+            scalars = {**spec.get("scalars", {}), **v.get("scalars", {}), **x.get("scalars", {})}
+            tensors = {k: dict(t) for k, t in spec.get("tensors", {}).items()}
+            for part in (v, x):
+                for k, t in part.get("tensors", {}).items():
+                    tensors[k] = {**tensors.get(k, {}), **t}
+            out.append(Variant(name, scalars, tensors))
+    names = [v.name for v in out]
+    if len(out) > 1 and (len(set(names)) != len(names) or "" in names):
+        raise RuleError(f"calls {spec['match']}: variants need distinct names, found {names}", where=str(profile.path))
+    return out
 
 
 def _is_grouped(profile: Profile, proto, args: list[Arg]) -> bool:
@@ -293,12 +453,25 @@ def build_plan(analysis: dict, rule: dict, profile: Profile, library_root: Path)
                 rel = header[len(inc.rstrip("/")) + 1:]
                 break
         includes.append(rel)
+    formats = [Format(**f) for f in profile["formats"]]
+    default_formats = [f.name for f in formats]
+    formats += [Format(**f) for f in profile.get("call_formats", [])]   # for calls specs only
+    by_name = {f.name: f for f in formats}
+    for f in formats:
+        if f.dtype not in profile["dtypes"]:
+            raise RuleError(f"format {f.name}: unknown dtype {f.dtype}", where=str(profile.path))
+    shapes_rc = [tuple(s) for s in profile["shapes_rc"]]
+    default_shapes = list(range(len(shapes_rc)))
+    not_run = _kernels_not_run(profile)
     entries, grouped_entries, not_called = [], [], []
     for ep in sorted(analysis["entry_points"], key=lambda e: e["name"]):
         reached = sorted(k for k in ep.get("kernels", {}) if k in migrated)
         if not reached:
             continue
         why = _not_called(profile, ep["name"])
+        runnable = [k for k in reached if not any(re.search(r["match"], k) for r in not_run)]
+        if why is None and not runnable:
+            why = "; ".join(dict.fromkeys(r["why"] for k in reached for r in not_run if re.search(r["match"], k)))
         if why is not None:
             not_called.append({"name": ep["name"], "kernels": reached, "why": why})
             continue
@@ -306,15 +479,39 @@ def build_plan(analysis: dict, rule: dict, profile: Profile, library_root: Path)
         if proto is None:
             raise UnsupportedConstruct(f"entry point {ep['name']} is not declared in the profile's headers",
                                        where=f"{ep['file']}:{ep['line']}")
-        args = _args(profile, proto)
-        (grouped_entries if _is_grouped(profile, proto, args) else entries).append(
-            Entry(ep["name"], proto.where, args, reached, _inputs_for(profile, ep["name"])))
+        spec = _calls_spec(profile, ep["name"])
+        entry_formats, entry_shapes = default_formats, default_shapes
+        if spec is not None:
+            entry_formats = [str(f) for f in spec.get("formats", default_formats)]
+            for f in entry_formats:
+                if f not in by_name:
+                    raise RuleError(f"calls {spec['match']}: unknown format {f}", where=str(profile.path))
+            if "shapes_rc" in spec:
+                entry_shapes = []
+                for rc in spec["shapes_rc"]:
+                    if tuple(rc) not in shapes_rc:
+                        shapes_rc.append(tuple(rc))
+                    entry_shapes.append(shapes_rc.index(tuple(rc)))
+        for variant in _variants(profile, spec):
+            args = _args(profile, proto, variant)
+            label = f"{ep['name']}/{variant.name}" if variant.name else ep["name"]
+            entry = Entry(ep["name"], proto.where, args, reached, _inputs_for(profile, ep["name"]), label=label,
+                          variant=variant.name, formats=list(entry_formats), shapes=list(entry_shapes))
+            if _is_grouped(profile, proto, args):
+                if spec is not None:
+                    raise UnsupportedConstruct(f"{proto.name}: grouped entry points take no calls spec",
+                                               where=proto.where)
+                grouped_entries.append(entry)
+            else:
+                entries.append(entry)
+    if len(formats) > 64 or len(shapes_rc) > 64:
+        raise RuleError("the driver takes at most 64 formats and 64 shapes (entry masks)", where=str(profile.path))
     if not entries and not grouped_entries:
+        if not_called:
+            raise UsageError("no entry point reaching a migrated kernel can be called: "
+                             + "; ".join(f"{n['name']}: {n['why']}" for n in not_called),
+                             hint="these kernels are compile-verified only (codemod verify)")
         raise UsageError("no entry point of the analysis reaches a migrated kernel")
-    formats = [Format(**f) for f in profile["formats"]]
-    for f in formats:
-        if f.dtype not in profile["dtypes"]:
-            raise RuleError(f"format {f.name}: unknown dtype {f.dtype}", where=str(profile.path))
     return Plan(
         library=profile["library"], rule=rule.get("id", "?"), binding=profile["binding"],
         tensor_type=profile["tensor_type"], includes=includes,
@@ -322,7 +519,7 @@ def build_plan(analysis: dict, rule: dict, profile: Profile, library_root: Path)
         link_name=profile["link_name"],
         dtypes={k: tuple(v) for k, v in profile["dtypes"].items()},
         input_dtypes=_all_inputs(profile, entries + grouped_entries), formats=formats,
-        shapes_rc=[tuple(s) for s in profile["shapes_rc"]], bench_rc=tuple(profile["bench_rc"]),
+        shapes_rc=shapes_rc, bench_rc=tuple(profile["bench_rc"]),
         step=list(profile.get("step", [])),
         bench_formats=list(profile.get("bench_formats", [f.name for f in formats])), entries=entries,
         compile_verified_only=list(profile.get("compile_verified_only", [])),
