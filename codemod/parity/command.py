@@ -81,7 +81,10 @@ def _generate(args) -> int:
     (args.output / "driver.cu").write_text(render_driver(plan))
     (args.output / "plan.json").write_text(plan.to_json())
     grouped = f" (+{len(plan.grouped_entries)} grouped)" if plan.grouped_entries else ""
-    print(f"parity: driver for {len(plan.entries)} entry points{grouped} written to {args.output}. "
+    functions = len({e.name for e in plan.entries})
+    calls = f" ({len(plan.entries)} calls with their variants)" if functions != len(plan.entries) else ""
+    print(f"parity: driver for {functions} entry points{calls}{grouped}, {sum(plan.case_counts().values())} "
+          f"cases per build, written to {args.output}. "
           f"Next: `codemod parity run --driver {args.output} ...` on a GPU machine.", file=sys.stderr)
     return 0
 

@@ -112,6 +112,15 @@ class Plan:
     # Entry points that reach a migrated kernel but are not called (profile's not_called, with why).
     not_called: list[dict] = field(default_factory=list)
 
+    def case_counts(self) -> dict[str, int]:
+        """Cases the driver runs per plain entry (its label): inputs x formats x shapes x 2 value
+        sets (random, edge); grouped entries: inputs x grouped formats x grouped cases x 2."""
+        counts = {e.label or e.name: len(e.inputs) * len(e.formats or self.formats) * len(e.shapes or self.shapes_rc) * 2
+                  for e in self.entries}
+        for e in self.grouped_entries:
+            counts[e.label or e.name] = len(e.inputs) * len(self.grouped.formats) * len(self.grouped.cases) * 2
+        return counts
+
     def to_json(self) -> str:
         data = asdict(self)
         # NOTE: left out when unused, so the plans of libraries without grouped entries keep their JSON.

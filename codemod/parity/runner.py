@@ -96,8 +96,16 @@ def _driver(cfg: RunConfig, side: str) -> Path:
 
 
 def _combos(plan: dict, formats: list[str]) -> list[str]:
-    return [f"{e['name']}:{i}:{f}" for e in plan["entries"] for i in e.get("inputs") or plan["input_dtypes"]
-            for f in formats]
+    """Bench keys (the driver's `--only`): every entry (its label: a `calls` variant is
+    "function/variant") x input x the given formats it is called with; an entry called with none
+    of them (e.g. the router's `native`) is timed with its first format."""
+    keys = []
+    for e in plan["entries"]:
+        own = e.get("formats") or formats
+        chosen = [f for f in formats if f in own] or own[:1]
+        keys += [f"{e.get('label') or e['name']}:{i}:{f}" for i in e.get("inputs") or plan["input_dtypes"]
+                 for f in chosen]
+    return keys
 
 
 def _bench(cfg: RunConfig, side: str, exe: Path, name: str, only: list[str]) -> list[dict]:

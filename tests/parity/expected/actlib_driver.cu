@@ -39,7 +39,7 @@ namespace parity {
     }                                                                    \
   } while (false)
 
-enum class Kind { kFp32, kFp16, kBf16, kFp8E4M3, kFp8E5M2 };
+enum class Kind { kFp32, kFp16, kBf16, kFp8E4M3, kFp8E5M2, kByte, kInt16, kInt32, kInt64 };
 enum class Scaling { kPerTensor, kBlock1D };
 
 struct DType {
@@ -163,6 +163,18 @@ void store(Kind kind, void* dst, size_t i, float v) {
     case Kind::kFp8E5M2:
       static_cast<__nv_fp8_e5m2*>(dst)[i] = __nv_fp8_e5m2(v);
       break;
+    case Kind::kByte:
+      static_cast<uint8_t*>(dst)[i] = static_cast<uint8_t>(v);
+      break;
+    case Kind::kInt16:
+      static_cast<int16_t*>(dst)[i] = static_cast<int16_t>(v);
+      break;
+    case Kind::kInt32:
+      static_cast<int32_t*>(dst)[i] = static_cast<int32_t>(v);
+      break;
+    case Kind::kInt64:
+      static_cast<int64_t*>(dst)[i] = static_cast<int64_t>(v);
+      break;
   }
 }
 
@@ -197,6 +209,7 @@ struct Buffer {
 // The buffers behind one tensor handle. Absent buffers stay null.
 struct Tensor {
   size_t rows = 0, cols = 0;
+  int ndim = 2;  // 1: a vector of `rows` elements (cols is 1)
   int dtype = 0;
   Scaling scaling = Scaling::kPerTensor;
   std::unique_ptr<Buffer> data, columnwise_data, amax, scale, scale_inv, block_scale,
@@ -249,11 +262,11 @@ Tensor make_input(const Case& c, size_t rm, size_t cm, int salt) {
   return t;
 }
 
-Tensor make_output(const Case& c, size_t rm, size_t cm) {
+Tensor make_output_shape(const Case& c, size_t rows, size_t cols) {
   const Format& f = kFormats[c.format];
   Tensor t;
-  t.rows = c.rows * rm;
-  t.cols = c.cols * cm;
+  t.rows = rows;
+  t.cols = cols;
   t.dtype = f.dtype;
   t.scaling = f.scaling;
   const size_t n = t.rows * t.cols, bytes = n * kDTypes[f.dtype].bytes;
@@ -280,6 +293,10 @@ Tensor make_output(const Case& c, size_t rm, size_t cm) {
     }
   }
   return t;
+}
+
+Tensor make_output(const Case& c, size_t rm, size_t cm) {
+  return make_output_shape(c, c.rows * rm, c.cols * cm);
 }
 
 Tensor make_dbias(const Case& c) {
@@ -651,35 +668,37 @@ struct Call_actlib_swiglu final : Call {
 struct Entry {
   const char* name;
   Call* (*make)();
-  unsigned inputs;  // bit i: called with kInputDTypes[i]
+  unsigned inputs;   // bit i: called with kInputDTypes[i]
+  uint64_t formats;  // bit f: called with kFormats[f]
+  uint64_t shapes;   // bit s: called with kShapes[s]
 };
 
 const Entry kEntries[] = {
     {"actlib_clamped_swiglu", [] { return static_cast<Call*>(new Call_actlib_clamped_swiglu()); },
-     1u << 0 | 1u << 1 | 1u << 2},
+     1u << 0 | 1u << 1 | 1u << 2, 0x3fffull, 0x1full},
     {"actlib_dequantize", [] { return static_cast<Call*>(new Call_actlib_dequantize()); },
-     1u << 3 | 1u << 4},
+     1u << 3 | 1u << 4, 0x3fffull, 0x1full},
     {"actlib_dgelu", [] { return static_cast<Call*>(new Call_actlib_dgelu()); },
-     1u << 0 | 1u << 1 | 1u << 2},
+     1u << 0 | 1u << 1 | 1u << 2, 0x3fffull, 0x1full},
     {"actlib_drelu", [] { return static_cast<Call*>(new Call_actlib_drelu()); },
-     1u << 0 | 1u << 1 | 1u << 2},
+     1u << 0 | 1u << 1 | 1u << 2, 0x3fffull, 0x1full},
     {"actlib_dswiglu", [] { return static_cast<Call*>(new Call_actlib_dswiglu()); },
-     1u << 0 | 1u << 1 | 1u << 2},
+     1u << 0 | 1u << 1 | 1u << 2, 0x3fffull, 0x1full},
     {"actlib_gelu", [] { return static_cast<Call*>(new Call_actlib_gelu()); },
-     1u << 0 | 1u << 1 | 1u << 2},
+     1u << 0 | 1u << 1 | 1u << 2, 0x3fffull, 0x1full},
     {"actlib_quantize", [] { return static_cast<Call*>(new Call_actlib_quantize()); },
-     1u << 0 | 1u << 1 | 1u << 2},
+     1u << 0 | 1u << 1 | 1u << 2, 0x3fffull, 0x1full},
     {"actlib_quantize_dbias", [] { return static_cast<Call*>(new Call_actlib_quantize_dbias()); },
-     1u << 0 | 1u << 1 | 1u << 2},
+     1u << 0 | 1u << 1 | 1u << 2, 0x3fffull, 0x1full},
     {"actlib_quantize_dbias_dgelu",
      [] { return static_cast<Call*>(new Call_actlib_quantize_dbias_dgelu()); },
-     1u << 0 | 1u << 1 | 1u << 2},
+     1u << 0 | 1u << 1 | 1u << 2, 0x3fffull, 0x1full},
     {"actlib_relu", [] { return static_cast<Call*>(new Call_actlib_relu()); },
-     1u << 0 | 1u << 1 | 1u << 2},
+     1u << 0 | 1u << 1 | 1u << 2, 0x3fffull, 0x1full},
     {"actlib_silu", [] { return static_cast<Call*>(new Call_actlib_silu()); },
-     1u << 0 | 1u << 1 | 1u << 2},
+     1u << 0 | 1u << 1 | 1u << 2, 0x3fffull, 0x1full},
     {"actlib_swiglu", [] { return static_cast<Call*>(new Call_actlib_swiglu()); },
-     1u << 0 | 1u << 1 | 1u << 2},
+     1u << 0 | 1u << 1 | 1u << 2, 0x3fffull, 0x1full},
 };
 
 std::string Case::id() const {
@@ -734,10 +753,11 @@ int run_parity(const char* path, uint64_t seed, int shard, int shards, bool clea
     for (int i = 0; i < n_inputs; ++i)
       for (int f = 0; f < n_formats; ++f) {
         if ((e * n_inputs + i) % shards != shard) continue;
-        if (!(kEntries[e].inputs & (1u << i))) continue;
+        if (!(kEntries[e].inputs & (1u << i)) || !(kEntries[e].formats >> f & 1)) continue;
         bool first = true;
         for (int s = 0; s < n_shapes; ++s)
           for (int v = 0; v < 2; ++v) {
+            if (!(kEntries[e].shapes >> s & 1)) continue;
             const Case c{
                 e,
                 i,
@@ -796,7 +816,7 @@ int run_bench(const char* path, const std::vector<std::string>& only, int reps) 
   for (int e = 0; e < n_entries; ++e)
     for (int i = 0; i < n_inputs; ++i)
       for (int f = 0; f < n_formats; ++f) {
-        if (!(kEntries[e].inputs & (1u << i))) continue;
+        if (!(kEntries[e].inputs & (1u << i)) || !(kEntries[e].formats >> f & 1)) continue;
         const std::string key = std::string(kEntries[e].name) + ":" +
                                 kDTypes[kInputDTypes[i]].name + ":" + kFormats[f].name;
         if (!only.empty() && std::find(only.begin(), only.end(), key) == only.end()) continue;
