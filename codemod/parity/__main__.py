@@ -1,6 +1,6 @@
-"""`python -m codemod.parity ARGS` = `codemod parity run ARGS`, and `python -m codemod.parity build
-ARGS` = `codemod parity build ARGS`, without the analysis stack (for GPU machines that lack libclang
-and tree-sitter)."""
+"""`python -m codemod.parity [run] ARGS` = `codemod parity run ARGS`, and `python -m codemod.parity
+build ARGS` = `codemod parity build ARGS`, without the analysis stack (for GPU machines that lack
+libclang and tree-sitter)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from .command import _build, _run, add_build_arguments, add_run_arguments
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    verb = argv.pop(0) if argv[:1] == ["build"] else "run"
+    verb = argv.pop(0) if argv[:1] in (["build"], ["run"]) else "run"
     parser = argparse.ArgumentParser(prog=f"python -m codemod.parity{' build' if verb == 'build' else ''}")
     (add_build_arguments if verb == "build" else add_run_arguments)(parser)
     args = parser.parse_args(argv)

@@ -93,7 +93,11 @@ def _run(args) -> int:
     from .report import render_markdown
     from .runner import RunConfig, run as run_parity
 
-    plan = json.loads((args.driver / "plan.json").read_text())
+    try:
+        plan = json.loads((args.driver / "plan.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read the driver plan {args.driver / 'plan.json'}: {exc}",
+                         hint="run `codemod parity generate ... -o DIR` and pass DIR as --driver") from None
     cfg = RunConfig(trees={"original": args.original.resolve(), "migrated": args.migrated.resolve()},
                     build_cmd=args.build_cmd, driver=(args.driver / "driver.cu").resolve(), plan=plan,
                     work=args.work.resolve(), out=args.json.resolve().parent,

@@ -61,15 +61,20 @@ def render_markdown(r: dict) -> str:
         "| entry point | combinations run | cases run | byte-equal | rejected (both) |",
         "|---|---:|---:|---:|---:|",
     ]
+    # One row per entry point: the variants of a profile's calls spec ("function/variant") summed.
     per_entry: dict[str, list[int]] = {}
+    variants: dict[str, set[str]] = {}
     for c in r["combinations"]:
-        e = per_entry.setdefault(c["entry"], [0, 0, 0, 0])
+        name, _, variant = c["entry"].partition("/")
+        variants.setdefault(name, set()).add(variant)
+        e = per_entry.setdefault(name, [0, 0, 0, 0])
         e[0] += 1 if c["ran"] else 0
         e[1] += c["ran"]
         e[2] += c["equal"]
         e[3] += c["rejected"]
     for name, (combos, ran, equal, rej) in sorted(per_entry.items()):
-        lines.append(f"| `{name}` | {combos} | {ran} | {equal} | {rej} |")
+        n = len(variants[name] - {""})
+        lines.append(f"| `{name}`{f' ({n} variants)' if n else ''} | {combos} | {ran} | {equal} | {rej} |")
     lines += _rejections(r["combinations"])
     if r["mismatches"]:
         lines += ["", "First mismatches:", ""]

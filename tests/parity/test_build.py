@@ -124,3 +124,22 @@ def test_report_verb_renders_a_result_again_and_refuses_other_json(tmp_path, cap
     other.write_text('{"schema": "codemod-analysis/1"}')
     assert cli(["parity", "report", str(other)]) == 2
     assert "not a parity result" in capsys.readouterr().err
+
+
+def test_markdown_sums_the_variants_of_an_entry_point():
+    from codemod.parity.report import render_markdown
+
+    combos = [{"entry": "f/a+x", "ran": 10, "equal": 10, "rejected": 0, "rejections": []},
+              {"entry": "f/b+x", "ran": 8, "equal": 8, "rejected": 2, "rejections": ["bad shape"]},
+              {"entry": "g", "ran": 10, "equal": 10, "rejected": 0, "rejections": []}]
+    md = render_markdown(_result(combinations=combos))
+    assert "| `f` (2 variants) | 2 | 18 | 18 | 2 |" in md and "| `g` | 1 | 10 | 10 | 0 |" in md
+
+
+def test_module_entry_point_takes_the_run_verb_too(tmp_path, capsys):
+    """`python -m codemod.parity run ARGS` as the docs spell it (the verb was left in argv)."""
+    assert main(["run", "--original", "o", "--migrated", "m", "--build-cmd", "true", "--driver",
+                 str(tmp_path / "nope"), "--work", str(tmp_path / "w"), "--json", str(tmp_path / "r.json"),
+                 "--skip-build"]) == 2
+    err = capsys.readouterr().err
+    assert "unrecognized arguments" not in err and "cannot read the driver plan" in err
