@@ -18,7 +18,9 @@ def add_parser(sub) -> None:
     verbs = p.add_subparsers(dest="verb", metavar="VERB")
     g = verbs.add_parser("generate", help="write the driver source and its plan (no GPU needed)")
     g.add_argument("directory", type=Path, help="library root (the original tree)")
-    g.add_argument("--target", required=True, help="rule name (rules/NAME.yaml) or rule file path")
+    g.add_argument("--target", required=True, action="append",
+                   help="rule name (rules/NAME.yaml) or rule file path; repeat it for one driver over "
+                        "several rules' migrated kernels (the analysis must cover their TUs)")
     g.add_argument("--analysis", type=Path, required=True, help="`codemod analyze --json` of the tree")
     g.add_argument("--profile", required=True, help="parity profile name (codemod/parity/libraries) or path")
     g.add_argument("-o", "--output", type=Path, required=True, help="folder for driver.cu and plan.json")
@@ -75,8 +77,8 @@ def _generate(args) -> int:
     if not args.analysis.is_file():
         raise UsageError(f"no analysis file {args.analysis}", hint="run `codemod analyze DIR --json FILE` first")
     analysis = json.loads(args.analysis.read_text())
-    rule = load_rule(args.target)
-    plan = build_plan(analysis, rule.raw, load_profile(args.profile), args.directory)
+    plan = build_plan(analysis, merged_rules([load_rule(t).raw for t in args.target]), load_profile(args.profile),
+                      args.directory)
     args.output.mkdir(parents=True, exist_ok=True)
     (args.output / "driver.cu").write_text(render_driver(plan))
     (args.output / "plan.json").write_text(plan.to_json())
@@ -87,6 +89,16 @@ def _generate(args) -> int:
           f"cases per build, written to {args.output}. "
           f"Next: `codemod parity run --driver {args.output} ...` on a GPU machine.", file=sys.stderr)
     return 0
+
+
+def merged_rules(rules: list[dict]) -> dict:
+    """Several rules as one for the plan: ids joined with '+', the union of migrate.kernels."""
+    if len(rules) == 1:
+        return rules[0]
+    kernels = []
+    for r in rules:
+        kernels += [k for k in r.get("migrate", {}).get("kernels", []) if k not in kernels]
+    return {"id": "+".join(str(r.get("id", "?")) for r in rules), "migrate": {"kernels": kernels}}
 
 
 def _run(args) -> int:

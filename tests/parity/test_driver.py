@@ -114,3 +114,27 @@ def test_te_profile_plans_the_activation_entry_points(tmp_path):
     # Grouped-tensor entry points (NVTEGroupedTensor) are planned apart (tests/parity/test_grouped.py).
     assert not any(n.startswith("nvte_group_") for n in names)
     assert all(e.name.startswith("nvte_group_") for e in plan.grouped_entries)
+
+
+def test_generate_takes_several_targets_as_one_plan(tmp_path, capsys):
+    """`parity generate --target A --target B`: one driver over the union of both rules'
+    migrate.kernels (TE: activation, scaled_activation and fused_router in one run)."""
+    import yaml
+
+    from codemod.cli import main
+
+    rule = yaml.safe_load((GOLDEN / "activation.yaml").read_text())
+    first, second = dict(rule, id="part_a"), dict(rule, id="part_b")
+    first["migrate"] = dict(rule["migrate"], kernels=["actlib::unary_kernel"])
+    second["migrate"] = dict(rule["migrate"], kernels=["actlib::gated_act_kernel", "actlib::unary_kernel"])
+    (tmp_path / "a.yaml").write_text(yaml.safe_dump(first))
+    (tmp_path / "b.yaml").write_text(yaml.safe_dump(second))
+    rc = main(["parity", "generate", str(GOLDEN / "input"), "--target", str(tmp_path / "a.yaml"), "--target",
+               str(tmp_path / "b.yaml"), "--analysis", str(GOLDEN / "expected" / "analysis.json"),
+               "--profile", "actlib", "-o", str(tmp_path / "gen")])
+    assert rc == 0
+    plan = json.loads((tmp_path / "gen" / "plan.json").read_text())
+    assert plan["rule"] == "part_a+part_b"
+    kernels = {k for e in plan["entries"] for k in e["kernels"]}
+    assert kernels == {"actlib::unary_kernel", "actlib::gated_act_kernel"}
+    assert "cases per build" in capsys.readouterr().err
