@@ -18,6 +18,7 @@ from .api import prototypes
 PROFILES_DIR = Path(__file__).resolve().parent / "libraries"
 TENSOR_ROLES = ("input", "output", "dbias", "workspace")
 CALL_SPEC_KEYS = {"match", "formats", "shapes_rc", "scalars", "tensors", "variants", "cross"}
+INTEGER_KINDS = ("byte", "int16", "int32", "int64")
 TENSOR_SPEC_KEYS = {"role", "dims", "dtype", "fill", "zero", "absent", "nullptr"}
 GROUPED_ROLES = ("input", "output")
 GROUPED_SHAPES = ("same", "varying_first", "varying_last")
@@ -115,8 +116,8 @@ class Plan:
     def case_counts(self) -> dict[str, int]:
         """Cases the driver runs per plain entry (its label): inputs x formats x shapes x 2 value
         sets (random, edge); grouped entries: inputs x grouped formats x grouped cases x 2."""
-        counts = {e.label or e.name: len(e.inputs) * len(e.formats or self.formats) * len(e.shapes or self.shapes_rc) * 2
-                  for e in self.entries}
+        counts = {e.label or e.name: len(e.inputs) * len(e.formats or self.formats)
+                  * len(e.shapes or self.shapes_rc) * 2 for e in self.entries}
         for e in self.grouped_entries:
             counts[e.label or e.name] = len(e.inputs) * len(self.grouped.formats) * len(self.grouped.cases) * 2
         return counts
@@ -319,6 +320,11 @@ def _spec_arg(profile: Profile, proto, name: str, role: str, spec: dict, scalar_
             raise RuleError(f"{proto.name}: fill values of `{name}` must be numbers", where=str(profile.path)) from None
     elif fill in ("random", "mask01", "bits"):
         arg.fill = fill if role == "input" else ""
+        kind = profile["dtypes"].get(arg.dtype, ("", 0, ""))[2]
+        if arg.fill == "random" and kind in INTEGER_KINDS:
+            raise RuleError(f"{proto.name}: {arg.dtype} input `{name}` needs fill: mask01, bits, {{distinct: BOUND}} "
+                            "or {values: [...]} (random values are floats with NaN and infinities)",
+                            where=str(profile.path))
     else:
         raise RuleError(f"{proto.name}: tensor `{name}`: fill is random, mask01, bits, {{distinct: EXPR}} or "
                         f"{{values: [...]}}, found {fill!r}", where=str(profile.path))

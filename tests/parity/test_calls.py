@@ -207,6 +207,8 @@ def test_nvfp4_kernel_entries_are_not_called_with_the_reason():
      UnsupportedConstruct, "at most one that takes the case's format"),
     ({"tensors": {"act_scales": {"role": "input", "dims": ["R"], "dtype": "fp6"}}}, RuleError, "unknown dtype fp6"),
     ({"tensors": {"act_scales": {"role": "input", "dims": ["R"], "fill": "gauss"}}}, RuleError, "fill is random"),
+    ({"tensors": {"act_scales": {"role": "input", "dims": ["R"], "dtype": "int32"}}}, RuleError,
+     "int32 input `act_scales` needs fill: mask01"),
     ({"tensors": {"act_scales": {"role": "input", "dims": ["R"]}}, "scalars": {"topk": 1},
       "variants": [{"name": "a"}, {"name": "a"}]}, RuleError, "distinct names"),
     ({"tensors": {"act_scales": {"role": "input", "dims": ["R"]}}, "scalars": {"topk": 1},
