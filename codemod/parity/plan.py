@@ -526,7 +526,9 @@ def build_plan(analysis: dict, rule: dict, profile: Profile, library_root: Path)
             raise UsageError("no entry point reaching a migrated kernel can be called: "
                              + "; ".join(f"{n['name']}: {n['why']}" for n in not_called),
                              hint="these kernels are compile-verified only (codemod verify)")
-        raise UsageError("no entry point of the analysis reaches a migrated kernel")
+        raise UsageError("no entry point of the analysis reaches a migrated kernel",
+                         hint="analyze the TUs whose entry points launch them too, e.g. "
+                              "`codemod analyze DIR --target RULE --target cast --json A.json`")
     return Plan(
         library=profile["library"], rule=rule.get("id", "?"), binding=profile["binding"],
         tensor_type=profile["tensor_type"], includes=includes,
@@ -537,7 +539,8 @@ def build_plan(analysis: dict, rule: dict, profile: Profile, library_root: Path)
         shapes_rc=shapes_rc, bench_rc=tuple(profile["bench_rc"]),
         step=list(profile.get("step", [])),
         bench_formats=list(profile.get("bench_formats", [f.name for f in formats])), entries=entries,
-        compile_verified_only=list(profile.get("compile_verified_only", [])),
+        compile_verified_only=list(profile.get("compile_verified_only", []))
+        + [f"{k}: {r['why']}" for k in sorted(migrated) for r in not_run if re.search(r["match"], k)],
         link_libs=list(profile.get("link_libs", [])),
         grouped_entries=grouped_entries, grouped=_grouped(profile) if grouped_entries else None,
         not_called=not_called)

@@ -195,6 +195,8 @@ def test_nvfp4_kernel_entries_are_not_called_with_the_reason():
                       load_profile("te"), _te_root())
     assert [e.name for e in plan.entries] == ["nvte_gelu"]
     assert plan.not_called[0]["name"] == "nvte_quantize" and "sm_100" in plan.not_called[0]["why"]
+    # The migrated kernel itself is listed as compile-verified only (in the result and the report).
+    assert any(c.startswith(FP4_KERNEL + ": NVFP4") for c in plan.compile_verified_only)
 
 
 @pytest.mark.parametrize("spec, error, message", [
