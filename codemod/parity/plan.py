@@ -523,8 +523,11 @@ def build_plan(analysis: dict, rule: dict, profile: Profile, library_root: Path)
         raise RuleError("the driver takes at most 64 formats and 64 shapes (entry masks)", where=str(profile.path))
     if not entries and not grouped_entries:
         if not_called:
+            by_why: dict[str, list[str]] = {}
+            for n in not_called:
+                by_why.setdefault(n["why"], []).append(n["name"])
             raise UsageError("no entry point reaching a migrated kernel can be called: "
-                             + "; ".join(f"{n['name']}: {n['why']}" for n in not_called),
+                             + "; ".join(f"{', '.join(names)}: {why}" for why, names in by_why.items()),
                              hint="these kernels are compile-verified only (codemod verify)")
         raise UsageError("no entry point of the analysis reaches a migrated kernel",
                          hint="analyze the TUs whose entry points launch them too, e.g. "
