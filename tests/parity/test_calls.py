@@ -186,7 +186,8 @@ def test_bench_keys_use_labels_and_fall_back_to_the_entry_format():
 
 @needs_te
 def test_nvfp4_kernel_entries_are_not_called_with_the_reason():
-    with pytest.raises(UsageError, match="nvte_quantize, nvte_quantize_v2: NVFP4 .*ARCH_BLACKWELL_FAMILY.*compile-verified only"):
+    reason = "nvte_quantize, nvte_quantize_v2: NVFP4 .*ARCH_BLACKWELL_FAMILY.*compile-verified only"
+    with pytest.raises(UsageError, match=reason):
         _te_plan(["nvte_quantize", "nvte_quantize_v2"], kernel=FP4_KERNEL)
     # Beside a runnable kernel the entry point is called; only-NVFP4 entries are listed.
     analysis = _analysis(["nvte_quantize"], FP4_KERNEL)
