@@ -267,7 +267,7 @@ def _args(profile: Profile, proto, variant: "Variant | None" = None) -> list[Arg
 
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
-_EXPR = re.compile(r"^(?:\s|[A-Za-z_]\w*|\d+(?:\.\d+)?[fu]?|[-+*/%()<>?:=!&|,])*$")
+_EXPR = re.compile(r"^(?:\s|[A-Za-z_]\w*|\d+(?:\.\d+)?[fu]?|[-+*/%()<>?:=!&|])*$")
 
 
 def _check_expr(expr: str, names: set[str], proto, what: str, literal_ok: bool = False) -> None:

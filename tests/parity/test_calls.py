@@ -202,6 +202,8 @@ def test_nvfp4_kernel_entries_are_not_called_with_the_reason():
 
 @pytest.mark.parametrize("spec, error, message", [
     ({"tensors": {"act_scales": {"role": "input", "dims": ["R", "rows"]}}}, RuleError, "names rows"),
+    ({"tensors": {"act_scales": {"role": "input", "dims": ["R, C"]}}}, RuleError, "is not an expression"),
+    ({"tensors": {"act_scales": {"role": "input", "dims": ["R); abort("]}}}, RuleError, "is not an expression"),
     ({"tensors": {"act_scales": {"role": "input", "dims": ["R"], "colour": 1}}}, RuleError, "unknown keys"),
     ({"tensors": {"act_scales": {"role": "input"}, "input": {"dims": []}}}, RuleError, "needs dims"),
     ({"tensors": {"act_scales": {"role": "input", "dims": ["R"]}, "output": {"dims": ["R"], "fill": "bits"}}},
