@@ -283,3 +283,39 @@ def test_fused_router_plan_from_the_real_analysis(tmp_path):
     plan = _real_plan(tmp_path, "fused_router.yaml")
     names = {e.name for e in plan.entries}
     assert {"nvte_qb_histogram_accumulate", "nvte_qb_histogram_accumulate_unchecked"} <= names <= set(ROUTER)
+
+
+def _te_norm_root() -> Path | None:
+    """TE before its hand-written norm migration (the parent of aef96db0c): TE_NORM_SOURCE_DIR or ./te_norm."""
+    env = os.environ.get("TE_NORM_SOURCE_DIR")
+    root = (Path(env) if env else REPO / "te_norm") / "transformer_engine" / "common"
+    return root if (root / "include" / "transformer_engine" / "normalization.h").is_file() else None
+
+
+NORM = ["nvte_layernorm_fwd", "nvte_layernorm_bwd", "nvte_rmsnorm_fwd", "nvte_rmsnorm_bwd", "nvte_rmsnorm_bwd_add"]
+
+
+@pytest.mark.skipif(_te_norm_root() is None, reason="needs TE's pre-#3156 tree (TE_NORM_SOURCE_DIR or ./te_norm)")
+def test_normalization_entries_take_the_workspace_query_and_their_own_tensors(tmp_path):
+    plan = build_plan(_analysis(NORM), {"id": "norm", "migrate": {"kernels": ["k"]}}, load_profile("te"),
+                      _te_norm_root())
+    per_entry = Counter()
+    for label, n in plan.case_counts().items():
+        per_entry[label.split("/")[0]] += n
+    assert dict(per_entry) == {"nvte_layernorm_fwd": 504, "nvte_rmsnorm_fwd": 504, "nvte_layernorm_bwd": 72,
+                               "nvte_rmsnorm_bwd": 72, "nvte_rmsnorm_bwd_add": 72}
+    fwd = {a.name: a for a in next(e for e in plan.entries if e.label == "nvte_layernorm_fwd/zero_centered_gamma").args}
+    assert fwd["workspace"].role == "workspace" and not fwd["workspace"].dims   # size query, as before
+    assert fwd["z"].dtype == "" and fwd["mu"].dims == ["R"] and fwd["mu"].dtype == "fp32"
+    assert fwd["zero_centered_gamma"].value == "true" and fwd["multiprocessorCount"].value == "132"
+    bwd = {a.name: a for a in next(e for e in plan.entries if e.label == "nvte_rmsnorm_bwd_add/gamma").args}
+    assert bwd["add"].role == "input" and bwd["dx"].dtype == "input" and bwd["dgamma"].dims == ["C"]
+    text = render_driver(plan, version="<version>")
+    # A 1-D workspace shape stays 1-D when it is bound again (TE compares it exactly).
+    assert "t.ndim = s.ndim == 1 ? 1 : 2;" in text
+    if shutil.which("nvcc"):
+        src = tmp_path / "driver.cu"
+        src.write_text(text)
+        proc = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / "d.o"),
+                               f"-I{_te_norm_root() / 'include'}"], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr[-4000:]
