@@ -32,7 +32,10 @@ ROUTER = ["nvte_fused_topk_with_score_function_forward", "nvte_fused_topk_with_s
           "nvte_fused_topk_with_score_function_forward_qb_with_indices_unchecked",
           "nvte_qb_histogram_accumulate", "nvte_qb_histogram_accumulate_unchecked",
           "nvte_fused_topk_with_score_function_backward", "nvte_fused_topk_with_score_function_backward_v2",
-          "nvte_fused_topk_with_score_function_backward_with_indices"]
+          "nvte_fused_topk_with_score_function_backward_with_indices",
+          "nvte_fused_score_for_moe_aux_loss_forward", "nvte_fused_score_for_moe_aux_loss_forward_v2",
+          "nvte_fused_score_for_moe_aux_loss_backward", "nvte_fused_moe_aux_loss_forward",
+          "nvte_fused_moe_aux_loss_forward_graph_safe", "nvte_fused_moe_aux_loss_backward"]
 # Cases per build and entry point (all variants): inputs x formats x shapes x 2 value sets.
 EXPECTED_CASES = {
     "nvte_scaled_swiglu": 360, "nvte_scaled_situglu": 360, "nvte_scaled_clamped_swiglu": 360,
@@ -47,6 +50,9 @@ EXPECTED_CASES = {
     "nvte_qb_histogram_accumulate": 30, "nvte_qb_histogram_accumulate_unchecked": 30,
     "nvte_fused_topk_with_score_function_backward": 150, "nvte_fused_topk_with_score_function_backward_v2": 300,
     "nvte_fused_topk_with_score_function_backward_with_indices": 450,
+    "nvte_fused_score_for_moe_aux_loss_forward": 180, "nvte_fused_score_for_moe_aux_loss_forward_v2": 360,
+    "nvte_fused_score_for_moe_aux_loss_backward": 90, "nvte_fused_moe_aux_loss_forward": 48,
+    "nvte_fused_moe_aux_loss_forward_graph_safe": 48, "nvte_fused_moe_aux_loss_backward": 60,
 }
 FP4_KERNEL = ("transformer_engine::quantize_transpose_nvfp4::(anonymous namespace)::"
               "block_scaled_1d_cast_transpose_kernel")
@@ -91,7 +97,7 @@ def test_every_entry_gets_its_variants_and_case_count():
     for label, n in plan.case_counts().items():
         per_entry[label.split("/")[0]] += n
     assert dict(per_entry) == EXPECTED_CASES
-    assert sum(per_entry.values()) == 6600
+    assert sum(per_entry.values()) == 3060 + 3540 + 786   # scaled, top-k router, aux-loss scores and loss
     labels = [e.label for e in plan.entries]
     assert "nvte_scaled_dswiglu/interleave32+no_dscales" in labels
     assert "nvte_fused_topk_with_score_function_forward_v2/sqrtsoftplus_radix_top16_bias+bitmap" in labels
@@ -250,22 +256,22 @@ def test_te_calls_driver_compiles_against_te_headers(tmp_path):
     assert proc.returncode == 0, proc.stderr[-4000:]
 
 
-def _real_plan(tmp_path, fixture: str, keep=lambda k: True):
-    """Analysis of the fixture rule's TUs on TE, then the plan with every analysed kernel that
-    `keep` accepts as migrate.kernels (the fixture rules are analyze-only)."""
+def _real_plan(tmp_path, target: str):
+    """Analysis of the rule's TUs on TE (a rule of rules/ or an analyze-only fixture), then the plan
+    with every kernel the analysis connects to an entry point as migrate.kernels."""
     from codemod.cli import main
 
     root = _te_root()
     out = tmp_path / "a.json"
-    assert main(["analyze", str(root), "--target", str(FIXTURES / fixture), "--json", str(out)]) in (0, 1)
+    assert main(["analyze", str(root), "--target", target, "--json", str(out)]) in (0, 1)
     analysis = json.loads(out.read_text())
-    kernels = sorted({k for ep in analysis["entry_points"] for k in ep.get("kernels", {}) if keep(k)})
-    return build_plan(analysis, {"id": fixture, "migrate": {"kernels": kernels}}, load_profile("te"), root)
+    kernels = sorted({k for ep in analysis["entry_points"] for k in ep.get("kernels", {})})
+    return analysis, build_plan(analysis, {"id": "t", "migrate": {"kernels": kernels}}, load_profile("te"), root)
 
 
 @needs_te
 def test_scaled_activation_plan_from_the_real_analysis(tmp_path):
-    plan = _real_plan(tmp_path, "scaled_activation.yaml")
+    _, plan = _real_plan(tmp_path, str(FIXTURES / "scaled_activation.yaml"))
     assert sorted({e.name for e in plan.entries}) == sorted(SCALED)
     per_entry = Counter()
     for label, n in plan.case_counts().items():
@@ -278,11 +284,17 @@ def test_scaled_activation_plan_from_the_real_analysis(tmp_path):
 
 @needs_te
 def test_fused_router_plan_from_the_real_analysis(tmp_path):
-    """Every entry point the analysis connects to a router kernel is planned; which ones depends on
-    the frontend's reach (generic-lambda launches: issue 13), so the test takes what it finds."""
-    plan = _real_plan(tmp_path, "fused_router.yaml")
-    names = {e.name for e in plan.entries}
-    assert {"nvte_qb_histogram_accumulate", "nvte_qb_histogram_accumulate_unchecked"} <= names <= set(ROUTER)
+    """rules/fused_router.yaml (every fused_router TU): every entry point the analysis connects to
+    a kernel is planned with its calls spec (the profile covers all of them); entry points it
+    connects to none are not (the frontend's reach decides, issue 13)."""
+    analysis, plan = _real_plan(tmp_path, "fused_router")
+    reaching = {ep["name"] for ep in analysis["entry_points"] if ep.get("kernels")}
+    assert {e.name for e in plan.entries} == reaching
+    assert reaching <= set(ROUTER) and {"nvte_qb_histogram_accumulate", "nvte_fused_moe_aux_loss_backward"} <= reaching
+    per_entry = Counter()
+    for label, n in plan.case_counts().items():
+        per_entry[label.split("/")[0]] += n
+    assert dict(per_entry) == {n: EXPECTED_CASES[n] for n in reaching}
 
 
 def _te_norm_root() -> Path | None:
