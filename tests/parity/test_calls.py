@@ -1,7 +1,8 @@
 """Calls specs of a parity profile (TE: scaled activations, fused router) and kernels_not_run (TE's
 NVFP4 transpose): the plan from a synthetic analysis over TE's own headers, the rendered driver,
-refusals, the nvcc compile, and plans from real analyses with the analyze-only rules in
-tests/parity/fixtures (a checkout in TE_SOURCE_DIR or ./te)."""
+refusals, the nvcc compile, and plans from real analyses with rules/scaled_activation.yaml and
+rules/fused_router.yaml (a checkout in TE_SOURCE_DIR or ./te; the NVFP4 rule's analysis-only
+stand-in is tests/parity/fixtures/fp4_transpose.yaml)."""
 
 from __future__ import annotations
 
@@ -271,7 +272,10 @@ def _real_plan(tmp_path, target: str):
 
 @needs_te
 def test_scaled_activation_plan_from_the_real_analysis(tmp_path):
-    _, plan = _real_plan(tmp_path, str(FIXTURES / "scaled_activation.yaml"))
+    from codemod.rule import load_rule
+
+    analysis, _ = _real_plan(tmp_path, "scaled_activation")
+    plan = build_plan(analysis, load_rule("scaled_activation").raw, load_profile("te"), _te_root())
     assert sorted({e.name for e in plan.entries}) == sorted(SCALED)
     per_entry = Counter()
     for label, n in plan.case_counts().items():
@@ -331,3 +335,19 @@ def test_normalization_entries_take_the_workspace_query_and_their_own_tensors(tm
         proc = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / "d.o"),
                                f"-I{_te_norm_root() / 'include'}"], capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr[-4000:]
+
+
+@needs_te
+def test_nvfp4_rule_on_the_real_analysis_is_compile_verified_only(tmp_path):
+    """The NVFP4 transpose kernel as TE's analysis names it matches kernels_not_run: every
+    nvte_quantize* entry point reaching it is not called, and the plan is refused with the reason."""
+    from codemod.cli import main
+
+    out = tmp_path / "a.json"
+    assert main(["analyze", str(_te_root()), "--target", str(FIXTURES / "fp4_transpose.yaml"),
+                 "--json", str(out)]) in (0, 1)
+    analysis = json.loads(out.read_text())
+    reaching = {ep["name"] for ep in analysis["entry_points"] if FP4_KERNEL in ep.get("kernels", {})}
+    assert {"nvte_quantize", "nvte_quantize_v2"} <= reaching
+    with pytest.raises(UsageError, match="nvte_quantize, nvte_quantize_v2: NVFP4"):
+        build_plan(analysis, {"id": "fp4", "migrate": {"kernels": [FP4_KERNEL]}}, load_profile("te"), _te_root())
