@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import UsageError
-from ..frontend.parse import parse_all
+from ..frontend.parse import indexer_hash, parse_all
 from ..frontend.toolchain import cache_root
 from ..model import (SCHEMA_VERSION, Analysis, Axis, Diagnostic, EntryPoint, Kernel, Site,
                      TemplateParam, TranslationUnit, json_fields)
@@ -132,7 +132,9 @@ def _result_key(facts_list: list[dict], rules: list[Rule], root: Path) -> str:
     code = hashlib.sha256()
     for p in sorted([*here.glob("*.py"), here.parent / "model.py", here.parent / "frontend" / "treesitter.py"]):
         code.update(p.read_bytes())
-    data = [__version__, code.hexdigest(), root.name, [r.raw for r in rules], [r.entry_points for r in rules],
+    # NOTE: facts are keyed by their files' hashes, not their content: the indexer's own code is
+    # part of this key too, or facts made by other frontend code would meet a cached analysis.
+    data = [__version__, code.hexdigest(), indexer_hash(), root.name, [r.raw for r in rules], [r.entry_points for r in rules],
             [r.translation_units for r in rules], [r.exclude for r in rules],
             sorted((f["tu"], sorted(f.get("closure", {}).items())) for f in facts_list)]
     return hashlib.sha256(json.dumps(data, default=str, sort_keys=True).encode()).hexdigest()

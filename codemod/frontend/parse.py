@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import glob
 import hashlib
 import heapq
@@ -38,7 +39,8 @@ def _sha(path: Path) -> str:
     return h.hexdigest()
 
 
-def _indexer_hash() -> str:
+@functools.lru_cache(maxsize=1)
+def indexer_hash() -> str:
     """The indexer's own source is part of the key: changing how facts are made drops old ones."""
     here = Path(__file__).resolve().parent
     h = hashlib.sha256()
@@ -50,7 +52,7 @@ def _indexer_hash() -> str:
 
 def _cache_key(job: ParseJob, fingerprint: str) -> str:
     members = job.members or [job.tu]
-    data = json.dumps([CACHE_FORMAT, __version__, _indexer_hash(), fingerprint, job.tu, job.flags,
+    data = json.dumps([CACHE_FORMAT, __version__, indexer_hash(), fingerprint, job.tu, job.flags,
                        [(m, _sha(Path(job.root) / m)) for m in members]])
     return hashlib.sha256(data.encode()).hexdigest()
 
@@ -101,7 +103,7 @@ def build_pch(flags: list[str], headers: tuple[str, ...] = PCH_PREFIX) -> Path |
         return None
     import clang.cindex as ci
 
-    key = hashlib.sha256(json.dumps([CACHE_FORMAT, _indexer_hash(), headers, _pch_flags(flags)]).encode()).hexdigest()[:16]
+    key = hashlib.sha256(json.dumps([CACHE_FORMAT, indexer_hash(), headers, _pch_flags(flags)]).encode()).hexdigest()[:16]
     out = cache_root() / "pch" / f"prefix-{key}.pch"
     if out.is_file():
         return out
