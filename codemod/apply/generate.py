@@ -322,7 +322,97 @@ def _first_name(text: str) -> str:
 def _rewrite_sites(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str]) -> None:
     """Rewrite every planned site, then check that each one was (`_check_rewritten`)."""
     rewritten = _rewrite_launches(root, plan, cs, shipped)
+    rewritten |= _rewrite_at_positions(root, plan, cs, rewritten)
     _check_rewritten(plan, rewritten)
+
+
+def _matching(data: bytes, i: int) -> int:
+    """Offset just past the bracket closing the one at `i` (`(`, `[`, `{`), string and character
+    literals skipped; -1 when it never closes."""
+    pairs = {b"(": b")", b"[": b"]", b"{": b"}"}
+    stack, n = [], len(data)
+    while i < n:
+        c = data[i:i + 1]
+        if c in (b'"', b"'"):
+            i += 1
+            while i < n and data[i:i + 1] != c:
+                i += 2 if data[i:i + 1] == b"\\" else 1
+        elif c in pairs:
+            stack.append(pairs[c])
+        elif stack and c == stack[-1]:
+            stack.pop()
+            if not stack:
+                return i + 1
+        i += 1
+    return -1
+
+
+def _arguments(text: bytes) -> list[str] | None:
+    """The comma-separated expressions of `text` (a launch configuration or a call's arguments),
+    as tree-sitter parses them inside a call; None when that parse has an error."""
+    prefix = b"void codemod_f() { codemod_g("
+    root = source.parse(prefix + text + b"); }")
+    if root.has_error:
+        return None
+    call = next((n for n in source._walk(root) if n.type == "call_expression"), None)
+    args = call.child_by_field_name("arguments") if call is not None else None
+    if args is None:
+        return None
+    shift = len(prefix)
+    return [" ".join((prefix + text)[a.start_byte:a.end_byte].decode().split())
+            for a in args.named_children if a.type != "comment" and a.start_byte >= shift]
+
+
+def _rewrite_at_positions(root: Path, plan: Plan, cs: ChangeSet, done: set[str]) -> set[str]:
+    """Sites tree-sitter did not find (a launch inside a macro argument that holds statements, as
+    TE's nested TRANSFORMER_ENGINE_SWITCH_CONDITION): rewritten from the analysis' position when
+    the text there is exactly `var<<<cfg>>>(` or `cudaFuncSetAttribute(var, ...)` with `var` the
+    kernel variable. Anything else stays for _check_rewritten to refuse."""
+    rewritten: set[str] = set()
+    for kp in plan.kernels:
+        for site in kp.sites:
+            if site.id in done or not site.via or site.in_macro_body:
+                continue
+            data = (root / site.file).read_bytes()
+            starts = [0] + [m.end() for m in re.finditer(rb"\n", data)]
+            if site.line > len(starts):
+                continue
+            at = starts[site.line - 1] + site.col - 1
+            edit = (_launch_at(data, at, site.via) if site.kind == "launch" and site.api == "<<<>>>"
+                    else _attribute_at(data, at, site.via) if site.api == "cudaFuncSetAttribute" else None)
+            if edit is not None and not _has_directive(data, edit[0], edit[1]):
+                cs.edits.append(Edit(site.file, edit[0], edit[1], edit[2], "launch through NVRTC (analysis position)"))
+                rewritten.add(site.id)
+    return rewritten
+
+
+def _launch_at(data: bytes, at: int, var: str) -> tuple[int, int, str] | None:
+    m = re.compile(re.escape(var.encode()) + rb"\s*<<<").match(data, at)
+    if m is None:
+        return None
+    close = data.find(b">>>", m.end())
+    cfg = _arguments(data[m.end():close]) if close >= 0 else None
+    if cfg is None or not 2 <= len(cfg) <= 4:
+        return None
+    cfg += ["0", "0"][len(cfg) - 2:]
+    paren = re.compile(rb"\s*\(").match(data, close + 3)
+    if paren is None:
+        return None
+    end = paren.end()
+    empty = re.compile(rb"\s*\)").match(data, end) is not None
+    tail = "" if empty else "," if data[end:end + 1] == b"\n" else ", "
+    return at, end, f"{var}.launch({', '.join(cfg)}{tail}"
+
+
+def _attribute_at(data: bytes, at: int, var: str) -> tuple[int, int, str] | None:
+    m = re.compile(rb"(::)?cudaFuncSetAttribute\s*\(").match(data, at)
+    if m is None:
+        return None
+    close = _matching(data, m.end() - 1)
+    args = _arguments(data[m.end():close - 1]) if close >= 0 else None
+    if not args or args[0] != var:
+        return None
+    return at, close, f"{var}.set_attribute({', '.join(args[1:])})"
 
 
 def _check_rewritten(plan: Plan, rewritten: set[str]) -> None:

@@ -238,3 +238,47 @@ def test_a_kernel_with_no_instantiation_reached_stays_static(tmp_path, capsys):
     report = (tmp_path / "d.diff.report.md").read_text()
     assert report.count("the analysis reached no instantiation of") == 2
     assert "0 kernels migrated" in report or not (tmp_path / "d.diff").read_text().strip()
+
+
+NESTED_LAUNCH = '''  TULIB_TYPE_SWITCH(in->dtype, IType,
+    TULIB_TYPE_SWITCH(in->dtype, JType,
+      size_t smem_bytes = 0;
+      auto kernel = row_amax_kernel<IType>;
+      if (smem_bytes >= 48 * 1024) {
+        cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
+        TULIB_CHECK(err == cudaSuccess, "smem");
+      } kernel<<<static_cast<unsigned>(in->rows), kThreads, smem_bytes, stream>>>(
+          static_cast<const IType *>(in->data), amax, in->cols);)  // JType
+  )  // IType'''
+
+
+@pytest.mark.skipif(any(shutil.which(t) is None for t in ("nvcc", "cmake", "ninja")),
+                    reason="needs nvcc, cmake and ninja")
+def test_a_kernel_variable_launch_tree_sitter_misreads_is_rewritten_at_the_analysis_position(tmp_path, capsys):
+    """TE's fp4 transpose form: statements as nested switch-macro arguments, `} kernel<<<...>>>(`.
+    tree-sitter takes `in->dtype` for the launch's callee; the launch and the attribute call are
+    rewritten from clang's positions (`kernel.launch(...)`, `kernel.set_attribute(...)`), and the
+    patched library builds."""
+    import subprocess
+
+    from tests.golden.test_golden_builds import _nvrtc_root
+
+    root = tmp_path / "input"
+    shutil.copytree(GOLDEN / "tulib" / "input", root)
+    _edit(root / "tu" / "scaled.cu", '''  TULIB_TYPE_SWITCH(in->dtype, IType, {
+    row_amax_kernel<IType><<<static_cast<unsigned>(in->rows), kThreads, 0, stream>>>(
+        static_cast<const IType *>(in->data), amax, in->cols);
+  });''', NESTED_LAUNCH)
+    assert main(["apply", "--target", str(TULIB_RULE), str(root), "--write", "-q"]) == 0, capsys.readouterr().err
+    unit = (root / "tu" / "scaled.cu").read_text()
+    assert "auto kernel = ::tulib::rtc_scaled::row_amax_kernel<IType>();" in unit
+    assert ("cudaError_t err = kernel.set_attribute(cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);"
+            in unit)
+    assert "} kernel.launch(static_cast<unsigned>(in->rows), kThreads, smem_bytes, stream,\n" in unit
+    assert "<<<" not in unit.split("launch_row_amax", 1)[1]
+    cmd = ["cmake", "-S", str(root), "-B", str(tmp_path / "b"), "-G", "Ninja", "-DCMAKE_CUDA_ARCHITECTURES=90"]
+    if _nvrtc_root() is not None:
+        cmd.append(f"-DTULIB_NVRTC_ROOT={_nvrtc_root()}")
+    for c in (cmd, ["ninja", "-C", str(tmp_path / "b")]):
+        proc = subprocess.run(c, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
