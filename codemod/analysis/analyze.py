@@ -194,6 +194,16 @@ def _includes_of(root: Path, rules: list[Rule]):
     return includes
 
 
+def _merge_classes(facts_list: list[dict]) -> dict[str, dict]:
+    """Class facts (member constants, template parameters, bases) of every TU: first one wins (a
+    class is the same in every TU that includes its header)."""
+    classes: dict[str, dict] = {}
+    for facts in facts_list:
+        for name, c in facts.get("classes", {}).items():
+            classes.setdefault(name, c)
+    return classes
+
+
 def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: list[dict], stats: dict,
                    started: float, scans: _Scans) -> Analysis:
     """The stages, in order: entry points, symbolic instantiation, sites (with their axes), kernel
@@ -203,9 +213,10 @@ def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: li
     tu_set = set(tus)
     entries, entry_info = _entry_points(functions, rules, tu_set)
     entry_file = {name: fn["file"] for name, fn in entry_info.items()}
-    inst = Instantiator(functions, typedefs, tu_set, entry_file, _includes_of(root, rules))
+    inst = Instantiator(functions, typedefs, tu_set, entry_file, _includes_of(root, rules), _merge_classes(facts_list))
     inst.add_tables(global_uses)
     inst.ev.sizes = {t: n for facts in facts_list for t, n in facts.get("type_sizes", {}).items()}
+    inst.add_registrations(global_uses)
     inst.run(entries)
     classifier = AxisClassifier(functions, entries)
     canon, kid = _canonical_kernels(kernels_raw)
@@ -232,13 +243,14 @@ def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: li
 
 
 def _entry_points(functions: dict, rules: list[Rule], tu_set: set[str]) -> tuple[dict[str, str], dict[str, dict]]:
-    """The rule's regex over non-template, non-static functions defined in the TUs themselves:
-    (usr -> qualified name, qualified name -> function facts)."""
+    """The rule's regex over non-template, non-static functions defined in the TUs themselves, not
+    members of a class template: (usr -> qualified name, qualified name -> function facts)."""
     patterns = [r.entry_regex() for r in rules] or [re.compile(r".*")]
     entries: dict[str, str] = {}
     entry_info: dict[str, dict] = {}
     for usr, fn in functions.items():
-        if fn["file"] in tu_set and not fn["is_template"] and not fn["static"] and any(p.search(fn["name"]) for p in patterns):
+        internal = fn["static"] or fn.get("templated")
+        if fn["file"] in tu_set and not fn["is_template"] and not internal and any(p.search(fn["name"]) for p in patterns):
             entries[usr] = fn["qualname"]
             entry_info[fn["qualname"]] = fn
     return entries, entry_info

@@ -85,6 +85,10 @@ class AxisClassifier:
                         if strip_type(fp["type"]) == param:
                             text = strip_type(at)
                             break
+                if text is None and fn["tparams"][idx].get("default_text") is not None:
+                    # not passed: the parameter's default, spelled at its declaration
+                    out.add(("constant", fn["tparams"][idx]["default_text"]))
+                    continue
                 if text is None:
                     out.add(("unresolved", f"'{param}' of {fn['qualname']} not bound at {site['file']}:{site['line']}"))
                     continue

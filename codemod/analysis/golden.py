@@ -12,7 +12,9 @@ from pathlib import Path
 from ..model import Analysis
 
 REPO = Path(__file__).resolve().parents[2]
-CASES = ("actlib", "castlib", "routerlib")
+CASES = ("actlib", "castlib", "routerlib", "normlib")
+# Cases analysed under a rule of their own (golden/<case>/<file>); the others with no rule.
+CASE_RULES = {"normlib": "normlib.yaml"}
 
 
 def normalized(a: Analysis) -> dict:
@@ -29,7 +31,10 @@ def normalized(a: Analysis) -> dict:
 def analyze_case(case: str, **kw) -> Analysis:
     from .analyze import analyze
 
-    return analyze(REPO / "golden" / case / "input", [], **kw)
+    from ..rule import load_rule_file
+
+    rules = [load_rule_file(REPO / "golden" / case / CASE_RULES[case])] if case in CASE_RULES else []
+    return analyze(REPO / "golden" / case / "input", rules, **kw)
 
 
 def dump(doc: dict) -> str:

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from functools import lru_cache
 
-from ..frontend.source_text import normalize, substitute
+from ..frontend.source_text import normalize, read_template_id, substitute, tokens
 from .consteval import fold_text
 
 MAX_ENVS_PER_FUNCTION = 50_000
@@ -63,9 +63,10 @@ _NAME = re.compile(r"[A-Za-z_]\w*")
 
 
 class Evaluator:
-    def __init__(self, typedefs: dict[str, str]):
+    def __init__(self, typedefs: dict[str, str], classes: dict[str, dict] | None = None):
         self.typedefs = typedefs
         self.sizes: dict[str, int] = {}   # canonical type -> sizeof (clang's), for folding
+        self.members = MemberConstants(classes or {})
         self._names: dict[str, frozenset] = {}
         self._parts: dict[tuple, tuple] = {}
         self._memo: dict[tuple, str] = {}
@@ -117,9 +118,122 @@ class Evaluator:
                 return env[bare]
             if bare in self.typedefs:
                 return self.typedefs[bare]
+            head, sep, rest = bare.partition("::")
+            if sep:  # `KT::THREADS_PER_WARP` with KT bound: the bound class, then its member
+                got = bindings[head]["value"] if head in bindings else env.get(head)
+                if got is not None:
+                    return f"{got}::{rest}"
             return None
 
-        return substitute(text, lookup)
+        return self.members.resolve(substitute(text, lookup))
+
+
+class MemberConstants:
+    """`ns::Traits<A, B>::N` -> its value, from the class facts of the frontend (`traits.py`):
+    the member's initializer with the template parameters bound (defaults included), looked up in
+    the bases when the class does not declare it, folded when it is an integer expression."""
+
+    MAX_DEPTH = 8
+
+    def __init__(self, classes: dict[str, dict]):
+        self.classes = classes
+        bare: dict[str, list[str]] = defaultdict(list)
+        for q in classes:
+            bare[q.rsplit("::", 1)[-1]].append(q)
+        self._bare = {b: qs[0] for b, qs in bare.items() if len(qs) == 1}
+        self._memo: dict[tuple[str, str], str | None] = {}
+
+    def _facts(self, name: str) -> dict | None:
+        name = name.lstrip(":")
+        return self.classes.get(name) or self.classes.get(self._bare.get(name.rsplit("::", 1)[-1], ""))
+
+    def resolve(self, text: str) -> str:
+        """Every `Class<...>::MEMBER` in `text` whose value is known, replaced by it."""
+        if "::" not in text or not self.classes:
+            return text
+        toks = tokens(text)
+        i, changed = 1, False
+        while i + 1 < len(toks):
+            if toks[i] == "::" and _NAME.fullmatch(toks[i + 1]):
+                start = _class_start(toks, i)
+                if start is not None:
+                    value = self.value("".join(_spaced(toks[start:i])), toks[i + 1])
+                    if value is not None:
+                        toks[start:i + 2] = [value]
+                        i, changed = start + 1, True
+                        continue
+            i += 1
+        return normalize(" ".join(toks)) if changed else text
+
+    def value(self, cls: str, member: str, depth: int = 0) -> str | None:
+        key = (cls, member)
+        if key not in self._memo:
+            self._memo[key] = None if depth > self.MAX_DEPTH else self._value(cls, member, depth)
+        return self._memo[key]
+
+    def _value(self, cls: str, member: str, depth: int) -> str | None:
+        got = read_template_id(cls, 0)
+        facts = self._facts(got[0]) if got else None
+        if facts is None:
+            return None
+        args = got[1] or []
+        env: dict[str, str] = {}
+        for i, p in enumerate(facts["params"]):
+            if i < len(args):
+                env[p["name"]] = args[i]
+            elif p.get("default") is not None:
+                env[p["name"]] = substitute(p["default"], env.get)
+            else:
+                return None
+
+        def lookup(name: str):
+            if name in env:
+                return env[name]
+            if name in facts["constants"] and name != member:
+                return self.value(cls, name, depth + 1)
+            return None
+
+        if member in facts["constants"]:
+            return fold_text(self.resolve(substitute(facts["constants"][member], lookup)))
+        for base in facts["bases"]:
+            got = self.value(normalize(substitute(base, env.get)), member, depth + 1)
+            if got is not None:
+                return got
+        return None
+
+
+def _class_start(toks: list[str], i: int) -> int | None:
+    """Index of the first token of the class expression that ends before `toks[i]` (a `::`):
+    `ns::C<...>` or `ns::C`."""
+    j = i - 1
+    if toks[j] in (">", ">>"):
+        depth = 0
+        while j >= 0:
+            if toks[j] in (">", ">>"):
+                depth += len(toks[j])
+            elif toks[j] == "<":
+                depth -= 1
+                if depth == 0:
+                    break
+            j -= 1
+        j -= 1
+    if j < 0 or not _NAME.fullmatch(toks[j]):
+        return None
+    while j >= 2 and toks[j - 1] == "::" and _NAME.fullmatch(toks[j - 2]):
+        j -= 2
+    if j >= 1 and toks[j - 1] == "::":
+        j -= 1
+    return j
+
+
+def _spaced(toks: list[str]) -> list[str]:
+    """Tokens to join: a space between two words (`unsigned int`)."""
+    out: list[str] = []
+    for t in toks:
+        if out and re.match(r"\w", out[-1][-1:]) and re.match(r"\w", t[:1]):
+            out.append(" ")
+        out.append(t)
+    return out
 
 
 _SIZEOF = {"float": 4, "double": 8, "__half": 2, "__nv_bfloat16": 2, "__nv_fp8_e4m3": 1, "__nv_fp8_e5m2": 1,
@@ -171,7 +285,7 @@ def label_tu(label: str, entry_files: dict[str, str]) -> str:
 class Instantiator:
     def __init__(self, functions: dict[str, dict], typedefs: dict[str, str],
                  tu_files: set[str] | None = None, entry_files: dict[str, str] | None = None,
-                 includes: Callable[[str], set[str]] | None = None):
+                 includes: Callable[[str], set[str]] | None = None, classes: dict[str, dict] | None = None):
         """`tu_files` (the analysed TUs' main files) and `entry_files` (entry point -> file): a call
         from one TU to a function template defined in another TU's main file cannot instantiate it
         there (the definition is not visible); the other TU does, through an explicit
@@ -181,7 +295,9 @@ class Instantiator:
         self.tu_files = tu_files or set()
         self.entry_files = entry_files or {}
         self.includes = includes or (lambda tu: set())
-        self.ev = Evaluator(typedefs)
+        self.ev = Evaluator(typedefs, classes)
+        # registry class -> the functions registered in it (REGISTER(...) at namespace scope)
+        self.registries: dict[str, list[str]] = defaultdict(list)
         # usr -> env key -> [env, set(entry names)]
         self.envs: dict[str, dict[tuple, list]] = defaultdict(dict)
         self.truncated: set[str] = set()
@@ -191,6 +307,26 @@ class Instantiator:
         for u in global_uses:
             if u.get("api") == "table" and u not in self.tables[u["var"]]:
                 self.tables[u["var"]].append({**u, "copies": [{"bindings": {}}]})
+
+    def add_registrations(self, global_uses: list[dict]) -> None:
+        """Functions stored in a registry by static registration objects: a call of the registry's
+        lookup reaches each of them (`registry_edges`)."""
+        for u in global_uses:
+            if u.get("kind") == "registration" and u["function"] not in self.registries[u["registry"]]:
+                self.registries[u["registry"]].append(u["function"])
+
+    def registry_edges(self, site: dict) -> list[str]:
+        """A call of a member of a registry class (its lookup) reaches every function registered
+        in that registry: the registration macro's arguments are bound in each of them."""
+        if not self.registries:
+            return []
+        out: list[str] = []
+        for name in site.get("callee_names", ()):
+            owner = name.rsplit("::", 1)[0]
+            for usr in self.registries.get(owner, ()):
+                if usr in self.functions and usr not in out:
+                    out.append(usr)
+        return out
 
     def _pick_callees(self, site: dict, copy: dict) -> list[dict]:
         cands = [self.functions[u] for u in site.get("callees", []) if u in self.functions]
@@ -214,9 +350,17 @@ class Instantiator:
             pname = strip_type(param["type"])
             if pname in names and pname not in cenv and at:
                 cenv[pname] = self.ev.evaluate(strip_type(at), env, bindings)
+        self._bind_defaults(tparams, cenv, env)
         for p in tparams:
             cenv.setdefault(p["name"], UNKNOWN)
         return cenv
+
+    def _bind_defaults(self, tparams: list[dict], cenv: dict, env: dict) -> None:
+        """Parameters nobody passed take their default, evaluated with the parameters before them
+        (`bool FUSED = false`, `int N = 2 * M`)."""
+        for p in tparams:
+            if p["name"] not in cenv and p.get("default_text") is not None:
+                cenv[p["name"]] = self.ev.evaluate(p["default_text"], {**env, **cenv}, {})
 
     def run(self, entries: dict[str, str]) -> None:
         """entries: function usr -> entry point name."""
@@ -277,6 +421,8 @@ class Instantiator:
                     continue
                 for callee in self._pick_callees(site, copy):
                     out.append((callee["usr"], self.bind(callee, site, copy, env)))
+                for usr in self.registry_edges(site):
+                    out.append((usr, {}))
         return out
 
     def live(self, copy: dict, env: dict) -> bool:

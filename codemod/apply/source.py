@@ -271,7 +271,11 @@ def declarations(data: bytes, names: set[str]) -> list[tuple[str, str]]:
             if child.type == "expression_statement" or child.type.startswith("preproc"):
                 continue
             if _declared_name(child, data) in names:
-                out.append((ns, data[child.start_byte:child.end_byte].decode()))
+                end = child.end_byte
+                nxt = child.next_sibling
+                if nxt is not None and nxt.type == ";":   # `struct X {...};`: the `;` is a sibling
+                    end = nxt.end_byte
+                out.append((ns, data[child.start_byte:end].decode()))
 
     visit(parse(data), "")
     return out

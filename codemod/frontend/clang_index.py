@@ -20,7 +20,9 @@ from .cursors import (CK, FUNCTION_KINDS, INT_KINDS, WORD, child_cursors, device
                       file_loc, is_global, primary_template, qualname, real_path, ref_candidates, setup_lib,
                       template_params)
 from .recognizers import END_OF_FUNCTION, recognize
-from .source_text import read_macro_args, read_template_id, normalize
+from .traits import class_facts, qualify_self_named
+from .source_text import (bind_macro_args, find_pasted, macro_params, normalize, read_macro_args,
+                          read_template_args, read_template_id, splice_varargs, vararg_names)
 
 # The declarations `TUIndexer._decl` records or descends into.
 _DECL_KINDS = frozenset({CK.NAMESPACE, CK.LINKAGE_SPEC, CK.UNEXPOSED_DECL, CK.STRUCT_DECL, CK.CLASS_DECL,
@@ -61,6 +63,7 @@ class TUIndexer:
         self.globals_uses: list[dict] = []
         self.typedefs: dict[str, str] = {}
         self.type_sizes: dict[str, int] = {}  # canonical type spelling -> sizeof, from clang
+        self.classes: dict[str, dict] = {}  # qualified name -> traits.class_facts
         self.macros: dict[tuple[str, int], dict] = {}  # (file, offset) -> macro instantiation
         self._macro_args: dict[tuple, tuple | None] = {}  # (file, offset, limit) -> read_macro_args
         self._definitions: dict[tuple, dict | None] = {}  # (file, offset, name) -> _in_definition
@@ -155,6 +158,7 @@ class TUIndexer:
             "global_uses": self.globals_uses,
             "typedefs": self.typedefs,
             "type_sizes": self.type_sizes,
+            "classes": self.classes,
         }
 
     def _decl(self, cur):
@@ -165,6 +169,10 @@ class TUIndexer:
                     self._decl(ch)
             return
         if k in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE, CK.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION):
+            if k != CK.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION and cur.is_definition():
+                got = class_facts(cur)  # member constants used as template arguments (KT::N)
+                if got is not None:
+                    self.classes[qualname(cur)] = got
             for ch in child_cursors(cur):
                 if ch.kind in FUNCTION_KINDS or ch.kind in (CK.STRUCT_DECL, CK.CLASS_DECL, CK.CLASS_TEMPLATE):
                     self._decl(ch)
@@ -230,6 +238,9 @@ class TUIndexer:
             "static": cur.storage_class == ci.StorageClass.STATIC,
             "sites": {},
         }
+        parent = cur.semantic_parent
+        if parent is not None and parent.kind in (CK.CLASS_TEMPLATE, CK.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION):
+            fn["templated"] = True  # a member of a class template: instantiated, never an entry point
         self.functions[usr] = fn
         self._cur_fn = fn
         self.var_kernels: dict[str, list] = {}
@@ -265,6 +276,7 @@ class TUIndexer:
                     value = decl.underlying_typedef_type.spelling
             else:
                 value = self._decl_init_text(decl, alias=True) or decl.underlying_typedef_type.spelling
+                value = qualify_self_named(decl, value)
             return decl.spelling, {"value": value, "kind": "type", "macro": macro}
         if decl.kind == CK.VAR_DECL and self._is_constexpr(decl):
             if macro is not None or in_body:
@@ -515,21 +527,31 @@ class TUIndexer:
         text = self.files.get(df)
         body = text[doff:dend + 1]
         head = re.match(r"\s*(\w+)\s*(\(([^)]*)\))?", body)
-        params = [p.strip() for p in head.group(3).split(",")] if head and head.group(2) else []
+        params = macro_params(head.group(3)) if head and head.group(2) else []
+        variadic = bool(head and head.group(2) and head.group(3).strip().endswith("..."))
         start = head.end() if head else 0
+        inv = self.macro_args(m)
+        args = bind_macro_args(params, inv[1] if inv else [], variadic)
         hit = re.search(r"\b" + re.escape(name) + r"\b", body[start:])
-        if not hit:
+        # a name made by token pasting (`launch_##KIND##_<...>`): the pasted spelling
+        pasted = None if hit else find_pasted(body[start:], name, args)
+        if not hit and not pasted:
             return None
-        off = doff + start + hit.start()
+        off = doff + start + (hit.start() if hit else pasted[0])
         # include the qualifiers (`ns::kernel`) so the position is the expression's first byte
         q = re.search(r"(?:(?:::)?[A-Za-z_]\w*\s*::\s*)+$", text[doff:off])
         if q:
             off = doff + q.start()
         line = text.count("\n", 0, off) + 1
         col = off - (text.rfind("\n", 0, off) + 1) + 1
-        inv = self.macro_args(m)
-        args = dict(zip(params, inv[1] if inv else []))
-        return {"file": df, "line": line, "col": col, "offset": off, "macro": m, "args": args}
+        out = {"file": df, "line": line, "col": col, "offset": off, "macro": m, "args": args}
+        if pasted:
+            out["pasted"] = (name, doff + start + pasted[1])
+        if variadic:
+            rest = (inv[1] if inv else [])[len(params) - 1:]
+            out["varargs"] = (params[-1], rest)
+            args.update(zip(vararg_names(params[-1], len(rest)), rest))
+        return out
 
     def site_base(self, cur, scope, branches, kind, name: str = ""):
         fname, line, col, off, in_body = self.pos(cur)
@@ -559,8 +581,15 @@ class TUIndexer:
             d = self._in_definition(refcur, refcur.spelling or (refcur.referenced.spelling if refcur.referenced else ""))
             if not d:
                 return None, None
-            got = read_template_id(self.files.get(d["file"]), d["offset"])
-            return (got[0], got[1]) if got else (None, None)
+            text = self.files.get(d["file"])
+            if "pasted" in d:  # read the template arguments after the pasted name
+                name, end = d["pasted"]
+                got = (name, read_template_args(text, end))
+            else:
+                got = read_template_id(text, d["offset"])
+            if not got:
+                return None, None
+            return got[0], splice_varargs(got[1], d.get("varargs"))
         if not fname:
             return None, None
         got = read_template_id(self.files.get(fname), off)
@@ -635,6 +664,15 @@ class TUIndexer:
                     + ("function parameter" if var.kind == CK.PARM_DECL else "variable") + " not bound to a kernel template here"}
         return None
 
+    def queue_function(self, d) -> str:
+        """Walk a project function's definition when the walk gets to it (an edge the call graph
+        does not show: a registry entry, a constructor); returns its USR."""
+        u = d.get_usr()
+        if u not in self.defs and d.is_definition() and not device_only(d):
+            self.defs[u] = d
+        self._queue.append(u)
+        return u
+
     def children(self, cur) -> list:
         """`child_cursors(cur)`, remembered for the last cursor asked (each recognizer of a call asks)."""
         if self._kids is None or self._kids[0] != cur:
@@ -675,7 +713,8 @@ class TUIndexer:
         for a in children[1:]:
             t = a.type
             arg_types.append(t.spelling if t is not None else "")
-        site = self.site_base(refcur, scope, branches, "call")
+        # a call spelled in a macro body binds the macro's parameters (REGISTER(..., T, ...))
+        site = self.site_base(refcur, scope, branches, "call", name_text or refcur.spelling)
         site.update({
             "callees": sorted({c.get_usr() for c in cands}),
             "callee_names": sorted({qualname(c) for c in cands}),

@@ -111,10 +111,15 @@ def real_path(name: str) -> str:
     return r
 
 
-def _has_default(param) -> bool:
-    """`typename T = X` / `int N = 4` / `enable_if_t<...> = 0`: a default after the name."""
+def default_text(param) -> str | None:
+    """The spelled default of a template parameter: `16` in `int N = 16`, `X` in `typename T = X`,
+    `0` in `enable_if_t<...> = 0`; tokens joined by spaces (comments are not tokens); None without
+    one."""
     toks = [t.spelling for t in param.get_tokens()]
-    return "=" in toks[toks.index(param.spelling) + 1:] if param.spelling in toks else "=" in toks
+    rest = toks[toks.index(param.spelling) + 1:] if param.spelling in toks else toks
+    if "=" not in rest:
+        return None
+    return " ".join(rest[rest.index("=") + 1:]) or None
 
 
 def template_params(cursor) -> list[dict]:
@@ -133,8 +138,10 @@ def template_params(cursor) -> list[dict]:
             params.append({"name": ch.spelling, "kind": "template"})
         else:
             continue
-        if _has_default(ch):
+        text = default_text(ch)
+        if text is not None:
             params[-1]["default"] = True
+            params[-1]["default_text"] = text
     return params
 
 

@@ -99,6 +99,15 @@ def read_template_id(text: str, offset: int) -> tuple[str, list[str] | None, int
     return name, None, m.end()
 
 
+def read_template_args(text: str, offset: int) -> list[str] | None:
+    """The `<...>` argument list starting at `offset` (after blanks and comments), or None."""
+    j = _skip_ws_comments(text, offset)
+    if not text.startswith("<", j) or text.startswith("<<", j) or text.startswith("<=", j):
+        return None
+    res = split_top_level(text, "<", ">", j)
+    return None if res is None else ([] if res[0] == [""] else res[0])
+
+
 def read_macro_args(text: str, offset: int, limit: int | None = None) -> tuple[str, list[str]] | None:
     """At a macro invocation `NAME(a, b, ...)`, return (NAME, [a, b, ...]) (the first `limit`)."""
     m = _IDENT.match(text, offset)
@@ -111,8 +120,22 @@ def read_macro_args(text: str, offset: int, limit: int | None = None) -> tuple[s
     return m.group(0), res[0]
 
 
+_COMMENT_OR_STRING = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*.*?\*/', re.S)
+
+
+def strip_comments(text: str) -> str:
+    """`text` with its `//` and `/* */` comments and line continuations (a `#define` body's
+    backslash-newlines) replaced by a space (string literals kept)."""
+    if "\\\n" in text or "\\\r\n" in text:
+        text = re.sub(r"\\\r?\n", " ", text)
+    if "//" not in text and "/*" not in text:
+        return text
+    return _COMMENT_OR_STRING.sub(lambda m: m.group(0) if m.group(0)[0] in "\"'" else " ", text)
+
+
 def tokens(text: str) -> list[str]:
-    return [t for t in _TOKEN.findall(text) if t]
+    """C++ tokens of a fragment; comments are not tokens."""
+    return [t for t in _TOKEN.findall(strip_comments(text)) if t]
 
 
 def normalize(text: str) -> str:
@@ -146,7 +169,7 @@ def substitute(text: str, lookup, max_depth: int = 12) -> str:
                     name += "::" + toks[j + 2]
                     j += 2
                 prev = toks[i - 1] if i else ""
-                rep = None if prev in (".", "->") else lookup(name)
+                rep = None if prev in (".", "->", "::") else lookup(name)  # a member is not a name in scope
                 if rep is not None and rep != name:
                     out.append(f" {rep} ")
                     changed = True
@@ -160,3 +183,57 @@ def substitute(text: str, lookup, max_depth: int = 12) -> str:
         if not changed:
             break
     return text
+
+
+_PASTED = re.compile(r"[A-Za-z_]\w*(?:\s*##\s*[A-Za-z_0-9]\w*)+")
+
+
+def macro_params(head: str) -> list[str]:
+    """Parameters of a function-like `#define NAME(a, b, ...)`: `...` (or `rest...`) is the
+    variadic one, named `__VA_ARGS__` (or `rest`)."""
+    out = []
+    for p in (x.strip() for x in strip_comments(head).split(",")):
+        if p.endswith("..."):
+            p = p[:-3].strip() or "__VA_ARGS__"
+        if p:
+            out.append(p)
+    return out
+
+
+def bind_macro_args(params: list[str], args: list[str], variadic: bool) -> dict[str, str]:
+    """An invocation's arguments by parameter; the variadic parameter takes the rest, joined."""
+    if variadic and params:
+        fixed = params[:-1]
+        out = dict(zip(fixed, args))
+        out[params[-1]] = ", ".join(args[len(fixed):])
+        return out
+    return dict(zip(params, args))
+
+
+def find_pasted(body: str, name: str, args: dict[str, str]) -> tuple[int, int] | None:
+    """Where `name` is made by token pasting in a macro body (`launch_##KIND##_` with KIND =
+    `tuned` makes `launch_tuned_`): the [start, end) of the pasted spelling, or None."""
+    for m in _PASTED.finditer(body):
+        parts = [x.strip() for x in m.group(0).split("##")]
+        if "".join(args.get(x, x) for x in parts) == name:
+            return m.start(), m.end()
+    return None
+
+
+def vararg_names(name: str, count: int) -> list[str]:
+    """Names standing for a variadic macro parameter's arguments one by one (`__VA_ARGS___0`, ...),
+    bound like the named parameters so that each keeps its macro-argument origin."""
+    return [f"{name}_{i}" for i in range(count)]
+
+
+def splice_varargs(targs: list[str] | None, varargs: tuple[str, list[str]] | None) -> list[str] | None:
+    """Template arguments read in a variadic macro's body: the one spelled `__VA_ARGS__` (or the
+    named variadic parameter) becomes one argument per trailing invocation argument
+    (`vararg_names`)."""
+    if not targs or not varargs:
+        return targs
+    name, rest = varargs
+    out = []
+    for a in targs:
+        out.extend(vararg_names(name, len(rest)) if a == name else [a])
+    return out

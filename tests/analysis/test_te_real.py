@@ -125,3 +125,54 @@ def test_full_checkout_activation_and_cast():
     assert {u.kernel.split("::")[-1]: u.reason for u in a.unreached} == {
         "grouped_amax_flat_kernel": "no_entry_point", "grouped_amax_zero_kernel": "no_entry_point",
         "group_cast_fp8_varying_first_tile_kernel": "not_launched"}
+
+
+TE_NORM = os.environ.get("TE_NORM_SOURCE_DIR")
+
+
+def _norm_hand_count(common: Path) -> dict[str, set]:
+    """An independent count of TE's normalization instantiations, from the registrations alone: each
+    REGISTER_NORM_LAUNCHER(norm, stage, launch, hidden, w, i, o, c, ...) instantiates its launcher
+    with (w, i, o, c, uint32_t, hidden, ...) and the launcher's defaults, and each launcher launches
+    its kernels with the Kernel_traits / finalize arguments its body spells (read once by hand:
+    fwd tuned/general one kernel; bwd tuned/general the kernel and a finalize kernel; RMSNorm bwd
+    with FUSED_ADD, default false)."""
+    kernels: dict[str, set] = {}
+    for f in sorted((common / "normalization").glob("*/*.cu")):
+        text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", f.read_text(), flags=re.S)
+        text = re.sub(r"#define[^\n]*(?:\\\n[^\n]*)*", " ", text)
+        for m in re.finditer(r"\bREGISTER_NORM_LAUNCHER\s*\(([^;]*?)\)\s*;", text):
+            norm, stage, launch, hidden, w, i, o, c, *va = [x.strip() for x in m.group(1).split(",")]
+            pre = "ln" if norm == "LayerNorm" else "rmsnorm"
+            base = (w, i, o, c, "uint32_t", hidden)
+            if stage == "Forward":
+                ctas, rest = (va[0], va[1:]) if launch == "tuned" else ("1", va)
+                kernels.setdefault(f"{pre}_fwd_{launch}_kernel", set()).add(base + (ctas, *rest))
+                continue
+            n = 5 if launch == "tuned" else 4
+            fused = (va[n:] or ["false"])[0] if pre == "rmsnorm" else None
+            ctas, (wm, wn, main, final) = (va[0], va[1:5]) if launch == "tuned" else ("1", va[:4])
+            kernels.setdefault(f"{pre}_bwd_{launch}_kernel", set()).add(base + (ctas, wm, wn, main, fused))
+            finalize = (hidden, w, i, o, c, "uint32_t", "1024", final) if launch == "tuned" else (w, c, "4", "1", final, "32")
+            kernels.setdefault(f"{pre}_bwd_finalize_{launch}_kernel", set()).add(finalize)
+    return kernels
+
+
+@pytest.mark.skipif(not TE_NORM, reason="set TE_NORM_SOURCE_DIR to the parent of TE's aef96db0c (PR #3156)")
+def test_te_normalization_before_hand_migration():
+    """rules/normalization on the tree TE migrated by hand: the nvte_* norm functions reach the 12
+    kernels through TeNormalizationRegistry (filled by 552 REGISTER_NORM_LAUNCHER registrations),
+    701 distinct instantiations, per kernel as the independent count."""
+    common = Path(TE_NORM) / "transformer_engine" / "common"
+    hand = _norm_hand_count(common)
+    assert len(hand) == 12 and sum(map(len, hand.values())) == 701
+    a = analyze(common, [load_rule("normalization")])
+    assert {e.name for e in a.entry_points} == {"nvte_layernorm_fwd", "nvte_layernorm_bwd", "nvte_rmsnorm_fwd",
+                                                 "nvte_rmsnorm_bwd", "nvte_rmsnorm_bwd_add"}
+    assert {k.name: k.instantiations for k in a.kernels} == {k: len(v) for k, v in hand.items()}
+    assert a.totals["instantiations"] == 701
+    assert all(k.discoverable for k in a.kernels)
+    assert all(e.instantiations == 701 for e in a.entry_points)  # one registry: every entry reaches all
+    registrations = sum(len(re.findall(r"^REGISTER_NORM_LAUNCHER\(", f.read_text(), re.M))
+                        for f in (common / "normalization").glob("*/*.cu"))
+    assert registrations == 552

@@ -71,3 +71,13 @@ def test_enumeration_arguments_are_cast():
     assert argument("value", "2", spec) == "2"
     with pytest.raises(Unspellable):
         argument("value", "Mode::kRow", spec, enum="ns::Mode")
+
+
+def test_copied_struct_definition_keeps_its_semicolon():
+    """`struct X {...};` at namespace scope: tree-sitter leaves the `;` a sibling; a prelude copy
+    without it does not compile (TE normalization's KernelParamsBase under NVRTC)."""
+    from codemod.apply.source import declarations
+
+    src = b"namespace a {\nstruct B { int x; };\nstruct C : public B {\n  int y;\n};\ntemplate <typename T> struct D {};\n}\n"
+    assert [t for _, t in declarations(src, {"B", "C", "D"})] == [
+        "struct B { int x; };", "struct C : public B {\n  int y;\n};", "template <typename T> struct D {};"]

@@ -3,10 +3,10 @@ registered in the single table `RECOGNIZERS` that the TU walk (`clang_index.TUIn
 
 A recognizer is `fn(ix, cur, scope, branches) -> bool`: `ix` is the `TUIndexer` (its matcher
 vocabulary: `kernel_ref`, `kernel_refs`, `var_ref`, `resolve_kernel_expr`, `ref_text`, `site_base`,
-`record`, `decl_key`, `lambdas`, `lambda_params`), `cur` the cursor the walk is at, `scope` the bindings visible there and `branches` the
-runtime conditions on its path. It returns True when it consumed the cursor; the walk then asks
-no later recognizer of the same hook (for `call`, that also means the call is not a call-graph
-edge). Hooks say where the walk asks:
+`record`, `decl_key`, `lambdas`, `lambda_params`, `queue_function`), `cur` the cursor the walk is
+at, `scope` the bindings visible there and `branches` the runtime conditions on its path. It
+returns True when it consumed the cursor; the walk then asks no later recognizer of the same hook
+(for `call`, that also means the call is not a call-graph edge). Hooks say where the walk asks:
 
 | hook | cursor |
 |---|---|
@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from . import lambdas, launches, variables
+from . import launches, registries, variables
 
 HOOKS = ("call", "local_var", "assignment", "namespace_var")
 
@@ -45,9 +46,12 @@ RECOGNIZERS: list[Recognizer] = [
     Recognizer("use_api", "call", launches.use_api),
     Recognizer("generic_lambda_call", "call", lambdas.generic_lambda_call),
     Recognizer("kernel_param_to_helper", "call", lambdas.kernel_param_to_helper),
+    Recognizer("factory_construction", "call", registries.factory_construction),
+    Recognizer("dependent_member_call", "call", registries.dependent_member_call),
     Recognizer("kernel_variable", "local_var", variables.kernel_variable),
     Recognizer("generic_lambda", "local_var", lambdas.generic_lambda),
     Recognizer("kernel_assignment", "assignment", variables.kernel_assignment),
+    Recognizer("registration", "namespace_var", registries.registration),
     Recognizer("kernel_table", "namespace_var", variables.kernel_table),
 ]
 
