@@ -282,6 +282,12 @@ def label_tu(label: str, entry_files: dict[str, str]) -> str:
     return tu or entry_files[entry]
 
 
+def _sfinae(param: dict) -> bool:
+    """A defaulted parameter that only enables an overload (`std::enable_if_t<C, int> = 0`,
+    `typename = std::enable_if_t<C>`): no argument of its own, counted as `(default)`."""
+    return "enable_if" in (param.get("default_text") or "") or "enable_if" in (param.get("type") or "")
+
+
 class Instantiator:
     def __init__(self, functions: dict[str, dict], typedefs: dict[str, str],
                  tu_files: set[str] | None = None, entry_files: dict[str, str] | None = None,
@@ -464,5 +470,7 @@ class Instantiator:
                             pname = strip_type(kp["type"])
                             if pname in {p["name"] for p in params} and pname not in vals and at:
                                 vals[pname] = self.ev.evaluate(strip_type(at), env, b)
+                    if len(vals) < len(params):
+                        self._bind_defaults([p for p in params if not _sfinae(p)], vals, env)
                     out[tuple(vals.get(p["name"], DEFAULT if p.get("default") else UNKNOWN) for p in params)] |= ents
         return out

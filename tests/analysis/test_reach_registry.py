@@ -77,3 +77,22 @@ def test_registry_lookup_reaches_every_registered_function_and_defaults_bind():
     assert "R" in inst.envs
     (env, ents), = inst.envs["L"].values()
     assert env == {"T": "float", "F": "false"} and ents == {"entry"}
+
+
+def test_kernel_defaults_bind_so_omitted_and_spelled_defaults_are_one_instantiation():
+    """`k<T>` and `k<T, false>` of `template <typename T, bool F = false>` are the same
+    instantiation; an enable_if parameter stays `(default)`."""
+    kernel = {"usr": "K", "name": "k", "params": [
+        {"name": "T", "kind": "type"},
+        {"name": "F", "kind": "value", "type": "bool", "default": True, "default_text": "false"},
+        {"name": "E", "kind": "value", "type": "std::enable_if_t<true, int>", "default": True, "default_text": "0"}],
+        "fn_params": []}
+    sites = {f"launch{i}": {"kind": "launch", "kernel": "K", "targs": targs, "copies": [{"bindings": {}}]}
+             for i, targs in enumerate((["float"], ["float", "false"], ["float", "true"]))}
+    fn = _fn("L", "launch", sites=sites)
+    inst = Instantiator({"L": fn}, {})
+    inst.run({"L": "launch"})
+    got = set()
+    for s in sites.values():
+        got |= set(inst.kernel_tuples(fn, s, kernel))
+    assert got == {("float", "false", "(default)"), ("float", "true", "(default)")}
