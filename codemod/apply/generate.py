@@ -316,6 +316,14 @@ def _copied(root: Path, header: str, names: list[str], cs: ChangeSet) -> list[di
 
 
 def _first_name(text: str) -> str:
+    """The name a copied declaration (or `#define`) introduces; a `#if` wrapper is looked through."""
+    lines = text.split("\n")
+    while lines and lines[0].lstrip().startswith("#if"):
+        lines = lines[1:-1]
+    text = "\n".join(lines)
+    m = re.match(r"\s*#\s*define\s+(\w+)", text)
+    if m:
+        return m.group(1)
     return source._declared_name(source.parse(text.encode()).children[0], text.encode()) or ""
 
 

@@ -87,7 +87,8 @@ _DEVICE_TOKENS = (b"__device__", b"__global__", b"__host__")
 
 def host_only_functions(data: bytes) -> list[tuple[int, int]]:
     """Byte ranges of namespace- or file-scope function definitions and prototypes with no CUDA
-    execution-space qualifier (host-only), template headers included; adjacent ones merged."""
+    execution-space qualifier and not `constexpr` (host-only), template headers included;
+    adjacent ones merged."""
     ranges: list[tuple[int, int]] = []
 
     def visit(container: Node) -> None:
@@ -110,8 +111,8 @@ def host_only_functions(data: bytes) -> list[tuple[int, int]]:
                 continue
             body = inner.child_by_field_name("body")
             head = data[child.start_byte:body.start_byte if body is not None else child.end_byte]
-            if any(tok in head for tok in _DEVICE_TOKENS):
-                continue
+            if any(tok in head for tok in _DEVICE_TOKENS) or re.search(rb"\bconstexpr\b", head):
+                continue    # constexpr: device code may call it (--expt-relaxed-constexpr, -default-device)
             ranges.append((child.start_byte, child.end_byte))
 
     visit(parse(data))
@@ -251,22 +252,33 @@ def _declared_name(node: Node, data: bytes) -> str | None:
 
 def declarations(data: bytes, names: set[str]) -> list[tuple[str, str]]:
     """(namespace, text) of every namespace-scope declaration of one of `names`, in file order,
-    copied byte-for-byte (templates and their specializations alike)."""
+    copied byte-for-byte (templates and their specializations alike), and of every `#define` of
+    one of them. A declaration inside `#if` / `#ifdef` blocks (other than the include guard) keeps
+    its condition: `#if COND\n<text>\n#endif`."""
     out: list[tuple[str, str]] = []
 
-    def visit(container: Node, ns: str) -> None:
+    def visit(container: Node, ns: str, conds: list[str]) -> None:
         for child in container.children:
             if child.type == "namespace_definition":
                 body = child.child_by_field_name("body")
                 n = child.child_by_field_name("name")
                 inner = data[n.start_byte:n.end_byte].decode() if n is not None else ""
                 if body is not None:
-                    visit(body, f"{ns}::{inner}" if ns else inner)
+                    visit(body, f"{ns}::{inner}" if ns else inner, conds)
                 continue
             if child.type == "preproc_ifdef" and child.child_by_field_name("name") is not None \
                     and data[child.start_byte:child.start_byte + 7] == b"#ifndef" \
                     and container.type == "translation_unit":
-                visit(child, ns)      # the include guard
+                visit(child, ns, conds)      # the include guard
+                continue
+            if child.type in ("preproc_if", "preproc_ifdef"):
+                line_end = data.find(b"\n", child.start_byte)
+                visit(child, ns, conds + [data[child.start_byte:line_end].decode().strip()])
+                continue
+            if child.type in ("preproc_def", "preproc_function_def"):
+                name = child.child_by_field_name("name")
+                if data[name.start_byte:name.end_byte].decode() in names:
+                    out.append((ns, _conditioned(data[child.start_byte:child.end_byte].decode().rstrip("\n"), conds)))
                 continue
             if child.type == "expression_statement" or child.type.startswith("preproc"):
                 continue
@@ -275,7 +287,13 @@ def declarations(data: bytes, names: set[str]) -> list[tuple[str, str]]:
                 nxt = child.next_sibling
                 if nxt is not None and nxt.type == ";":   # `struct X {...};`: the `;` is a sibling
                     end = nxt.end_byte
-                out.append((ns, data[child.start_byte:end].decode()))
+                out.append((ns, _conditioned(data[child.start_byte:end].decode(), conds)))
 
-    visit(parse(data), "")
+    visit(parse(data), "", [])
     return out
+
+
+def _conditioned(text: str, conds: list[str]) -> str:
+    for cond in reversed(conds):
+        text = f"{cond}\n{text}\n#endif"
+    return text

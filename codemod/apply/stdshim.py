@@ -62,6 +62,23 @@ struct integral_constant {{
                 "  return (b < a) ? b : a;\n}"),
     "max": ((), f"template <class T>\n{_HD} constexpr const T &max(const T &a, const T &b) {{\n"
                 "  return (a < b) ? b : a;\n}"),
+    # <limits>: the primary template and float/double, for constant expressions such as TE's
+    # TypeExtrema<float>::max = std::numeric_limits<float>::max() (other types: libcu++).
+    "numeric_limits": ((), "template <class T>\nstruct numeric_limits;\n"
+                           "template <>\nstruct numeric_limits<float> {\n"
+                           "  static constexpr bool is_specialized = true;\n"
+                           f"  {_HD} static constexpr float max() {{ return 3.40282347e+38F; }}\n"
+                           f"  {_HD} static constexpr float min() {{ return 1.17549435e-38F; }}\n"
+                           f"  {_HD} static constexpr float lowest() {{ return -3.40282347e+38F; }}\n"
+                           f"  {_HD} static constexpr float epsilon() {{ return 1.19209290e-07F; }}\n"
+                           "};\n"
+                           "template <>\nstruct numeric_limits<double> {\n"
+                           "  static constexpr bool is_specialized = true;\n"
+                           f"  {_HD} static constexpr double max() {{ return 1.7976931348623157e+308; }}\n"
+                           f"  {_HD} static constexpr double min() {{ return 2.2250738585072014e-308; }}\n"
+                           f"  {_HD} static constexpr double lowest() {{ return -1.7976931348623157e+308; }}\n"
+                           f"  {_HD} static constexpr double epsilon() {{ return 2.2204460492503131e-16; }}\n"
+                           "};"),
     # <cstdint>: fixed-width integers by size (long long is 64-bit on every CUDA target; libcu++
     # spells int64_t `long` on LP64 hosts: same size and layout, another type name).
     # <cuda/std/cstdint> lives under include/cccl since CUDA 13, a folder a library's NVRTC layer

@@ -282,3 +282,37 @@ def test_a_kernel_variable_launch_tree_sitter_misreads_is_rewritten_at_the_analy
     for c in (cmd, ["ninja", "-C", str(tmp_path / "b")]):
         proc = subprocess.run(c, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+
+
+def test_prelude_copy_takes_macros_and_keeps_the_conditions_of_specializations():
+    """TE's fp4 kernels need common.h's FP4_TYPE_SUPPORTED and the TypeExtrema<fp4e2m1>
+    specialization inside `#if FP4_TYPE_SUPPORTED`: both are copied, the latter with its `#if`."""
+    from codemod.apply import source
+    from codemod.apply.generate import _first_name
+
+    data = (b"#ifndef G_H_\n#define G_H_\n#define FP4_OK (CUDA_VERSION >= 12080)\nnamespace lib {\n"
+            b"template <typename T>\nstruct Extrema;\n#if FP4_OK\ntemplate <>\nstruct Extrema<char> {\n"
+            b"  static constexpr float max = 6.0f;\n};\n#endif\ninline int host_only() { return 1; }\n}\n#endif\n")
+    found = source.declarations(data, {"FP4_OK", "Extrema"})
+    assert found == [("", "#define FP4_OK (CUDA_VERSION >= 12080)"),
+                     ("lib", "template <typename T>\nstruct Extrema;"),
+                     ("lib", "#if FP4_OK\ntemplate <>\nstruct Extrema<char> {\n  static constexpr float max = 6.0f;\n};\n#endif")]
+    assert [_first_name(t) for _, t in found] == ["FP4_OK", "Extrema", "Extrema"]
+
+
+def test_constexpr_functions_stay_visible_to_nvrtc():
+    """A constexpr function without __device__ is callable from device code (nvcc
+    --expt-relaxed-constexpr, NVRTC -default-device; TE's ptx::is_supported_arch): not guarded."""
+    from codemod.apply import source
+
+    data = b"template <int N>\nconstexpr bool supported() { return N > 0; }\n\nint host() { return 2; }\n"
+    (start, end), = source.host_only_functions(data)
+    assert data[start:end] == b"int host() { return 2; }"
+
+
+def test_numeric_limits_shim_is_defined_without_libcu():
+    from codemod.apply import stdshim
+
+    defined, rest = stdshim.definitions(["numeric_limits"])
+    assert rest == [] and "struct numeric_limits<float>" in defined[0]
+    assert "3.40282347e+38F" in defined[0]
