@@ -66,7 +66,7 @@ class Evaluator:
     def __init__(self, typedefs: dict[str, str], classes: dict[str, dict] | None = None):
         self.typedefs = typedefs
         self.sizes: dict[str, int] = {}   # canonical type -> sizeof (clang's), for folding
-        self.members = MemberConstants(classes or {})
+        self.members = MemberConstants(classes or {}, typedefs)
         self._names: dict[str, frozenset] = {}
         self._parts: dict[tuple, tuple] = {}
         self._memo: dict[tuple, str] = {}
@@ -135,8 +135,9 @@ class MemberConstants:
 
     MAX_DEPTH = 8
 
-    def __init__(self, classes: dict[str, dict]):
+    def __init__(self, classes: dict[str, dict], typedefs: dict[str, str] | None = None):
         self.classes = classes
+        self.typedefs = typedefs or {}  # namespace-scope constants a member or a default names
         bare: dict[str, list[str]] = defaultdict(list)
         for q in classes:
             bare[q.rsplit("::", 1)[-1]].append(q)
@@ -182,7 +183,7 @@ class MemberConstants:
             if i < len(args):
                 env[p["name"]] = args[i]
             elif p.get("default") is not None:
-                env[p["name"]] = substitute(p["default"], env.get)
+                env[p["name"]] = substitute(p["default"], lambda n: env.get(n, self.typedefs.get(n)))
             else:
                 return None
 
@@ -191,7 +192,7 @@ class MemberConstants:
                 return env[name]
             if name in facts["constants"] and name != member:
                 return self.value(cls, name, depth + 1)
-            return None
+            return self.typedefs.get(name)
 
         if member in facts["constants"]:
             return fold_text(self.resolve(substitute(facts["constants"][member], lookup)))

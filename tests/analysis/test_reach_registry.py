@@ -52,6 +52,14 @@ def test_member_constants_through_defaults_and_bases():
     assert m.resolve("ns::Other<float>::N") == "ns::Other<float>::N"        # unknown class: unchanged
 
 
+def test_namespace_constant_in_a_default():
+    # TE: `Base = Kernel_traits_base<..., WARPS_M_ * WARPS_N_ * THREADS_PER_WARP>`, the last a
+    # namespace-scope constexpr
+    classes = {**CLASSES, "ns::Traits": {**CLASSES["ns::Traits"], "params": [
+        *CLASSES["ns::Traits"]["params"][:3], {"name": "Base", "default": "ns::Base < T_ , WM_ * kWarp >"}]}}
+    assert MemberConstants(classes, {"kWarp": "32"}).resolve("ns::Traits<float, 2>::THREADS_PER_CTA") == "64"
+
+
 def test_bound_alias_then_member():
     # `Kernel_traits::THREADS_PER_WARP` with the alias bound in the launcher
     ev = Evaluator({}, CLASSES)
