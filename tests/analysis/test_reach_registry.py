@@ -18,7 +18,8 @@ def test_comments_and_line_continuations_are_not_tokens():
 def test_variadic_macro_parameters():
     assert macro_params("A, B, \\\n  C, ...") == ["A", "B", "C", "__VA_ARGS__"]
     assert macro_params("A, rest...") == ["A", "rest"]
-    assert splice_varargs(["W", "__VA_ARGS__"], ("__VA_ARGS__", ["1", "4", "16"])) == ["W", *vararg_names("__VA_ARGS__", 3)]
+    spliced = splice_varargs(["W", "__VA_ARGS__"], ("__VA_ARGS__", ["1", "4", "16"]))
+    assert spliced == ["W", *vararg_names("__VA_ARGS__", 3)]
     assert splice_varargs(["W"], None) == ["W"]
 
 

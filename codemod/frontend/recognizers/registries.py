@@ -71,7 +71,8 @@ def factory_construction(ix, cur, scope, branches) -> bool:
         if ch.kind in (CK.TEMPLATE_REF, CK.TYPE_REF) and ch.referenced is not None:
             cls = primary_template(ch.referenced)
             break
-    if cls is None or cls.kind not in (CK.CLASS_TEMPLATE, CK.CLASS_DECL, CK.STRUCT_DECL) or not ix.declared_in_project(cls):
+    if cls is None or cls.kind not in (CK.CLASS_TEMPLATE, CK.CLASS_DECL, CK.STRUCT_DECL) \
+            or not ix.declared_in_project(cls):
         return False
     ctors = [c for c in child_cursors(cls) if c.kind == CK.CONSTRUCTOR
              or (c.kind == CK.FUNCTION_TEMPLATE and c.spelling.split("<")[0] == cls.spelling)]
