@@ -43,3 +43,7 @@ class ApplyError(CodemodError):
 
 class VerifyError(CodemodError):
     """Generated code failed to compile or check."""
+
+
+class PartlyMigrated(ApplyError):
+    """A tree holds a rule's manifest but not all of the migration it records (`--check`: pending)."""

@@ -1,13 +1,15 @@
-"""`codemod apply`: CLI wiring. Dry run (diff) by default, --write all-or-nothing, --check for CI."""
+"""`codemod apply`: CLI wiring. Dry run (diff) by default, --write all-or-nothing and crash-safe under the
+tree lock, --check for CI (content checked against the manifest's hashes)."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import subprocess
 import sys
 from pathlib import Path
 
-from ..errors import ApplyError, UsageError
+from ..errors import ApplyError, PartlyMigrated, UsageError
 from ..impact.options import POLICIES
 
 
@@ -29,6 +31,8 @@ def add_parser(sub) -> None:
                    help="the --interactive answers, one per line, from FILE ('-': stdin); implies --interactive")
     p.add_argument("--allow-dirty", action="store_true",
                    help="--write even when tracked files under DIR have uncommitted changes")
+    p.add_argument("--force", action="store_true",
+                   help="--write replaces read-only files too (their mode is kept)")
     p.add_argument("--no-format", action="store_true",
                    help="leave generated files as the templates render them (no clang-format)")
     p.add_argument("--report", type=Path, metavar="FILE", help="where to write the migration report")
@@ -51,12 +55,12 @@ def add_parser(sub) -> None:
 def compute(root: Path, target: str, only=None, exclude=None, version: str | None = None, progress=None,
             review=None, formatted: bool = True, build_log: Path | None = None, nvcc_times=(),
             jobs: int | None = None, policy: str | None = None):
-    """(files, report text, plan) for a tree; files is empty when it is already migrated.
+    """(files, report text, plan) for a tree; files is empty when it is already migrated (the
+    manifest of this rule exists and every file it records holds the migrated content; otherwise
+    PartlyMigrated names the files that do not).
     `review(views) -> {kernel id: reason}` decides per kernel change set (--interactive); the
     declined kernels leave the plan the way --exclude does. `build_log` (with `nvcc_times`, `jobs`,
     `policy`): predict the build and add the rule's build-order edit (build_order.py)."""
-    import json
-
     from .. import __version__
     from ..analysis.analyze import analyze
     from ..rule import load_rule
@@ -66,7 +70,7 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     from .report import render_report
     from .review import change_sets
     from .spec import migrate_spec
-    from . import build_order
+    from . import build_order, migrated
 
     if build_log is not None and not Path(build_log).is_file():
         raise UsageError(f"build log not found: {build_log}")
@@ -74,8 +78,18 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     spec = migrate_spec(rule)
     check_selection(spec, only, exclude)
     manifest = root / spec.output_dir / "codemod_manifest.json"
-    if manifest.is_file() and json.loads(manifest.read_text()).get("rule") == spec.rule_id:
-        return {}, f"already migrated: {manifest.relative_to(root)} exists\n", None
+    if manifest.is_file():
+        where = manifest.relative_to(root).as_posix()
+        doc = migrated.read_manifest(manifest, root)
+        if doc.get("rule") == spec.rule_id:
+            problems, note = migrated.check(root, doc, where)
+            if problems:
+                raise PartlyMigrated(
+                    f"partly migrated: {where} exists but {len(problems)} file(s) do not hold the migration it "
+                    "records: " + ", ".join(problems), where=where,
+                    hint="return those files (or the whole migration) to their state before it, e.g. with "
+                         "`git checkout`/`git clean`, and apply again; `codemod verify` checks a finished one")
+            return {}, f"already migrated: {where} exists and holds the recorded content{note}\n", None
     order = build_order.settings(spec) if build_log is not None else None
     cmake = build_order.check_cmake(root, spec, order["variable"]) if order else None   # refuse before analysing
     analysis = analyze(root, [rule], progress=progress)
@@ -97,7 +111,7 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
         plan.build_order = build_order.plan(root, spec, analysis, {kp.kernel.id for kp in plan.kernels}, build_log,
                                             list(nvcc_times), jobs, policy, cmake)
         build_order.add_edit(spec, plan.build_order, cs, version)
-    files = apply_edits(root, cs)
+    files = migrated.record(apply_edits(root, cs), f"{spec.output_dir}/codemod_manifest.json")
     rewritten = {path for path, (old, _) in files.items() if old is not None}
     if rewritten:
         analyzed = {tu.file for tu in analysis.translation_units}
@@ -142,13 +156,64 @@ def _dirty(root: Path) -> list[str]:
     return [line[3:] for line in proc.stdout.splitlines()] if proc.returncode == 0 else []
 
 
-def run(args) -> int:
-    from .patch import unified_diff, write_all
-    from .review import review
+def _output_paths(args) -> dict[str, Path]:
+    """--diff and --report (or the report beside --diff) -> path, checked before any analysis: a
+    folder that does not exist, or a path naming a folder, is a usage error at once."""
+    out = {}
+    if args.diff:
+        out["--diff"] = args.diff
+    report = args.report or (args.diff.with_suffix(args.diff.suffix + ".report.md") if args.diff else None)
+    if report:
+        out["--report"] = report
+    for flag, path in out.items():
+        if path.is_dir():
+            raise UsageError(f"{flag} {path} is a folder", hint="name a file")
+        if not path.parent.is_dir():
+            raise UsageError(f"{flag} {path}: no such folder {path.parent}", hint="create it first, or choose another path")
+    return out
 
+
+def _write_output(flag: str, path: Path, text: str) -> None:
+    """Whole or nothing (temp file + rename): a full disk leaves the previous file, not a truncated one."""
+    from .journal import atomic_write
+
+    try:
+        atomic_write(path, text.encode())
+    except OSError as exc:
+        raise UsageError(f"cannot write {flag} {path}: {exc.strerror}",
+                         hint="nothing was written to it (a previous file is unchanged); free space or choose "
+                              "another path") from None
+
+
+def run(args) -> int:
     root = Path(args.directory)
     if not root.is_dir():
         raise UsageError(f"no such directory: {root}")
+    with contextlib.ExitStack() as held:
+        _recover_and_lock(root, args.write, held)
+        return _run(args, root)
+
+
+def _recover_and_lock(root: Path, write: bool, held: contextlib.ExitStack) -> None:
+    """--write holds the tree lock to the end; any mode first rolls back what an interrupted write
+    left (journal.recover) and says so."""
+    from . import journal
+
+    if not (write or journal.pending(root)):
+        return
+    held.enter_context(journal.tree_lock(root))
+    note = journal.recover(root)
+    if note:
+        print(f"codemod: {note}", file=sys.stderr, flush=True)
+    if not write:
+        held.close()
+
+
+def _run(args, root: Path) -> int:
+    from .patch import unified_diff, write_all
+    from .review import review
+
+    outputs = _output_paths(args)
     answers = _answers(args)
     if args.write and not args.allow_dirty:
         dirty = _dirty(root)
@@ -161,15 +226,21 @@ def run(args) -> int:
     chooser = None if answers is None else (lambda views: review(views, answers))
     if args.build_log is None and (args.nvcc_time or args.jobs is not None or args.policy):
         raise UsageError("--nvcc-time, -j and --policy need --build-log")
-    files, report, plan = compute(root, args.target, args.only, args.exclude, progress=progress, review=chooser,
-                                  formatted=not args.no_format, build_log=args.build_log,
-                                  nvcc_times=args.nvcc_time, jobs=args.jobs, policy=args.policy)
+    try:
+        files, report, plan = compute(root, args.target, args.only, args.exclude, progress=progress,
+                                      review=chooser, formatted=not args.no_format, build_log=args.build_log,
+                                      nvcc_times=args.nvcc_time, jobs=args.jobs, policy=args.policy)
+    except PartlyMigrated as exc:
+        if not args.check:
+            raise
+        print(f"pending: {exc.render()}", file=sys.stderr)
+        return 1
     if files and not args.check and not args.no_precheck:
         _precheck(root, files, progress)
     diff = unified_diff(files)
-    report_path = args.report or (args.diff.with_suffix(args.diff.suffix + ".report.md") if args.diff else None)
+    report_path = outputs.get("--report")
     if report_path:
-        report_path.write_text(report)
+        _write_output("--report", report_path, report)
     summary = _summary(files, plan, report_path)
     if args.check:
         print(summary if files else "nothing to do", file=sys.stderr)
@@ -178,11 +249,11 @@ def run(args) -> int:
         if not files:
             print(f"{summary}; nothing written", file=sys.stderr)
             return 0
-        write_all(root, files)
+        write_all(root, files, force=args.force)
         print(f"{summary}; written. Next: build, then `codemod verify {root}`.", file=sys.stderr)
         return 0
     if args.diff:
-        args.diff.write_text(diff)
+        _write_output("--diff", args.diff, diff)
         print(f"{summary}; diff: {args.diff}" + (f". Next: git apply {args.diff}" if files else ""),
               file=sys.stderr)
     else:

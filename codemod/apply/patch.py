@@ -1,20 +1,35 @@
-"""Change set -> file contents -> unified diff (git apply-able), and the all-or-nothing write."""
+"""Change set -> file contents -> unified diff (git apply-able), and the checked, journaled write."""
 
 from __future__ import annotations
 
 import difflib
 import os
-import shutil
-import tempfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from ..errors import ApplyError
 from .generate import ChangeSet
+from .journal import Planned, state, transaction
+
+
+def _text(data: bytes, path: str) -> str:
+    """A library file's text, exactly as stored (no newline translation); non-UTF-8 is refused."""
+    try:
+        return data.decode()
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise ApplyError(f"not UTF-8 text (byte 0x{data[exc.start]:02x})", where=f"{path}:{line}",
+                         hint="convert the file to UTF-8, or exclude the kernels that need it changed") from None
+
+
+def _crlf(data: bytes) -> bool:
+    """Whether a file's lines end in CRLF (most of them): inserted text then uses CRLF too."""
+    return data.count(b"\r\n") * 2 > data.count(b"\n")
 
 
 def apply_edits(root: Path, cs: ChangeSet) -> dict[str, tuple[str | None, str]]:
-    """path -> (old text or None for a new file, new text). Identical edits dedupe; overlapping
-    different edits are an error naming both."""
+    """path -> (old text or None for a new file, new text), both exactly as stored (a CRLF file
+    keeps CRLF in the inserted lines). Identical edits dedupe; overlapping different edits are an
+    error naming both."""
     by_file: dict[str, list] = {}
     for e in cs.edits:
         by_file.setdefault(e.path, [])
@@ -23,6 +38,8 @@ def apply_edits(root: Path, cs: ChangeSet) -> dict[str, tuple[str | None, str]]:
     result: dict[str, tuple[str | None, str]] = {}
     for path, edits in sorted(by_file.items()):
         data = (root / path).read_bytes()
+        old = _text(data, path)
+        crlf = _crlf(data)
         # Insertions at one offset keep their order of creation; sort is stable.
         edits.sort(key=lambda e: (e.start, e.end))
         for a, b in zip(edits, edits[1:]):
@@ -31,15 +48,16 @@ def apply_edits(root: Path, cs: ChangeSet) -> dict[str, tuple[str | None, str]]:
         out, pos = [], 0
         for e in edits:
             out.append(data[pos:e.start])
-            out.append(e.text.encode())
+            text = e.text.replace("\r\n", "\n").replace("\n", "\r\n") if crlf else e.text
+            out.append(text.encode())
             pos = e.end
         out.append(data[pos:])
-        result[path] = (data.decode(), b"".join(out).decode())
+        result[path] = (old, b"".join(out).decode())
     for path, text in sorted(cs.new_files.items()):
         if path in result:
             raise ApplyError("a generated file would overwrite an edited one", where=path)
         existing = root / path
-        result[path] = (existing.read_text() if existing.is_file() else None, text)
+        result[path] = (_text(existing.read_bytes(), path) if existing.is_file() else None, text)
     return {p: v for p, v in sorted(result.items()) if v[0] != v[1]}
 
 
@@ -66,47 +84,46 @@ def line_counts(old: str | None, new: str) -> tuple[int, int]:
     return added, removed
 
 
-def write_all(root: Path, files: dict[str, tuple[str | None, str]], fail_after: int | None = None) -> None:
-    """Check that every file still holds the text the diff was computed from, stage every new
-    content in a temp dir next to the tree, then move each into place; on any failure, restore what
-    was replaced so the tree is left unchanged. `fail_after` injects a failure after that many files
-    (tests)."""
-    for path, (old, _) in files.items():
-        target = root / path
-        current = target.read_text() if target.is_file() else None
-        if current != old:
+def write_all(root: Path, files: dict[str, tuple[str | None, str]], force: bool = False,
+              fail_after: int | None = None, step=None) -> None:
+    """Write the migration all or nothing, crash-safe (journal.transaction): every path is checked
+    first (inside the tree after resolving symlinks, still holding the text the diff was computed
+    from, not read-only unless `force`); modes are kept. `fail_after` injects a failure before that
+    file (tests); `step(name)` is the test-only hook called after each durable write step."""
+    planned = plan_writes(root, files, force)
+    transaction(root, planned, step=step, fail_before=fail_after)
+
+
+def plan_writes(root: Path, files: dict[str, tuple[str | None, str]], force: bool = False) -> list[Planned]:
+    """The checked write plan: paths relative to the journal's base, bytes before and after, modes.
+    Refusals (ApplyError, nothing written): a path that leaves the tree (`..`, absolute, or a
+    symlink out of it), a file changed since the diff was computed, a file the migration creates
+    that exists, a read-only file without `force`."""
+    top = root.resolve()
+    base = state(root).base
+    planned, seen = [], {}
+    readonly = []
+    for path, (old, new) in files.items():
+        target = (top / path).resolve()
+        if PurePosixPath(path).is_absolute() or not target.is_relative_to(top):
+            raise ApplyError(f"resolves outside the tree ({target}); nothing written", where=path,
+                             hint="a symlink or a rule path leads out of the library root; fix it and re-run")
+        if target in seen:
+            raise ApplyError(f"is the same file as {seen[target]} (a symlink); nothing written", where=path)
+        seen[target] = path
+        current = target.read_bytes() if target.is_file() else None
+        if current != (None if old is None else old.encode()):
             raise ApplyError("changed since the migration was computed" if old is not None or current is None
                              else "exists, but the migration creates it", where=path,
                              hint="nothing was written; re-run `codemod apply`")
-    stage = Path(tempfile.mkdtemp(prefix=".codemod-stage-", dir=root))
-    backup = Path(tempfile.mkdtemp(prefix=".codemod-backup-", dir=root))
-    done: list[tuple[Path, Path | None]] = []
-    try:
-        for i, (path, (_, new)) in enumerate(files.items()):
-            staged = stage / f"{i}"
-            staged.write_text(new)
-        for i, (path, (old, _)) in enumerate(files.items()):
-            if fail_after is not None and i == fail_after:
-                raise ApplyError(f"injected failure before writing {path}")
-            target = root / path
-            saved = None
-            if target.exists():
-                saved = backup / f"{i}"
-                shutil.copy2(target, saved)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(stage / f"{i}", target)
-            done.append((target, saved))
-    except BaseException:
-        for target, saved in reversed(done):
-            if saved is not None:
-                os.replace(saved, target)
-            else:
-                target.unlink(missing_ok=True)
-                parent = target.parent
-                while parent != root and parent.is_dir() and not any(parent.iterdir()):
-                    parent.rmdir()
-                    parent = parent.parent
-        raise
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
-        shutil.rmtree(backup, ignore_errors=True)
+        mode = None
+        if current is not None:
+            mode = target.stat().st_mode
+            if not (mode & 0o222) or not os.access(target, os.W_OK):
+                readonly.append(path)
+        planned.append(Planned(target.relative_to(base).as_posix(), None if old is None else old.encode(),
+                               new.encode(), mode))
+    if readonly and not force:
+        raise ApplyError(f"{len(readonly)} file(s) to change are read-only: {', '.join(readonly)}; nothing written",
+                         hint="make them writable, or pass --force to replace them (their mode is kept)")
+    return planned

@@ -1,0 +1,423 @@
+"""Crash-safe `apply --write`: the tree lock, the write journal (planned files, content hashes,
+backups) and the recovery that rolls an interrupted write back. Layout and guarantees:
+docs/reliability.md, section Writes."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import signal
+import stat
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ApplyError
+
+JOURNAL = "journal.json"
+BACKUPS = "backup"
+LOCK = "lock"
+TMP_SUFFIX = ".codemod-tmp"
+# Test-only: stop `apply --write` at a write step in a subprocess (docs/reliability.md).
+STEP_ENV = "CODEMOD_TEST_WRITE_STEP"
+
+
+class SimulatedCrash(BaseException):
+    """Test-only: raised by a step hook to stop the write the way kill -9 would (no rollback)."""
+
+
+def sha256(data: bytes | None) -> str | None:
+    return None if data is None else hashlib.sha256(data).hexdigest()
+
+
+def file_sha256(path: Path) -> str | None:
+    """Content hash of a regular file, None when there is none."""
+    return sha256(path.read_bytes()) if path.is_file() else None
+
+
+# --- where the state lives -------------------------------------------------------------------------
+
+@dataclass
+class State:
+    """The folder holding the lock, the journal and the backups (`folder`), and the root of the tree
+    it serves (`base`: a git work tree's top or the library root)."""
+    folder: Path
+    base: Path
+
+    @property
+    def journal(self) -> Path:
+        return self.folder / JOURNAL
+
+    @property
+    def backups(self) -> Path:
+        return self.folder / BACKUPS
+
+
+def _git_dir(root: Path) -> tuple[Path, Path] | None:
+    """(git dir, work-tree top) of the repository holding root, found by walking up (a `.git` folder,
+    or a `.git` file naming it as worktrees and submodules have); None outside git."""
+    for top in (root, *root.parents):
+        dot = top / ".git"
+        if dot.is_dir():
+            return dot, top
+        if dot.is_file():
+            text = dot.read_text(errors="replace").strip()
+            if text.startswith("gitdir:"):
+                gd = (top / text[len("gitdir:"):].strip()).resolve()
+                if gd.is_dir():
+                    return gd, top
+            return None
+    return None
+
+
+def state(root: Path) -> State:
+    """`<git dir>/codemod` in a git work tree (one writer per repository: never in `git status`),
+    else `<root>/.codemod`."""
+    root = root.resolve()
+    found = _git_dir(root)
+    if found:
+        return State(found[0] / "codemod", found[1])
+    return State(root / ".codemod", root)
+
+
+# --- the lock --------------------------------------------------------------------------------------
+
+_held: dict[Path, list] = {}          # lock file -> [fd, depth]: re-entrant within this process
+_held_guard = threading.Lock()
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def tree_lock(root: Path):
+    """Advisory exclusive lock (fcntl.flock) on the tree's lock file, holding this process's pid.
+    A second writer fails at once with ApplyError naming the holder. The file is removed on release
+    (after an inode check on acquire, so a waiter never holds a removed file)."""
+    import fcntl
+
+    st = state(root)
+    path = st.folder / LOCK
+    with _held_guard:
+        if path in _held:
+            _held[path][1] += 1
+            entry = None
+        else:
+            entry = True
+    if entry is None:
+        try:
+            yield st
+        finally:
+            with _held_guard:
+                _held[path][1] -= 1
+        return
+    fd = None
+    for _ in range(50):
+        try:
+            st.folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except FileNotFoundError:
+            continue                      # the folder was removed by a releasing holder: retry
+        except OSError as exc:
+            raise ApplyError(f"cannot create the lock file: {exc.strerror}", where=str(path),
+                             hint="codemod needs write access to this folder for --write") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 64).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise ApplyError(f"another `codemod apply` (pid {holder}) is writing this tree; nothing done",
+                             where=str(path),
+                             hint="wait for it to finish (the lock goes with its process), then re-run") from None
+        try:
+            same = os.fstat(fd).st_ino == os.stat(path).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)                      # locked a file a releasing holder had just removed
+        fd = None
+    if fd is None:
+        raise ApplyError("could not take the tree lock (it kept changing hands)", where=str(path))
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    with _held_guard:
+        _held[path] = [fd, 1]
+    try:
+        yield st
+    finally:
+        with _held_guard:
+            del _held[path]
+        with contextlib.suppress(OSError):
+            path.unlink()
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            st.folder.rmdir()             # only when empty: no journal, no backups
+
+
+# --- test-only step hook ---------------------------------------------------------------------------
+
+def env_step_hook():
+    """The step hook from CODEMOD_TEST_WRITE_STEP=ACTION:WHICH (test-only), or None. WHICH: a step
+    index (0-based) or name; ACTION: `kill` (SIGKILL itself), `term`/`int` (SIGTERM/SIGINT itself),
+    `pause` (print `codemod-test: paused at step N: NAME` on stderr and wait for a line on stdin)."""
+    value = os.environ.get(STEP_ENV)
+    if not value or ":" not in value:
+        return None
+    action, which = value.split(":", 1)
+    count = [0]
+
+    def hook(name: str) -> None:
+        index = count[0]
+        count[0] += 1
+        if which not in (str(index), name):
+            return
+        if action == "pause":
+            print(f"codemod-test: paused at step {index}: {name}", file=sys.stderr, flush=True)
+            sys.stdin.readline()
+        elif action in ("kill", "term", "int"):
+            os.kill(os.getpid(), {"kill": signal.SIGKILL, "term": signal.SIGTERM, "int": signal.SIGINT}[action])
+            time.sleep(5)                 # the handler runs here
+    return hook
+
+
+# --- the journaled write ---------------------------------------------------------------------------
+
+@dataclass
+class Planned:
+    """One file of a write: repo path (resolved, relative to the base), content before (None: the
+    write creates it) and after, and the mode to give it."""
+    path: str
+    old: bytes | None
+    new: bytes
+    mode: int | None
+
+
+def _tmp_of(rel: str) -> str:
+    head, _, name = rel.rpartition("/")
+    return (head + "/" if head else "") + "." + name + TMP_SUFFIX
+
+
+def _atomic_bytes(target: Path, data: bytes, mode: int | None, tmp: Path | None = None) -> None:
+    """Write `data` to a temp file beside target, fsync it, give it `mode`, replace target, fsync the
+    folder."""
+    tmp = tmp or target.with_name("." + target.name + TMP_SUFFIX)
+    try:
+        _write_tmp(tmp, data, mode)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    os.replace(tmp, target)
+    _fsync_dir(target.parent)
+
+
+def atomic_write(target: Path, data: bytes) -> None:
+    """Whole-or-nothing write of an output file (--diff, --report): a full disk leaves the old file,
+    never a truncated one. Keeps an existing file's mode."""
+    mode = target.stat().st_mode if target.is_file() else None
+    _atomic_bytes(target, data, mode, target.with_name(f".{target.name}.{os.getpid()}{TMP_SUFFIX}"))
+
+
+@contextlib.contextmanager
+def _signals_deferred():
+    """SIGINT and SIGTERM ignored inside (rollback, commit): short, and kill -9 is still journaled."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts():
+    """SIGTERM raises KeyboardInterrupt inside, as SIGINT does: the write rolls itself back."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def transaction(root: Path, planned: list[Planned], step=None, fail_before: int | None = None) -> None:
+    """Write `planned` under the tree lock: backups of every replaced file and the journal (hashes,
+    modes, backups, folders to create) fsynced first, then each file atomically (temp file beside
+    it, os.replace, fsync of the folder), then the journal removed (the commit) and the backups.
+    Any exception rolls the tree back from the journal; a kill leaves the journal for `recover`.
+    `step(name)`: test-only hook called after each durable write step; `fail_before`: raise
+    ApplyError before replacing that file (tests)."""
+    step = step or env_step_hook() or (lambda name: None)
+    with tree_lock(root) as st:
+        if st.journal.exists() or st.backups.exists():
+            raise ApplyError("an interrupted write left its journal; nothing written", where=str(st.folder),
+                             hint="run `codemod apply` once to restore the tree, then write again")
+        base = st.base
+        dirs: list[str] = []
+        for p in planned:
+            parent = (base / p.path).parent
+            while parent != base and not parent.exists():
+                rel = parent.relative_to(base).as_posix()
+                if rel not in dirs:
+                    dirs.append(rel)
+                parent = parent.parent
+        dirs.sort(key=lambda d: (d.count("/"), d))
+        record = {"schema": "codemod-journal/1", "pid": os.getpid(),
+                  "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "dirs": dirs, "files": []}
+        with _sigterm_interrupts():
+            try:
+                st.backups.mkdir(parents=True)
+                for i, p in enumerate(planned):
+                    backup = None
+                    if p.old is not None:
+                        backup = f"{BACKUPS}/{i}"
+                        _atomic_bytes(st.folder / backup, p.old, None)
+                        step(f"backup {p.path}")
+                    record["files"].append({"path": p.path, "tmp": _tmp_of(p.path), "old": sha256(p.old),
+                                            "new": sha256(p.new), "mode": p.mode, "backup": backup})
+                _atomic_bytes(st.journal, (json.dumps(record, indent=1) + "\n").encode(), None)
+                step("journal")
+                for i, p in enumerate(planned):
+                    if fail_before is not None and i == fail_before:
+                        raise ApplyError(f"injected failure before writing {p.path}")
+                    target = base / p.path
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    tmp = base / _tmp_of(p.path)
+                    _write_tmp(tmp, p.new, p.mode)
+                    step(f"temp {p.path}")
+                    os.replace(tmp, target)
+                    step(f"replace {p.path}")
+                    _fsync_dir(target.parent)
+            except SimulatedCrash:
+                raise
+            except BaseException as exc:
+                with _signals_deferred():
+                    if st.journal.exists():
+                        _roll_back(st, _read_journal(st))
+                    else:
+                        shutil.rmtree(st.backups, ignore_errors=True)
+                if isinstance(exc, OSError):
+                    raise ApplyError(f"cannot write: {exc.strerror}", where=exc.filename,
+                                     hint="nothing written: every file was restored") from None
+                raise
+            with _signals_deferred():
+                st.journal.unlink()       # the commit: from here on the migration is final
+                _fsync_dir(st.folder)
+                step("commit")
+                shutil.rmtree(st.backups)
+                step("cleanup")
+
+
+def _write_tmp(tmp: Path, data: bytes, mode: int | None) -> None:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        if mode is not None:
+            os.fchmod(fd, stat.S_IMODE(mode))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# --- recovery --------------------------------------------------------------------------------------
+
+def _read_journal(st: State) -> dict:
+    try:
+        record = json.loads(st.journal.read_text())
+        if record.get("schema") != "codemod-journal/1" or not isinstance(record.get("files"), list):
+            raise ValueError("unknown layout")
+        return record
+    except (OSError, ValueError) as exc:
+        raise ApplyError(f"unreadable write journal ({exc})", where=str(st.journal),
+                         hint=f"restore the tree by hand (git checkout), then remove {st.folder}") from None
+
+
+def _roll_back(st: State, record: dict) -> tuple[int, int]:
+    """Put every file of the journal back as it was; (restored, removed). A file holding neither its
+    old nor its new content is left alone and the journal kept (ApplyError naming it and its backup)."""
+    base = st.base
+    restored = removed = 0
+    conflicts = []
+    for entry in reversed(record["files"]):
+        (base / entry["tmp"]).unlink(missing_ok=True)
+        target = base / entry["path"]
+        current = file_sha256(target)
+        if current == entry["old"]:
+            continue
+        if current != entry["new"]:
+            conflicts.append(entry)
+            continue
+        if entry["old"] is None:
+            target.unlink()
+            _fsync_dir(target.parent)
+            removed += 1
+            continue
+        data = (st.folder / entry["backup"]).read_bytes()
+        if sha256(data) != entry["old"]:
+            raise ApplyError(f"the backup of {entry['path']} does not hold its original content; nothing more "
+                             "restored", where=str(st.folder / entry["backup"]),
+                             hint=f"restore {entry['path']} by hand (git checkout), then remove {st.folder}")
+        _atomic_bytes(target, data, entry.get("mode"), base / entry["tmp"])
+        restored += 1
+    if conflicts:
+        names = ", ".join(f"{e['path']} (original: {st.folder / e['backup']})" if e["backup"] else e["path"]
+                          for e in conflicts)
+        raise ApplyError(f"cannot roll back an interrupted write: {len(conflicts)} file(s) changed since: {names}",
+                         where=str(st.journal),
+                         hint=f"keep or restore each by hand, then remove {st.folder} and re-run")
+    for rel in reversed(record.get("dirs", [])):
+        with contextlib.suppress(OSError):
+            (base / rel).rmdir()
+    st.journal.unlink()
+    _fsync_dir(st.folder)
+    shutil.rmtree(st.backups, ignore_errors=True)
+    return restored, removed
+
+
+def pending(root: Path) -> bool:
+    """Whether an interrupted write left a journal or backups (cheap: two stats, no lock)."""
+    st = state(root)
+    return st.journal.exists() or st.backups.exists()
+
+
+def recover(root: Path) -> str | None:
+    """Roll back what an interrupted `apply --write` left (under the tree lock) and say what was
+    done; None when there was nothing to do."""
+    st = state(root)
+    if not (st.journal.exists() or st.backups.exists()):
+        return None
+    with tree_lock(root) as st, _signals_deferred():
+        if st.journal.exists():
+            record = _read_journal(st)
+            restored, removed = _roll_back(st, record)
+            return (f"recovered an interrupted `codemod apply --write` (pid {record.get('pid')}, started "
+                    f"{record.get('started')}) from its journal: restored {restored} file(s) from backups, "
+                    f"removed {removed} file(s) it had created; the tree is as it was before that write")
+        if st.backups.exists():
+            shutil.rmtree(st.backups)
+            return (f"removed the backups of an interrupted `codemod apply --write` ({st.backups}): it "
+                    "stopped before its journal was written or after it was committed, so the tree is "
+                    "either untouched or fully migrated")
+    return None
