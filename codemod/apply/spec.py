@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from ..errors import RuleError
-from ..rule import Rule
+from ..rule import Rule, _line_of
 
 
 # sizeof of the CUDA toolkit's and C++'s arithmetic types (fixed by their ABI, not by a library).
@@ -63,11 +64,64 @@ def _kernel_options(rule: Rule, m: dict) -> dict[str, list[str]]:
     return {k: list(v) for k, v in per.items()}
 
 
+def _tree_paths(m: dict):
+    """(key path under migrate, value) of every rule key naming a file or folder of the library tree
+    that apply writes or reads as part of it. Not here: `host_includes` and the shims' `include`
+    (include names as spelled, matched, never opened as paths)."""
+    yield ["output_dir"], m["output_dir"]
+    for key in ("translation_units", "stub_includes"):
+        for i, v in enumerate(m.get(key, [])):
+            yield [key, i], v
+    ks = m.get("kernel_strings", {})
+    for i, v in enumerate(ks.get("replace_with_prelude", [])):
+        yield ["kernel_strings", "replace_with_prelude", i], v
+    for name in ks.get("shims", {}):
+        yield ["kernel_strings", "shims", name], name      # written to <output_dir>/shims/<name>
+    for key in ("header", "error_header"):
+        if key in m["nvrtc_layer"]:
+            yield ["nvrtc_layer", key], m["nvrtc_layer"][key]
+    yield ["cmake", "file"], m["cmake"]["file"]
+
+
+def _escape(value: str) -> str | None:
+    """Why a rule path would leave the library root, or None."""
+    v = value.replace("\\", "/")
+    if v.startswith(("/", "~")) or re.match(r"[A-Za-z]:/", v):
+        return "an absolute path"
+    if ".." in v.split("/"):
+        return "a path with a `..` component"
+    if "\0" in v:
+        return "a path with a NUL byte"
+    return None
+
+
+def check_paths(rule: Rule, m: dict) -> None:
+    """Every path key of `migrate:` stays inside the library root: `..` and absolute paths are refused
+    at load, naming the rule file, line and key (the write checks resolved paths again)."""
+    for key, value in _tree_paths(m):
+        why = _escape(value)
+        if why is None:
+            continue
+        line = None
+        if rule.path is not None:
+            import yaml
+
+            try:
+                line = _line_of(yaml.compose(rule.path.read_text()), ["migrate", *key])
+            except (OSError, yaml.YAMLError):
+                line = None
+        name = "migrate/" + "/".join(str(k) for k in key)
+        raise RuleError(f"{name}: {value!r} is {why}; paths in a rule stay inside the library root",
+                        where=f"{rule.path}:{line}" if line else (str(rule.path) if rule.path else None),
+                        hint="write it relative to the library root, without `..`")
+
+
 def migrate_spec(rule: Rule) -> MigrateSpec:
     m = rule.raw.get("migrate")
     if not m:
         raise RuleError(f"rule '{rule.id}' has no migrate: section", where=str(rule.path),
                         hint="see docs/rules.md, section migrate")
+    check_paths(rule, m)
     return MigrateSpec(
         rule_id=rule.id, output_dir=m["output_dir"].strip("/"), namespace=m["namespace"],
         kernels=list(m["kernels"]), translation_units=list(m["translation_units"]),
