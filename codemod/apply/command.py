@@ -86,7 +86,7 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
             if problems:
                 raise PartlyMigrated(
                     f"partly migrated: {where} exists but {len(problems)} file(s) do not hold the migration it "
-                    "records: " + ", ".join(problems), where=where,
+                    "records: " + ", ".join(problems),
                     hint="return those files (or the whole migration) to their state before it, e.g. with "
                          "`git checkout`/`git clean`, and apply again; `codemod verify` checks a finished one")
             return {}, f"already migrated: {where} exists and holds the recorded content{note}\n", None

@@ -301,7 +301,7 @@ def transaction(root: Path, planned: list[Planned], step=None, fail_before: int 
                     if fail_before is not None and i == fail_before:
                         raise ApplyError(f"injected failure before writing {p.path}")
                     target = base / p.path
-                    target.parent.mkdir(parents=True, exist_ok=True)
+                    _make_dirs(base, target.parent)
                     tmp = base / _tmp_of(p.path)
                     _write_tmp(tmp, p.new, p.mode)
                     step(f"temp {p.path}")
@@ -326,6 +326,17 @@ def transaction(root: Path, planned: list[Planned], step=None, fail_before: int 
                 step("commit")
                 shutil.rmtree(st.backups)
                 step("cleanup")
+
+
+def _make_dirs(base: Path, folder: Path) -> None:
+    """mkdir -p below base, each new folder's entry fsynced in its parent."""
+    missing = []
+    while folder != base and not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    for d in reversed(missing):
+        d.mkdir(exist_ok=True)
+        _fsync_dir(d.parent)
 
 
 def _write_tmp(tmp: Path, data: bytes, mode: int | None) -> None:
