@@ -199,6 +199,7 @@ def _recover_and_lock(root: Path, write: bool, held: contextlib.ExitStack) -> No
     left (journal.recover) and says so."""
     from . import journal
 
+    journal.check_legacy(root)
     if not (write or journal.pending(root)):
         return
     held.enter_context(journal.tree_lock(root))

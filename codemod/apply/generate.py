@@ -468,7 +468,7 @@ def _rewrite_launches(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, 
             cfg = list(ls.config) + ["0", "0"][len(ls.config) - 2:]
             has_args = ls.args_range[1] - ls.args_range[0] > 2
             # NOTE: no trailing blank when the arguments start on the next line.
-            tail = ("," if data[ls.args_range[0] + 1:ls.args_range[0] + 2] == b"\n" else ", ") if has_args else ""
+            tail = ("," if data[ls.args_range[0] + 1:ls.args_range[0] + 2] in (b"\n", b"\r") else ", ") if has_args else ""
             sid = f"{path}:{ls.line}:{ls.col}"
             extra = deduced.get(sid, [])
             if callee in names and sid in site_ids and (ls.template_args is not None or extra):

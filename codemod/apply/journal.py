@@ -407,6 +407,18 @@ def _roll_back(st: State, record: dict) -> tuple[int, int]:
     return restored, removed
 
 
+def check_legacy(root: Path) -> None:
+    """Refuse a tree holding the stage/backup folders of a codemod that wrote without a journal
+    (earlier versions of this tool): its interrupted write may have left the tree half migrated, with
+    no record."""
+    old = sorted(p.name for p in root.iterdir() if p.name.startswith((".codemod-stage-", ".codemod-backup-")))
+    if old:
+        raise ApplyError("left by an interrupted `apply --write` of an older codemod (no journal): the tree may be "
+                         "half migrated", where=", ".join(old),
+                         hint="return the tree to a known state (git checkout / git clean, or the backup folder's "
+                              "numbered files), remove these folders, then re-run")
+
+
 def pending(root: Path) -> bool:
     """Whether an interrupted write left a journal or backups (cheap: two stats, no lock)."""
     st = state(root)

@@ -32,10 +32,10 @@ MID = "rtc/activation/kernels.h"                 # written 9th of 17: after 4 ed
 
 
 def _digest(root: Path) -> dict[str, str]:
-    """Content of the library tree (not .git, not codemod's own state)."""
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+    """Content of the library tree, folders included (not .git, not codemod's own state)."""
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "folder"
             for p in sorted(root.rglob("*"))
-            if p.is_file() and ".git" not in p.relative_to(root).parts and ".codemod" not in p.relative_to(root).parts}
+            if ".git" not in p.relative_to(root).parts and ".codemod" not in p.relative_to(root).parts}
 
 
 def _leftovers(root: Path) -> list[str]:
@@ -399,7 +399,17 @@ def test_crlf_files_are_written_and_keep_crlf(tmp_path, capsys):
         data = (root / name).read_bytes()
         assert b"launch(" in data or b"rtc/activation" in data
         assert data.count(b"\n") == data.count(b"\r\n"), f"{name}: a bare LF was inserted"
+        assert b" \r\n" not in data, f"{name}: a trailing blank before CRLF"   # `.launch(g, b, 0, s,` + CRLF
     assert _cli(capsys, root, "--check") == (0, "nothing to do\n")
+
+
+def test_folders_of_an_older_interrupted_write_are_reported(tmp_path, capsys):
+    root = _copy(tmp_path / "input")
+    (root / ".codemod-backup-x1y2").mkdir()
+    code, err = _cli(capsys, root, "--check")
+    assert code == 2
+    assert err.startswith("codemod: error: .codemod-backup-x1y2: left by an interrupted `apply --write` of an "
+                          "older codemod")
 
 
 def test_non_utf8_text_in_an_edited_file_is_a_clear_error(tmp_path):
