@@ -22,12 +22,21 @@ from .cursors import (CK, FUNCTION_KINDS, INT_KINDS, WORD, child_cursors, device
 from .recognizers import END_OF_FUNCTION, recognize
 from .traits import class_facts, qualify_self_named
 from .source_text import (bind_macro_args, find_pasted, macro_params, normalize, read_macro_args,
-                          read_template_args, read_template_id, splice_varargs, vararg_names)
+                          read_template_args, read_template_id, splice_varargs, substitute, vararg_names)
 
 # The declarations `TUIndexer._decl` records or descends into.
 _DECL_KINDS = frozenset({CK.NAMESPACE, CK.LINKAGE_SPEC, CK.UNEXPOSED_DECL, CK.STRUCT_DECL, CK.CLASS_DECL,
                          CK.CLASS_TEMPLATE, CK.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION, CK.TYPEDEF_DECL,
                          CK.TYPE_ALIAS_DECL, CK.VAR_DECL, *FUNCTION_KINDS})
+
+
+# Standard typedefs that template arguments spell (`IndexType = int32_t`), canonicalized like the
+# types a switch macro's aliases give (`int`): clang's canonical type where the TU declares the
+# name at top level, else the LP64 one (the host the frontend parses for is x86_64 Linux).
+_STD_TYPEDEFS = {"int8_t": "signed char", "int16_t": "short", "int32_t": "int", "int64_t": "long",
+                 "uint8_t": "unsigned char", "uint16_t": "unsigned short", "uint32_t": "unsigned int",
+                 "uint64_t": "unsigned long", "size_t": "unsigned long", "ptrdiff_t": "long", "intptr_t": "long",
+                 "uintptr_t": "unsigned long"}
 
 
 class _Files:
@@ -67,6 +76,8 @@ class TUIndexer:
         self.macros: dict[tuple[str, int], dict] = {}  # (file, offset) -> macro instantiation
         self._macro_args: dict[tuple, tuple | None] = {}  # (file, offset, limit) -> read_macro_args
         self._definitions: dict[tuple, dict | None] = {}  # (file, offset, name) -> _in_definition
+        self._ordinals: dict[tuple, dict[int, int]] = {}  # (file, offset, name) -> cursor hash -> k
+        self._call_cursor = None  # the callee cursor of the call _call_edge is recording
         self._project_files: dict[int, bool] = {}  # libclang file handle -> under the root
         self._file_names: dict[int, str] = {}  # libclang file handle -> name
         self.defs: dict[str, ci.Cursor] = {}  # usr -> function definition, walked when reached
@@ -139,9 +150,19 @@ class TUIndexer:
         return known
 
     def run(self) -> dict:
+        system_typedefs = {}
         for cur in child_cursors(self.tu.cursor):
             if cur.kind in _DECL_KINDS and self.declared_in_project(cur):
                 self._decl(cur)
+            elif cur.kind == CK.TYPEDEF_DECL and cur.spelling in _STD_TYPEDEFS:
+                system_typedefs[cur.spelling] = cur.underlying_typedef_type.get_canonical().spelling
+            elif cur.kind == CK.LINKAGE_SPEC:  # extern "C" { typedef ... int32_t; }
+                for ch in child_cursors(cur):
+                    if ch.kind == CK.TYPEDEF_DECL and ch.spelling in _STD_TYPEDEFS:
+                        system_typedefs[ch.spelling] = ch.underlying_typedef_type.get_canonical().spelling
+        # `int32_t` and `int` name one instantiation: spell both as clang's canonical type
+        for name, canon in {**_STD_TYPEDEFS, **system_typedefs}.items():
+            self.typedefs.setdefault(name, canon)
         # Walk only what the TU's own functions reach: the roots are the functions defined in
         # the main file(s); callees are queued as calls are found.
         for usr, cur in self.defs.items():
@@ -519,8 +540,78 @@ class TUIndexer:
             return None
         key = (m["file"], m["offset"], name)
         if key not in self._definitions:
-            self._definitions[key] = self._locate_in_definition(m, name)
-        return self._definitions[key]
+            self._definitions[key] = self._locate_in_definition(m, name) or self._locate_in_nested(m, name)
+        got = self._definitions[key]
+        if got and self._call_cursor is not None and cur == self._call_cursor:
+            got = self._nth_occurrence(key, got, name, cur)
+        return got
+
+    def _nth_occurrence(self, key: tuple, got: dict, name: str, cur) -> dict:
+        """A #define body that calls `name` more than once (`if (b) f<T, B>(...); else f<T, T>(...);`):
+        every call of one expansion has the invocation's position, so the k-th call cursor met in
+        the walk is taken for the k-th call spelled in the body (the walk follows source order)."""
+        text = self.files.get(got["file"])
+        start = text.rfind("#define", 0, got["offset"])
+        end = start
+        while True:  # the #define's last line: no backslash continuation
+            nl = text.find("\n", end)
+            if nl < 0 or not text[end:nl].rstrip().endswith("\\"):
+                end = len(text) if nl < 0 else nl
+                break
+            end = nl + 1
+        calls = [h.start() for h in re.finditer(r"\b" + re.escape(name) + r"\b(?=\s*[<(])", text[start:end])]
+        if start < 0 or len(calls) < 2:
+            return got
+        seen = self._ordinals.setdefault(key, {})
+        nth = seen.setdefault(cur.hash, len(seen)) % len(calls)
+        off = start + calls[nth]
+        q = re.search(r"(?:(?:::)?[A-Za-z_]\w*\s*::\s*)+$", text[start:off])
+        if q:
+            off = start + q.start()
+        return {**got, "offset": off, "line": text.count("\n", 0, off) + 1,
+                "col": off - (text.rfind("\n", 0, off) + 1) + 1}
+
+    def _locate_in_nested(self, m: dict, name: str, depth: int = 0):
+        """`name` spelled in the body of a macro that the invoked macro's body invokes
+        (`#define OUTER(F) INNER(F, Mode::A) ... INNER(F, Mode::B)`): its place in the inner
+        #define, and the inner macro's arguments with the outer invocation's substituted. libclang
+        does not say which inner invocation made a cursor, so a parameter that differs between
+        them holds every value (`alternatives`): each is compiled, whatever branch it sits in."""
+        df, doff, dend = m["def"]
+        text = self.files.get(df)
+        body = text[doff:dend + 1]
+        head = re.match(r"\s*(\w+)\s*(\(([^)]*)\))?", body)
+        if not head or depth > 2:
+            return None
+        params = macro_params(head.group(3)) if head.group(2) else []
+        inv = self.macro_args(m)
+        outer = dict(zip(params, inv[1] if inv else []))
+        found = None
+        for call in re.finditer(r"\b([A-Za-z_]\w*)\s*\(", body[head.end():]):
+            inner = call.group(1)
+            d = re.search(r"^[ \t]*#[ \t]*define[ \t]+" + re.escape(inner) + r"\(", text, re.M)
+            if inner == head.group(1) or not d:
+                continue
+            end = d.start()
+            while True:  # the #define's last line: no backslash continuation
+                nl = text.find("\n", end)
+                if nl < 0 or not text[end:nl].rstrip().endswith("\\"):
+                    end = len(text) if nl < 0 else nl
+                    break
+                end = nl + 1
+            sub = {"name": inner, "file": df, "line": m["line"], "offset": doff + head.end() + call.start(),
+                   "def": (df, d.end() - 1 - len(inner), end - 1)}
+            got = self._locate_in_definition(sub, name) or self._locate_in_nested(sub, name, depth + 1)
+            if not got:
+                continue
+            args = {p: substitute(a, lambda n: outer.get(n)) for p, a in got["args"].items()}
+            if found is None:
+                found = {**got, "macro": m, "args": args, "alternatives": {p: [a] for p, a in args.items()}}
+            elif (got["file"], got["offset"]) == (found["file"], found["offset"]):
+                for p, a in args.items():
+                    if a not in found["alternatives"].setdefault(p, []):
+                        found["alternatives"][p].append(a)
+        return found
 
     def _locate_in_definition(self, m: dict, name: str):
         df, doff, dend = m["def"]
@@ -563,7 +654,9 @@ class TUIndexer:
                         "offset": d["offset"], "in_macro_body": True, "branches": branches,
                         "macro_args": {p: {"value": a, "kind": "macro_arg",
                                            "macro": {"name": m["name"], "expr": a, "line": m["line"],
-                                                     "file": self.files.rel(m["file"])}}
+                                                     "file": self.files.rel(m["file"])},
+                                           **({"values": d["alternatives"][p]}
+                                              if len(d.get("alternatives", {}).get(p, ())) > 1 else {})}
                                        for p, a in d["args"].items()}}
         return {
             "kind": kind,
@@ -622,7 +715,9 @@ class TUIndexer:
         branches = site.pop("branches")
         margs = site.pop("macro_args", None)
         if margs:
-            scope = list(scope) + list(margs.items())
+            # `DISPATCH(DataType, IndexType)` inside a type switch: a parameter named like the
+            # alias passed to it is that alias, already in scope
+            scope = list(scope) + [(p, b) for p, b in margs.items() if b["value"] != p]
         cx = [b[len("constexpr:"):] for b in branches if b.startswith("constexpr:")]
         copy = {"bindings": self._relevant(scope, texts + cx), "branches": [b for b in branches if not b.startswith("constexpr:")]}
         if cx:
@@ -708,6 +803,7 @@ class TUIndexer:
             if u not in self.defs and d.is_definition() and not device_only(d):
                 self.defs[u] = d
             self._queue.append(u)
+        self._call_cursor = refcur
         name_text, targs = self.ref_text(refcur)
         arg_types = []
         for a in children[1:]:
@@ -715,6 +811,7 @@ class TUIndexer:
             arg_types.append(t.spelling if t is not None else "")
         # a call spelled in a macro body binds the macro's parameters (REGISTER(..., T, ...))
         site = self.site_base(refcur, scope, branches, "call", name_text or refcur.spelling)
+        self._call_cursor = None
         site.update({
             "callees": sorted({c.get_usr() for c in cands}),
             "callee_names": sorted({qualname(c) for c in cands}),
