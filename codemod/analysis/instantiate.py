@@ -125,6 +125,8 @@ class Evaluator:
                     return f"{got}::{rest}"
             return None
 
+        if "\\" in text:  # a line continuation left in an argument spelled in a #define
+            text = normalize(text.replace("\\", " "))
         return self.members.resolve(substitute(text, lookup))
 
 

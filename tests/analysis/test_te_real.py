@@ -176,3 +176,34 @@ def test_te_normalization_before_hand_migration():
     registrations = sum(len(re.findall(r"^REGISTER_NORM_LAUNCHER\(", f.read_text(), re.M))
                         for f in (common / "normalization").glob("*/*.cu"))
     assert registrations == 552
+
+@pytest.mark.skipif(not TE, reason="TE_SOURCE_DIR is not set (a full TransformerEngine checkout)")
+def test_full_checkout_fused_router():
+    """rules/fused_router.yaml: the kernels of fused_topk_with_score_function.cu are launched from
+    generic lambdas, reached through dispatch macros that invoke other macros; counted by hand
+    in docs/analysis.md (TE section)."""
+    common = Path(TE) / "transformer_engine" / "common"
+    a = analyze(common, [load_rule("fused_router")])
+    defined = set()
+    for tu in common.glob("fused_router/*.cu"):
+        defined |= set(re.findall(r"^void (nvte_\w+)\(", tu.read_text(), re.M))
+    assert {e.name for e in a.entry_points} == defined and len(defined) == 18
+    fan = {k.name: k.instantiations for k in a.kernels}
+    assert fan == {
+        # fused_topk_with_score_function.cu: 286
+        "fused_topk_with_score_function_forward_kernel": 180, "fused_topk_forward_simple_kernel": 60,
+        "fused_topk_backward_selected_indices_kernel": 27, "fused_topk_with_score_function_backward_kernel": 18,
+        "qb_histogram_accumulate_kernel": 1,
+        # fused_score_for_moe_aux_loss.cu: 33
+        "fused_score_for_moe_aux_loss_forward_kernel": 18, "fused_score_for_moe_aux_loss_forward_simple_kernel": 6,
+        "fused_score_for_moe_aux_loss_backward_kernel": 9,
+        # fused_moe_aux_loss.cu: 48
+        "fused_moe_aux_loss_forward_kernel": 15, "fused_moe_aux_loss_forward_kernel_graph_safe": 15,
+        "fused_moe_aux_loss_backward_kernel": 15, "convert_accum_to_output": 3}
+    assert a.totals["instantiations"] == 367 and a.unreached == []
+    assert not [d for d in a.diagnostics if d.id == "CM1001"]
+    launch = next(s for s in a.sites if s.id.startswith("fused_router/fused_topk_with_score_function.cu:720:"))
+    g = launch.generic_lambda
+    assert (g["name"], g["param"]) == ("launch", "kernel") and len(g["passing_sites"]) == 3
+    assert {s.api for s in a.sites if s.generic_lambda and s.function == launch.function} == {
+        "<<<>>>", "cudaFuncSetAttribute", "helper"}
