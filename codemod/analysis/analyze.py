@@ -392,9 +392,12 @@ def _generic_lambda(fn: dict, s: dict, inst: Instantiator, kernels_raw: dict, ca
                         "instantiations": len(tuples)})
     uses = sorted(f"{o['file']}:{o['line']}:{o['col']}" for o in fn["sites"].values()
                   if o is not s and o["kind"] in ("launch", "use") and o.get("lambda") == lam)
-    return {"name": lam["name"], "param": lam["param"], "file": lam["file"], "line": lam["line"], "col": lam["col"],
-            "function_template_params": [p["name"] for p in fn.get("tparams", [])],
-            "passing_sites": passing, "sites": uses}
+    out = {"name": lam["name"], "param": lam["param"], "file": lam["file"], "line": lam["line"], "col": lam["col"],
+           "function_template_params": [p["name"] for p in fn.get("tparams", [])],
+           "passing_sites": passing, "sites": uses}
+    if s["kind"] == "launch" and s.get("config") is not None:
+        out["launch"] = {"config": s["config"], "args": s.get("args", [])}
+    return out
 
 
 def _axes(fn: dict, s: dict, k: dict, kusr: str, src_sites: list[dict], tuples: dict, branches: list[str],

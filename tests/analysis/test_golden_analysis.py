@@ -103,6 +103,8 @@ def test_routerlib_generic_lambdas(analyses):
     assert [p["instantiations"] for p in g["passing_sites"]] == [6, 6, 6]
     assert g["function_template_params"] == ["T", "M"]
     assert g["sites"] == ["src/topk.cu:81:5", "src/topk.cu:83:19"]
+    assert g["launch"] == {"config": ["grid", "kThreads", "shmem", "stream"],
+                           "args": ["logits", "probs", "num_tokens", "num_experts", "topk"]}
     assert {ax.param: ax.binding for ax in fwd.axes} == {"T": "type_switch", "ScoreFunc": "runtime_branch",
                                                          "M": "entry_param"}
     assert by_id["src/topk.cu:81"].api == "cudaFuncSetAttribute" and by_id["src/topk.cu:81"].generic_lambda

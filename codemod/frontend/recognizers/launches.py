@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from ..cursors import CK, callee_name
+from ..source_text import normalize, split_top_level
 
 # API name -> the `api` a site records.
 LAUNCH_APIS = {
@@ -36,9 +37,31 @@ def triple_chevron_launch(ix, cur, scope, branches) -> bool:
     site = ix.site_base(cur, scope, branches, "launch", callee_name(children[0]))
     site["api"] = "<<<>>>"
     site.update(res)
+    if not site["in_macro_body"]:
+        fname, _, _, off, _ = ix.pos(cur)
+        got = chevron_texts(ix.files.get(fname), off) if fname else None
+        if got:
+            site["config"], site["args"] = got
     arg_types = [a.type.spelling if a.type is not None else "" for a in children[2:]]
     ix.record(site, scope, {"arg_types": arg_types})
     return True
+
+
+def chevron_texts(text: str, off: int) -> tuple[list[str], list[str]] | None:
+    """The `<<<grid, block, shmem, stream>>>` and `(args)` texts of the launch whose callee starts
+    at `off`, normalized; None when they cannot be read."""
+    i = text.find("<<<", off)
+    j = text.find(">>>", i + 3) if i >= 0 else -1
+    if i < 0 or j < 0 or text.find(";", off, i) >= 0:
+        return None
+    config = split_top_level("(" + text[i + 3:j] + ")", "(", ")", 0)
+    k = j + 3
+    while k < len(text) and text[k].isspace():
+        k += 1
+    args = split_top_level(text, "(", ")", k)
+    if config is None or args is None:
+        return None
+    return [normalize(c) for c in config[0]], [normalize(a) for a in args[0] if a.strip()]
 
 
 def _api_name(cur, children) -> str:
