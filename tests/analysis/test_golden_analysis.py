@@ -124,3 +124,16 @@ def test_unreached_kernels_have_reasons(analyses):
                    "routerlib::topk_unused_kernel": ("not_launched", [])}
     assert "topk_debug_dump" in next(u.detail for u in a.unreached if u.reason == "no_entry_point")
     assert [u.kernel for u in analyses["castlib"].unreached] == []
+
+
+def test_reports_list_unreached_kernels(analyses):
+    from codemod.report.html import render_html
+    from codemod.report.text import render
+
+    a = analyses["routerlib"]
+    text = render(a, verbose=True)
+    assert "Declared kernels not reached (2)" in text and "topk_unused_kernel" in text
+    assert "through generic lambda launch (src/topk.cu:80)" in text
+    html = render_html(a)
+    assert 'id="unreached"' in html and "no_entry_point" in html and "topk_debug_dump" in html
+    assert "Through the generic lambda <code>launch</code>" in html
