@@ -201,7 +201,8 @@ def test_full_checkout_fused_router():
         "fused_moe_aux_loss_forward_kernel": 15, "fused_moe_aux_loss_forward_kernel_graph_safe": 15,
         "fused_moe_aux_loss_backward_kernel": 15, "convert_accum_to_output": 3}
     assert a.totals["instantiations"] == 367 and a.unreached == []
-    assert not [d for d in a.diagnostics if d.id == "CM1001"]
+    assert {d.id for d in a.diagnostics} == {"CM0102"}  # no CM1001 (lambdas), no CM1003 (defaults)
+    assert all(k.discoverable for k in a.kernels)
     launch = next(s for s in a.sites if s.id.startswith("fused_router/fused_topk_with_score_function.cu:720:"))
     g = launch.generic_lambda
     assert (g["name"], g["param"]) == ("launch", "kernel") and len(g["passing_sites"]) == 3
