@@ -123,7 +123,7 @@ class Unreached:
     file: str
     line: int
     is_template: bool
-    reason: str                   # no_entry_point | unrecognised_form | not_launched
+    reason: str                   # no_entry_point | unrecognised_form | named_in_string | not_launched
     detail: str                   # the reason in words, with file:line
     where: list[str] = field(default_factory=list)   # the file:line it names
 

@@ -1,6 +1,7 @@
 """Kernels declared in the analysed TUs (and the headers they include) that no entry point
 reaches, each with the reason: launched only from functions no entry point calls, launched or
-named in a form the frontend does not recognise (file:line), or launched nowhere."""
+named in a form the frontend does not recognise (file:line), named only in string literals (a
+kernel compiled at run time from its name), or launched nowhere."""
 
 from __future__ import annotations
 
@@ -47,6 +48,15 @@ def unreached_kernels(root: Path, kernels_raw: dict, canon: dict, kid: dict, fun
                                  where=[w for w, _ in spelled]))
             continue
         named = _named(root, k, scanned)
+        if named and all(in_string for _, _, in_string in named):
+            out.append(Unreached(kernel=kernel_id, file=k["file"], line=k["line"], is_template=k["is_template"],
+                                 reason="named_in_string",
+                                 detail="named only inside string literals, at " + ", ".join(
+                                     w for w, _, _ in named[:_MAX_WHERE]) + (" …" if len(named) > _MAX_WHERE else "")
+                                 + ": compiled at run time from its name (NVRTC), or only mentioned in a message",
+                                 where=[w for w, _, _ in named]))
+            continue
+        named = [(w, text) for w, text, in_string in named if not in_string]
         if named:
             out.append(Unreached(kernel=kernel_id, file=k["file"], line=k["line"], is_template=k["is_template"],
                                  reason="unrecognised_form",
@@ -106,8 +116,9 @@ def _spelled_launches(name: str, scanned: dict) -> list[tuple[str, str]]:
     return out
 
 
-def _named(root: Path, k: dict, scanned: dict) -> list[tuple[str, str]]:
-    """Lines of the closure that name the kernel outside its declarations and comments."""
+def _named(root: Path, k: dict, scanned: dict) -> list[tuple[str, str, bool]]:
+    """Lines of the closure that name the kernel outside its declarations and comments:
+    (file:line, the line, whether every mention on it is inside a string literal)."""
     word = re.compile(rf"\b{re.escape(k['name'])}\b")
     decl_lines = defaultdict(set)
     for rel, scan in scanned.items():
@@ -129,5 +140,7 @@ def _named(root: Path, k: dict, scanned: dict) -> list[tuple[str, str]]:
                 continue
             if "__global__" in code:
                 continue
-            out.append((f"{rel}:{i}", " ".join(code.split())[:80]))
+            in_string = all(code[:m.start()].count('"') - code[:m.start()].count('\\"') & 1
+                            for m in word.finditer(code))
+            out.append((f"{rel}:{i}", " ".join(code.split())[:80], bool(in_string)))
     return out

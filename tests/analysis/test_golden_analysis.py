@@ -124,6 +124,9 @@ def test_unreached_kernels_have_reasons(analyses):
                    "routerlib::topk_unused_kernel": ("not_launched", [])}
     assert "topk_debug_dump" in next(u.detail for u in a.unreached if u.reason == "no_entry_point")
     assert [u.kernel for u in analyses["castlib"].unreached] == []
+    # actlib's NVRTC transpose kernel is named only in the string its name expression is built from
+    assert [(u.kernel, u.reason, u.where) for u in analyses["actlib"].unreached] == [
+        ("actlib_rtc::transpose_kernel", "named_in_string", ["transpose/transpose.cpp:39"])]
 
 
 def test_reports_list_unreached_kernels(analyses):
