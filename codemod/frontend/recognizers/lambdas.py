@@ -44,26 +44,26 @@ def generic_lambda(ix, d, scope, branches) -> bool:
 
 
 def _lambda_callee(ix, children):
-    """(lambda record, index of the first argument) when the call's callee is a generic lambda
-    variable: `launch(...)` (dependent: [launch, args...]) or `launch.operator()(...)` ([operator(),
-    launch, args...])."""
+    """(lambda record, the call's arguments) when the callee is a generic lambda variable:
+    `launch(...)` in dependent code is [launch, args...]; elsewhere clang makes an operator call,
+    [launch, operator(), args...]."""
     for i, c in enumerate(children[:2]):
         ref = c.referenced if c.kind in (CK.DECL_REF_EXPR, CK.UNEXPOSED_EXPR) else None
         if ref is not None and ref.kind == CK.VAR_DECL:
             lam = ix.lambdas.get(ix.decl_key(ref))
             if lam is not None:
-                return lam, i + 1
-    return None, 0
+                args = [a for a in children[i + 1:] if not (
+                    a.spelling == "operator()" and a.referenced is not None and a.referenced.kind == CK.CXX_METHOD)]
+                return lam, args
+    return None, []
 
 
 def generic_lambda_call(ix, cur, scope, branches) -> bool:
     """`launch(k<T, 0>)`: a passing site per kernel named in an argument bound to an `auto`
     parameter. The call is consumed (a lambda is not a call-graph edge)."""
-    children = ix.children(cur)
-    lam, first = _lambda_callee(ix, children)
+    lam, args = _lambda_callee(ix, ix.children(cur))
     if lam is None:
         return False
-    args = children[first:]
     marker = {k: lam[k] for k in ("name", "file", "line", "col")}
     for i, pname in lam["params"]:
         if i >= len(args):
