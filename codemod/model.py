@@ -63,6 +63,7 @@ class Site:
     # launch(k<...>);`): the lambda, its passing sites and its other sites (docs/analysis.md).
     generic_lambda: dict | None = None
     helper: str | None = None     # api "helper": the function the lambda passes the kernel to
+    helper_uses: list[dict] | None = None  # and where it hands the kernel to a CUDA API
 
 
 @dataclass
@@ -129,8 +130,8 @@ class Unreached:
 
 
 # Keys the JSON holds only where they have a value (None is left out): TemplateParam.enum,
-# Kernel.body_arch_min, Site.generic_lambda, Site.helper.
-OPTIONAL_KEYS = {TemplateParam: ("enum",), Kernel: ("body_arch_min",), Site: ("generic_lambda", "helper")}
+# Kernel.body_arch_min, Site.generic_lambda, Site.helper, Site.helper_uses.
+OPTIONAL_KEYS = {TemplateParam: ("enum",), Kernel: ("body_arch_min",), Site: ("generic_lambda", "helper", "helper_uses")}
 
 
 def json_fields(cls: type, d: dict) -> dict:

@@ -340,6 +340,7 @@ def _sites(functions: dict, kernels_raw: dict, canon: dict, kid: dict, inst: Ins
             if s.get("lambda"):
                 site.generic_lambda = _generic_lambda(fn, s, inst, kernels_raw, canon, kid, reached)
                 site.helper = s.get("helper")
+                site.helper_uses = s.get("helper_uses")
             if not reached:
                 site.note = "not reached from the entry points"
             sites.append(site)

@@ -110,6 +110,8 @@ def test_routerlib_generic_lambdas(analyses):
     assert by_id["src/topk.cu:81"].api == "cudaFuncSetAttribute" and by_id["src/topk.cu:81"].generic_lambda
     helper = by_id["src/topk.cu:83"]
     assert helper.kind == "use" and helper.api == "helper" and helper.helper == "persistent_grid"
+    assert helper.helper_uses == [{"api": "occupancy", "file": "src/common.h", "line": 40, "col": 3,
+                                   "param": "kernel_func"}]
     simple = by_id["src/topk.cu:89"].generic_lambda
     assert [(p["targs"], p["constexpr"]) for p in simple["passing_sites"]] == [
         (["T", "false"], ["M==Mode::Plain"]), (["T", "true"], ["!(M==Mode::Plain)"])]

@@ -208,3 +208,6 @@ def test_full_checkout_fused_router():
     assert (g["name"], g["param"]) == ("launch", "kernel") and len(g["passing_sites"]) == 3
     assert {s.api for s in a.sites if s.generic_lambda and s.function == launch.function} == {
         "<<<>>>", "cudaFuncSetAttribute", "helper"}
+    helper = next(s for s in a.sites if s.api == "helper" and s.function == launch.function)
+    assert helper.helper == "compute_persistent_grid"
+    assert [(u["api"], u["file"]) for u in helper.helper_uses] == [("occupancy", "fused_router/async_loader.h")]

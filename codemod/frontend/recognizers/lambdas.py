@@ -11,7 +11,7 @@ kernel variable.
 
 from __future__ import annotations
 
-from ..cursors import CK, callee_name, child_cursors
+from ..cursors import CK, callee_name, child_cursors, primary_template, ref_candidates
 
 
 def _lambda_expr(var):
@@ -84,7 +84,7 @@ def kernel_param_to_helper(ix, cur, scope, branches) -> bool:
     children = ix.children(cur)
     if not children:
         return False
-    for arg in children[1:]:
+    for j, arg in enumerate(children[1:]):
         var = ix.var_ref(arg) if arg.kind in (CK.DECL_REF_EXPR, CK.UNEXPOSED_EXPR) else None
         if var is None or var.kind != CK.PARM_DECL:
             continue
@@ -94,9 +94,51 @@ def kernel_param_to_helper(ix, cur, scope, branches) -> bool:
         site = ix.site_base(cur, scope, branches, "use")
         site.update({"api": "helper", "helper": cur.spelling or callee_name(children[0]), "kernel": None,
                      "via": var.spelling, "targs": None, "callee_text": var.spelling, "lambda": lam})
+        uses = _helper_uses(ix, children[0], j)
+        if uses:
+            site["helper_uses"] = uses
         ix.record(site, scope)
         break
     return False
+
+
+def _helper_uses(ix, callee, j: int) -> list[dict]:
+    """Where the helper uses its j-th parameter (the kernel) in a CUDA API call: `{api, file, line,
+    col, param}` per call, e.g. the occupancy query of a persistent-grid helper."""
+    from .launches import LAUNCH_APIS, USE_APIS
+
+    stack = [callee]
+    cands = []
+    while stack and not cands:
+        c = stack.pop()
+        if c.kind in (CK.OVERLOADED_DECL_REF, CK.DECL_REF_EXPR):
+            cands = [primary_template(x) for x in ref_candidates(c)]
+        stack.extend(child_cursors(c))
+    out = []
+    for fn in cands:
+        d = fn.get_definition() if fn is not None else None
+        if d is None:
+            continue
+        params = [p for p in child_cursors(d) if p.kind == CK.PARM_DECL]
+        if j >= len(params):
+            continue
+        want = ix.decl_key(params[j])
+        todo = [ch for ch in child_cursors(d) if ch.kind == CK.COMPOUND_STMT]
+        while todo:
+            c = todo.pop()
+            if c.kind == CK.CALL_EXPR:
+                kids = child_cursors(c)
+                name = c.spelling or callee_name(kids[0] if kids else None)
+                api = LAUNCH_APIS.get(name) or USE_APIS.get(name)
+                if api and any((v := ix.var_ref(a)) is not None and ix.decl_key(v) == want for a in kids[1:]):
+                    fname, line, col, _, _ = ix.pos(c)
+                    out.append({"api": api, "file": ix.files.rel(fname) if fname else None, "line": line,
+                                "col": col, "param": params[j].spelling})
+                    continue
+            todo.extend(child_cursors(c))
+        if out:
+            break
+    return sorted(out, key=lambda u: (u["line"], u["col"]))
 
 
 def bind_lambda_sites(fn: dict) -> None:
