@@ -98,7 +98,18 @@ def host_only_functions(data: bytes) -> list[tuple[int, int]]:
                 if body is not None:
                     visit(body)
                 continue
-            if child.type in ("preproc_ifdef", "preproc_if", "preproc_else"):
+            if child.type in ("preproc_ifdef", "preproc_if"):
+                sense = _rtc_condition(child, data)     # False: `#ifndef __CUDACC_RTC__`
+                alt = child.child_by_field_name("alternative")
+                if sense is False:                      # already hidden from NVRTC (a second
+                    if alt is not None:                 # rule's apply, or the library's own)
+                        visit(alt)
+                    continue
+                if sense is True:                       # `#ifdef __CUDACC_RTC__`: NVRTC-only
+                    continue
+                visit(child)
+                continue
+            if child.type == "preproc_else":
                 visit(child)
                 continue
             inner = child

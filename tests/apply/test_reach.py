@@ -316,3 +316,16 @@ def test_numeric_limits_shim_is_defined_without_libcu():
     defined, rest = stdshim.definitions(["numeric_limits"])
     assert rest == [] and "struct numeric_limits<float>" in defined[0]
     assert "3.40282347e+38F" in defined[0]
+
+
+def test_host_code_already_hidden_from_nvrtc_is_not_guarded_twice():
+    """A second rule applied to a tree the first patched (TE: activation, then scaled_activation,
+    both shipping util/vectorized_pointwise.h) found the same host functions and nested a second
+    `#ifndef __CUDACC_RTC__` around each."""
+    from codemod.apply import source
+
+    data = (b"namespace n {\n#ifndef __CUDACC_RTC__\ninline int a() { return 1; }\n#endif  // __CUDACC_RTC__\n"
+            b"#ifdef __CUDACC_RTC__\n__device__ int b();\n#else\ninline int c() { return 3; }\n#endif\n"
+            b"inline int d() { return 4; }\n}\n")
+    found = [data[s:e] for s, e in source.host_only_functions(data)]
+    assert found == [b"inline int d() { return 4; }"]
