@@ -47,3 +47,7 @@ class VerifyError(CodemodError):
 
 class PartlyMigrated(ApplyError):
     """A tree holds a rule's manifest but not all of the migration it records (`--check`: pending)."""
+
+
+class OutputError(CodemodError):
+    """A result could not be written: its folder is missing, or it holds a value JSON cannot hold."""

@@ -56,18 +56,87 @@ def _line_of(node, path) -> int | None:
     return node.start_mark.line + 1 if node is not None else None
 
 
-def load_rule_file(path: Path) -> Rule:
+# NOTE: a rule is a few hundred lines; the bounds keep a hostile file (an alias bomb: nine
+# aliases of nine aliases ... expand to 10^9 nodes) from costing minutes and gigabytes.
+MAX_RULE_BYTES = 1 << 20
+MAX_RULE_NODES = 100_000  # nodes once every alias is expanded
+
+
+def read_rule_text(path: Path) -> str:
+    """The text of a rule file: at most MAX_RULE_BYTES of UTF-8, no NUL bytes; else a RuleError."""
     try:
-        text = path.read_text()
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_RULE_BYTES + 1)
     except OSError as exc:
         raise RuleError(f"cannot read rule: {exc.strerror}", where=str(path)) from None
+    if len(data) > MAX_RULE_BYTES:
+        raise RuleError(f"rule file is larger than {MAX_RULE_BYTES >> 20} MiB", where=str(path),
+                        hint="a rule is a small YAML file; see docs/rules.md")
+    if b"\0" in data:
+        line = data.count(b"\n", 0, data.index(b"\0")) + 1
+        raise RuleError("rule file is binary (holds a NUL byte), expected YAML text", where=f"{path}:{line}")
     try:
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise RuleError(f"rule file is not UTF-8: byte 0x{data[exc.start]:02x} cannot be decoded",
+                        where=f"{path}:{line}", hint="save the rule as UTF-8") from None
+
+
+def _expanded_size(root: yaml.Node, path: Path) -> int:
+    """Nodes of the document with every alias expanded (shared nodes counted once per use),
+    without expanding it; a RuleError past MAX_RULE_NODES or for a recursive alias."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in active:
+            raise RuleError("recursive YAML alias", where=f"{path}:{node.start_mark.line + 1}")
+        active.add(key)
+        if isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = node.value
+        else:
+            children = []
+        total = 1
+        for child in children:
+            total += size(child)
+            if total > MAX_RULE_NODES:
+                raise RuleError(f"YAML expands to more than {MAX_RULE_NODES} nodes (aliases)",
+                                where=f"{path}:{child.start_mark.line + 1}",
+                                hint="a rule needs no deep aliases; write the values out")
+        active.discard(key)
+        sizes[key] = total
+        return total
+
+    return size(root)
+
+
+def _compose(text: str, path: Path) -> tuple[yaml.Node | None, object]:
+    """The YAML node tree (for line numbers) and the data built from it, bounded."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None, None
+        _expanded_size(node, path)
+        return node, loader.construct_document(node)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)
         raise RuleError(f"invalid YAML: {getattr(exc, 'problem', exc)}", where=where) from None
+    except RecursionError:
+        raise RuleError("YAML is nested too deeply", where=str(path)) from None
+    finally:
+        loader.dispose()
+
+
+def load_rule_file(path: Path) -> Rule:
+    node, data = _compose(read_rule_text(path), path)
     if not isinstance(data, dict):
         raise RuleError("a rule must be a mapping", where=f"{path}:1")
     errors = sorted(jsonschema.Draft202012Validator(_schema()).iter_errors(data), key=lambda e: list(e.path))
@@ -79,7 +148,11 @@ def load_rule_file(path: Path) -> Rule:
             path_.append(extra[0])  # point at the unexpected key itself
         line = _line_of(node, path_)
         field_name = "/".join(str(p) for p in err.path) or "(top level)"
-        raise RuleError(f"{field_name}: {err.message}", where=f"{path}:{line}",
+        message = err.message
+        if err.validator == "pattern" and "description" in err.schema:
+            # NOTE: the patterns keep rule text that reaches generated C++/CMake from injecting code
+            message = f"{err.instance!r} is not {err.schema['description']}"
+        raise RuleError(f"{field_name}: {message}", where=f"{path}:{line}",
                         hint="see docs/rules.md for the rule format")
     a = data["analyze"]
     try:

@@ -5,11 +5,11 @@ Regenerated only by `python -m codemod.analysis.golden` (review the diff before 
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 from ..model import Analysis
+from .. import strict_json
 
 REPO = Path(__file__).resolve().parents[2]
 CASES = ("actlib", "castlib", "routerlib", "normlib")
@@ -38,7 +38,7 @@ def analyze_case(case: str, **kw) -> Analysis:
 
 
 def dump(doc: dict) -> str:
-    return json.dumps(doc, indent=1, sort_keys=True) + "\n"
+    return strict_json.dumps(doc, "golden analysis", indent=1, sort_keys=True) + "\n"
 
 
 def main(argv: list[str]) -> int:

@@ -4,7 +4,6 @@ jinja2 templates under codemod/templates/apply/; generated C++ is formatted with
 
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 import shutil
@@ -20,6 +19,7 @@ from .. import __version__
 from ..errors import ApplyError, UnsupportedConstruct
 from ..frontend.treesitter import scan_bytes
 from . import source, stdshim
+from .. import strict_json
 from .names import enum_cast, namespace_parts, spelled_id
 from .plan import Plan, host_include, symbol_for
 
@@ -568,4 +568,4 @@ def manifest(plan: Plan, version: str = __version__) -> str:
                           "sites": sorted(v.sites)} for v in kp.variants],
         } for kp in plan.kernels],
     }
-    return json.dumps(doc, indent=1) + "\n"
+    return strict_json.dumps(doc, "manifest", indent=1) + "\n"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 from ..errors import UsageError
+from .. import strict_json
 from .options import POLICIES, STEPS_LISTED
 
 
@@ -56,6 +56,7 @@ def _write(path: str, text: str) -> None:
         raise UsageError(f"cannot write {path}: {exc.strerror}") from None
 
 
+MAX_CONTENTION = 100.0  # slowdown per co-running job; beyond it the model means nothing
 COMPACT_ABOVE = 5000  # steps; bigger documents are written without indentation
 
 
@@ -63,7 +64,7 @@ def dumps(doc: dict) -> str:
     total = doc["steps_limited"]["total"] if "steps_limited" in doc else len(doc.get("steps", ()))
     indent = 1 if total <= COMPACT_ABOVE else None
     seps = None if indent else (",", ":")
-    return json.dumps(doc, indent=indent, separators=seps, ensure_ascii=False) + "\n"
+    return strict_json.dumps(doc, "impact JSON", indent=indent, separators=seps, ensure_ascii=False) + "\n"
 
 
 def run(args) -> int:
@@ -72,6 +73,10 @@ def run(args) -> int:
 
     if args.cores is not None and args.cores <= 0:
         raise UsageError(f"--cores must be positive, got {args.cores}")
+    if not 0 <= args.contention <= MAX_CONTENTION:  # NOTE: also refuses NaN
+        raise UsageError(f"--contention must be from 0 to {MAX_CONTENTION}, got {args.contention:g}")
+    if args.jobs is not None and args.jobs < 0:
+        raise UsageError(f"-j must be 0 (unlimited) or more, got {args.jobs}")
     loaded = load(args.log, args.nvcc_time, args.build_ninja, args.build)
     quiet = args.json == "-"
     if args.against:
@@ -98,7 +103,7 @@ def run(args) -> int:
     if args.trace:
         from .trace import build_trace
 
-        _write(args.trace, json.dumps(build_trace(doc), separators=(",", ":")) + "\n")
+        _write(args.trace, strict_json.dumps(build_trace(doc), "trace", separators=(",", ":")) + "\n")
     if not quiet:
         sys.stdout.write(report_text.render(doc, args.top))
         written = [f for f in (args.json, args.html, args.trace) if f]

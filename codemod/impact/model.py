@@ -108,7 +108,7 @@ def tail(sched: Schedule, conc: tuple | None = None) -> dict:
     from there to the end, the job-seconds done in it, and the time spent below full / half."""
     times, counts = conc or concurrency_steps(sched.start, sched.end)
     if not len(times):
-        return {"full_until_s": 0.0, "tail_s": 0.0, "tail_job_s": 0.0, "below_full_s": 0.0, "below_half_s": 0.0}
+        return {"full_concurrency": 0, "full_until_s": 0.0, "tail_s": 0.0, "tail_job_s": 0.0, "below_full_s": 0.0, "below_half_s": 0.0}
     peak = int(counts.max())
     full = min(sched.jobs, peak) if sched.jobs > 0 else peak
     head = counts[:-1]

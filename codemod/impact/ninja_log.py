@@ -20,6 +20,10 @@ from .logfile import parse_log_path
 _HEADER = re.compile(r"#\s*ninja log v(\d+)\s*$")
 _HEX = re.compile(r"[0-9a-fA-F]+")
 _INT64 = range(-2**63, 2**63)  # what the columns hold
+# NOTE: ninja writes start/end as milliseconds since its own start: never negative, and 2^40 ms is
+# 35 years. Times outside are refused (not clamped): they come from a corrupted or forged log and
+# would overflow the replay's sums.
+_TIMES = range(0, 2**40)
 
 # NOTE: tolerance for comparing mtime-derived time origins: filesystem timestamps may be as coarse
 # as 1-2 s, and ninja's origin is taken before the manifest is parsed.
@@ -261,6 +265,9 @@ def parse_line(text: str, lineno: int, name: str) -> LogLine | None:
     if start_ms not in _INT64 or end_ms not in _INT64 or mtime_v not in _INT64:
         raise ParseError(f"start/end/mtime must fit in 64 bits, found {start!r} {end!r} {mtime!r}",
                          where=f"{name}:{lineno}", hint="the file is not a ninja log or was corrupted")
+    if start_ms not in _TIMES or end_ms not in _TIMES:
+        raise ParseError(f"start/end must be milliseconds since the build started, 0 to 2^40, found {start!r} {end!r}",
+                         where=f"{name}:{lineno}", hint="the file is not a ninja log or was corrupted")
     cmdhash = cmdhash.strip()
     if not _HEX.fullmatch(cmdhash):
         raise ParseError(f"command hash must be hex, found {cmdhash[:40]!r}", where=f"{name}:{lineno}")
@@ -320,7 +327,7 @@ def _read_well_formed(body: str) -> LineTable | None:
         start, end, mtime = (np.fromiter(map(int, fields[k::5]), np.int64, n) for k in range(3))
     except (ValueError, OverflowError):
         return None
-    if np.any(end < start):
+    if np.any(end < start) or start.min() < _TIMES.start or end.max() >= _TIMES.stop:
         return None
     return LineTable(np.arange(2, n + 2, dtype=np.int64), start, end, mtime, fields[3::5], hashes)
 

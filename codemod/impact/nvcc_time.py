@@ -6,6 +6,7 @@ Format: docs/impact.md, "Inputs". Pure functions over file-like objects.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import IO
@@ -111,6 +112,9 @@ def parse_row(text: str, lineno: int, name: str) -> Row | None:
         value = float(metric)
     except ValueError:
         raise ParseError(f"metric must be a number, found {metric[:30]!r}", where=f"{name}:{lineno}") from None
+    if not math.isfinite(value) or value < 0:
+        raise ParseError(f"metric must be a finite time >= 0, found {metric[:30]!r}", where=f"{name}:{lineno}",
+                         hint="the file is not what `nvcc --time` wrote, or was edited")
     if unit == "ms":
         ms = value
     elif unit == "s":
@@ -129,6 +133,7 @@ def parse_row(text: str, lineno: int, name: str) -> Row | None:
 
 
 def read_rows(stream: IO[str], name: str) -> list[Row]:
+    """Every timing row; a ParseError when there is none (an empty file, or only the header)."""
     rows = []
     for lineno, raw in enumerate(stream, start=1):
         text = raw.rstrip("\r\n")
@@ -137,6 +142,9 @@ def read_rows(stream: IO[str], name: str) -> list[Row]:
         row = parse_row(text, lineno, name)
         if row is not None:
             rows.append(row)
+    if not rows:
+        raise ParseError("no timing rows: the file is empty or holds only the header", where=name,
+                         hint="pass the file `nvcc --time FILE` appended to during the build")
     return rows
 
 

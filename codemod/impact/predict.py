@@ -24,6 +24,7 @@ from .options import POLICY_FOR_LOG_VERSION, STEPS_LISTED
 from .replay import Contention, Schedule, concurrency_steps, recorded_work, replay
 
 SCHEMA_VERSION = 1
+MAX_SCALE = 1000.0  # --scale factors: a what-if, not a way to overflow the replay
 
 
 @dataclass
@@ -122,8 +123,8 @@ def parse_scale(items: list[str]) -> dict[str, float]:
             value = float(factor)
         except ValueError:
             value = -1.0
-        if not sep or not glob or value < 0:
-            raise UsageError(f"--scale expects GLOB=FACTOR with FACTOR >= 0, got {item!r}",
+        if not sep or not glob or not 0 <= value <= MAX_SCALE:  # NOTE: also refuses NaN
+            raise UsageError(f"--scale expects GLOB=FACTOR with FACTOR from 0 to {MAX_SCALE:g}, got {item!r}",
                              hint="e.g. --scale '*/cast/*=0.5'")
         out[glob] = value
     return out

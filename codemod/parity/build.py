@@ -10,7 +10,6 @@ own `NVCC_APPEND_FLAGS` environment variable (all compiles append to one file; `
 
 from __future__ import annotations
 
-import json
 import os
 import resource
 import shlex
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UsageError
+from .. import strict_json
 from .runner import environment, run_logged
 
 
@@ -68,5 +68,5 @@ def build(spec: BuildSpec) -> dict:
         result["ninja_log"] = f"{spec.side}.ninja_log"
     if spec.nvcc_time and csv.is_file():
         result["nvcc_time"] = csv.name
-    (spec.work / f"build-{spec.side}.json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    (spec.work / f"build-{spec.side}.json").write_text(strict_json.dumps(result, "build record", indent=1, sort_keys=True) + "\n")
     return result

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from ..errors import UsageError
+from .. import strict_json
 
 
 def add_parser(sub) -> None:
@@ -117,7 +118,7 @@ def _run(args) -> int:
                     reps=args.reps, nvcc=args.nvcc, arch=args.arch, skip_build=args.skip_build, timings=not args.no_timings,
                     clear_pending=args.clear_pending_errors, commit=args.commit, label=args.label, log=sys.stderr)
     result = run_parity(cfg)
-    args.json.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    args.json.write_text(strict_json.dumps(result, "parity result", indent=1, sort_keys=True) + "\n")
     if args.markdown:
         args.markdown.write_text(render_markdown(result))
     p = result["parity"]

@@ -5,7 +5,6 @@ cases). Plain data, rendered by driver.py."""
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import RuleError, UnsupportedConstruct, UsageError
+from .. import strict_json
 from .api import prototypes
 
 PROFILES_DIR = Path(__file__).resolve().parent / "libraries"
@@ -129,7 +129,7 @@ class Plan:
             del data["grouped_entries"], data["grouped"]
         if not self.not_called:
             del data["not_called"]
-        return json.dumps(data, indent=2, sort_keys=True) + "\n"
+        return strict_json.dumps(data, "parity plan", indent=2, sort_keys=True) + "\n"
 
 
 @dataclass

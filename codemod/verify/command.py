@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from ..errors import UsageError
+from .. import strict_json
 from .nvrtc import ARCHS
 
 
@@ -102,5 +103,5 @@ def run(args) -> int:
                           variants_total=sum(len(k.variants) for k in selected))
     print(render(report))
     if args.json:
-        args.json.write_text(json.dumps(report.to_json(), indent=1) + "\n")
+        args.json.write_text(strict_json.dumps(report.to_json(), "verify report", indent=1) + "\n")
     return 0 if report.ok else 1
