@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import __version__
+from .compile_db import load as load_compile_db
 from .toolchain import WRAPPER_STUBS, Toolchain, cache_root, flags_from_compile_db, make_toolchain
 
 CACHE_FORMAT = 3
@@ -440,8 +441,9 @@ def parse_all(root: Path, tus: list[str], extra_flags: list[str], compile_db: Pa
     tc: Toolchain = make_toolchain(list(stub_headers))
     base = tc.base_flags()
     flags_of = {}
+    db_entries = load_compile_db(compile_db) if compile_db is not None else None
     for tu in tus:
-        flags = flags_from_compile_db(compile_db, root / tu) if compile_db is not None else None
+        flags = flags_from_compile_db(compile_db, root / tu, db_entries) if compile_db is not None else None
         flags_of[tu] = base + (flags if flags is not None else list(extra_flags))
     facts_list, run = _run_jobs(_group_jobs(root, tus, flags_of, group), root, tc.fingerprint(), jobs, use_cache,
                                 progress, estimate=graph.estimate, on_parse_start=on_parse_start)

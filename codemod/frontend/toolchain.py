@@ -10,12 +10,12 @@ import glob
 import hashlib
 import json
 import os
-import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ParseError, UsageError
+from ..errors import UsageError
+from . import compile_db
 
 # Headers clang's CUDA wrapper includes unconditionally that CUDA >= 13 (or a runtime-only
 # install) no longer ships; empty stubs are enough for analysis.
@@ -170,38 +170,27 @@ def make_toolchain(extra_stubs: list[str] | tuple[str, ...] = ()) -> Toolchain:
 _KEEP_PREFIX = ("-I", "-D", "-U", "-isystem", "-include", "-std=")
 
 
-def flags_from_compile_db(db_path: Path, source: Path) -> list[str] | None:
-    """Include/define flags of `source` from compile_commands.json, or None if not listed."""
-    try:
-        entries = json.loads(db_path.read_text())
-    except (OSError, ValueError) as exc:
-        raise ParseError(f"cannot read compile database: {exc}", where=str(db_path),
-                         hint="pass a valid compile_commands.json or omit --compile-db") from None
-    if not isinstance(entries, list):
-        raise ParseError("compile database is not a JSON list", where=str(db_path))
-    src = source.resolve()
-    for entry in entries:
-        try:
-            directory = Path(entry["directory"])
-            file = Path(entry["file"])
-        except (KeyError, TypeError):
-            raise ParseError("compile database entry lacks directory/file", where=str(db_path)) from None
-        if not file.is_absolute():
-            file = directory / file
-        if file.resolve() != src:
-            continue
-        argv = entry.get("arguments") or shlex.split(entry.get("command", ""))
-        out, i = [], 0
-        while i < len(argv):
-            a = argv[i]
-            if a in ("-I", "-D", "-U", "-isystem", "-include") and i + 1 < len(argv):
-                a, i = a + argv[i + 1], i + 1
-            if a.startswith(_KEEP_PREFIX):
-                if a.startswith("-I") and not os.path.isabs(a[2:]):
-                    a = "-I" + str(directory / a[2:])
-                if a.startswith("-isystem") and not os.path.isabs(a[8:]):
-                    a = "-isystem" + str(directory / a[8:])
-                out.append(a)
-            i += 1
-        return out
-    return None
+def flags_from_compile_db(db_path: Path, source: Path,
+                          entries: list[compile_db.CompileEntry] | None = None) -> list[str] | None:
+    """Include/define flags of `source` from compile_commands.json, or None if not listed.
+    `entries`: the database already loaded (compile_db.load), to read it once for many sources."""
+    if entries is None:
+        entries = compile_db.load(db_path)
+    entry = compile_db.find(entries, source)
+    if entry is None:
+        return None
+    directory = Path(entry.directory)
+    argv = entry.argv(str(db_path))
+    out, i = [], 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("-I", "-D", "-U", "-isystem", "-include") and i + 1 < len(argv):
+            a, i = a + argv[i + 1], i + 1
+        if a.startswith(_KEEP_PREFIX):
+            if a.startswith("-I") and not os.path.isabs(a[2:]):
+                a = "-I" + str(directory / a[2:])
+            if a.startswith("-isystem") and not os.path.isabs(a[8:]):
+                a = "-isystem" + str(directory / a[8:])
+            out.append(a)
+        i += 1
+    return out

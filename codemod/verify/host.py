@@ -4,9 +4,7 @@ own flags (its compile database; a CMake library is configured into a scratch bu
 
 from __future__ import annotations
 
-import json
 import os
-import shlex
 import shutil
 import subprocess
 import sys
@@ -17,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..frontend.compile_db import load as load_compile_db
 from .manifest import Manifest
 
 LOG_HEAD_LINES = 12
@@ -91,12 +90,8 @@ def configure(root: Path, build: Path, nvcc: str, manifests: list[Manifest], cma
 
 
 def load_units(compile_db: Path) -> list[HostUnit]:
-    entries = json.loads(compile_db.read_text())
-    units = []
-    for entry in entries:
-        args = entry.get("arguments") or shlex.split(entry["command"])
-        units.append(HostUnit(file=entry["file"], arguments=list(args), directory=entry["directory"]))
-    return units
+    return [HostUnit(file=e.file, arguments=e.argv(str(compile_db)), directory=e.directory)
+            for e in load_compile_db(compile_db)]
 
 
 def _include_dirs(unit: HostUnit) -> list[Path]:
