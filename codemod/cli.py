@@ -9,9 +9,10 @@ from __future__ import annotations
 import argparse
 import sys
 import traceback
+from pathlib import Path
 
 from . import __version__
-from .errors import CodemodError
+from .errors import CodemodError, OutputError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -44,6 +45,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Options that name a file a command writes (`parity report -o` too): a missing folder is refused
+# before any work, not after a long analysis.
+OUTPUT_OPTIONS = ("json", "html", "trace", "diff", "report")
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    dests = OUTPUT_OPTIONS + (("output",) if getattr(args, "verb", None) == "report" else ())
+    for dest in dests:
+        value = getattr(args, dest, None)
+        if value is None or str(value) == "-":
+            continue
+        path = Path(value)
+        if path.is_dir():
+            raise OutputError(f"--{dest} {value} is a folder, expected a file path")
+        if not path.parent.is_dir():
+            raise OutputError(f"--{dest} {value}: folder {path.parent} does not exist",
+                              hint="create it first, or write somewhere else")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
@@ -57,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     try:
+        check_outputs(args)
         return args.run(args)
     except CodemodError as exc:
         if args.debug:
@@ -66,6 +87,16 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("codemod: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except OSError as exc:
+        # NOTE: a file the commands did not check themselves (unreadable, vanished, disk full):
+        # the file and the reason, in one line.
+        if args.debug or not exc.filename:
+            if args.debug:
+                raise
+            print(f"codemod: internal error: {type(exc).__name__}: {exc} (rerun with --debug)", file=sys.stderr)
+            return EXIT_USAGE
+        print(f"codemod: error: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
     except Exception as exc:  # noqa: BLE001 - last line of defence: one line unless --debug
         if args.debug:
             raise

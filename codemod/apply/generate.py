@@ -525,6 +525,9 @@ def _include_extracted(plan: Plan, cs: ChangeSet, path: str, at: int) -> None:
 def _cmake(root: Path, plan: Plan, cs: ChangeSet, added: str, strings: list[str]) -> None:
     spec, cm = plan.spec, plan.spec.cmake
     path = cm["file"]
+    if not (root / path).is_file():
+        raise ApplyError(f"migrate/cmake/file: {path} is not a file under {root}",
+                         hint="name the CMakeLists.txt that defines the target, relative to the library root")
     data = (root / path).read_bytes()
     # After the library's last string-header line, else before its add_library(<target> ...).
     fn = cm["string_header_function"].encode() + b"("

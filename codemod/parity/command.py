@@ -8,8 +8,8 @@ import sys
 import time
 from pathlib import Path
 
-from ..errors import UsageError
 from .. import strict_json
+from ..errors import ParseError, UsageError
 
 
 def add_parser(sub) -> None:
@@ -77,7 +77,7 @@ def _generate(args) -> int:
 
     if not args.analysis.is_file():
         raise UsageError(f"no analysis file {args.analysis}", hint="run `codemod analyze DIR --json FILE` first")
-    analysis = json.loads(args.analysis.read_text())
+    analysis = read_analysis(args.analysis)
     plan = build_plan(analysis, merged_rules([load_rule(t).raw for t in args.target]), load_profile(args.profile),
                       args.directory)
     args.output.mkdir(parents=True, exist_ok=True)
@@ -106,11 +106,10 @@ def _run(args) -> int:
     from .report import render_markdown
     from .runner import RunConfig, run as run_parity
 
-    try:
-        plan = json.loads((args.driver / "plan.json").read_text())
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"cannot read the driver plan {args.driver / 'plan.json'}: {exc}",
-                         hint="run `codemod parity generate ... -o DIR` and pass DIR as --driver") from None
+    plan = _read_json(args.driver / "plan.json", "parity plan",
+                      hint="run `codemod parity generate ... -o DIR` and pass DIR as --driver")
+    if not isinstance(plan, dict):
+        raise ParseError("not a parity plan (expected a JSON object)", where=str(args.driver / "plan.json"))
     cfg = RunConfig(trees={"original": args.original.resolve(), "migrated": args.migrated.resolve()},
                     build_cmd=args.build_cmd, driver=(args.driver / "driver.cu").resolve(), plan=plan,
                     work=args.work.resolve(), out=args.json.resolve().parent,
@@ -135,6 +134,41 @@ def _build(args) -> int:
     print(f"parity: {args.side} built in {r['build']['wall_s']} s wall, {r['build']['cpu_s']} s CPU; "
           f"record {args.work / f'build-{args.side}.json'}", file=sys.stderr)
     return 0
+
+
+def _read_json(path: Path, what: str, hint: str | None = None):
+    """The JSON document at `path`; an unreadable or malformed one is a ParseError with its line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ParseError(f"cannot read {what}: {exc.strerror}", where=str(path), hint=hint) from None
+    except UnicodeDecodeError:
+        raise ParseError(f"cannot read {what}: not UTF-8", where=str(path), hint=hint) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ParseError(f"{what} is not JSON: {exc.msg}", where=f"{path}:{exc.lineno}", hint=hint) from None
+    except RecursionError:
+        raise ParseError(f"{what} is nested too deeply", where=str(path), hint=hint) from None
+
+
+def read_analysis(path: Path) -> dict:
+    """An analysis document (`codemod analyze --json`), checked against the model's shape."""
+    from ..model import Analysis
+
+    hint = "pass the file `codemod analyze DIR --json FILE` wrote"
+    doc = _read_json(path, "analysis", hint)
+    if not isinstance(doc, dict) or not str(doc.get("schema_version", "")).startswith("1."):
+        raise ParseError("not a codemod analysis (no schema_version 1.x)", where=str(path), hint=hint)
+    try:
+        Analysis.from_json(doc)
+        for ep in doc["entry_points"]:
+            if not isinstance(ep["name"], str) or not isinstance(ep.get("kernels", {}), dict):
+                raise TypeError(f"entry point {ep['name']!r}")
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ParseError(f"analysis does not have the documented shape ({type(exc).__name__}: {exc})",
+                         where=str(path), hint=hint) from None
+    return doc
 
 
 def _report(args) -> int:
