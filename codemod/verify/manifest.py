@@ -75,9 +75,12 @@ def find_manifests(root: Path) -> list[Path]:
 def load_manifest(path: Path, root: Path | None = None) -> Manifest:
     """Parse and check one manifest. The root defaults to the manifest's folder minus `output_dir`."""
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"cannot read manifest {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise VerifyError("manifest is not UTF-8 text", where=str(path),
+                          hint="restore it from version control, or run `codemod apply` again") from None
     return parse_manifest(text, path, root)
 
 
@@ -88,6 +91,8 @@ def parse_manifest(text: str, path: Path, root: Path | None = None, overlay: dic
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise VerifyError(f"manifest is not JSON: {exc.msg}", where=f"{path}:{exc.lineno}") from None
+    except RecursionError:
+        raise VerifyError("manifest is nested too deeply", where=where) from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         found = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
         raise VerifyError(f"expected schema {SCHEMA!r}, found {found!r}", where=where,
