@@ -199,6 +199,27 @@ def _unrewritable(site: Site) -> str | None:
             "cudaFuncSetAttribute on a kernel variable; migrate that site by hand, or exclude the kernel")
 
 
+def _incomplete(analysis: Analysis, spec: MigrateSpec, kernel: Kernel, sites: list[Site]) -> str | None:
+    """Why the kernel's analysis is incomplete, or None: a parse error in a TU whose kernels the
+    rule moves (its launches are unknown), or in the kernel's file, a site's file or a TU that
+    instantiates it. Such a kernel stays static (docs/diagnostics.md, CM0101)."""
+    first: dict[str, str] = {}
+    for d in analysis.diagnostics:
+        if d.id == "CM0101" and d.severity == "error" and d.file:
+            first.setdefault(d.file, f"{d.file}:{d.line}: {d.message}")
+    for tu in analysis.translation_units:
+        if tu.errors:
+            first.setdefault(tu.file, f"{tu.file}: {tu.errors} parse error(s)")
+    moved = [tu for tu in spec.translation_units if tu in first]
+    if moved:
+        return (f"translation unit {moved[0]} (migrate/translation_units) has parse errors, so its launches are "
+                f"unknown ({first[moved[0]]}); fix them and rerun")
+    for f in [kernel.file, *(s.file for s in sites), *kernel.tus]:
+        if f in first:
+            return f"the analysis of {f} is incomplete ({first[f]}); fix the parse errors and rerun"
+    return None
+
+
 def _selected(kernel_id: str, names: list[str] | None) -> bool:
     """A kernel is named on the command line by its id or its unqualified name."""
     return bool(names) and (kernel_id in names or kernel_id.split("::")[-1] in names)
@@ -237,6 +258,10 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
     for kid in wanted:
         kernel = by_id[kid]
         sites = [sites_by_id[s] for s in kernel.sites if s in sites_by_id]
+        incomplete = _incomplete(analysis, spec, kernel, sites)
+        if incomplete:
+            skipped.append(Skipped(kid, incomplete))
+            continue
         for s in sites:
             if s.in_macro_body:
                 raise UnsupportedConstruct(f"launch of {kid} is spelled in a macro body",
