@@ -19,7 +19,7 @@ from .. import __version__
 from .compile_db import load as load_compile_db
 from .toolchain import WRAPPER_STUBS, Toolchain, cache_root, flags_from_compile_db, make_toolchain
 
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4  # 4: shared parses carry cut_at (MEMBER_MARK)
 
 
 @dataclass
@@ -141,7 +141,7 @@ def _run_job(job: ParseJob) -> dict:
         mains = [root / m for m in job.members]
         umbrella = cache_root() / "umbrella" / (hashlib.sha256(job.tu.encode() + job.root.encode()).hexdigest()[:16] + ".cu")
         umbrella.parent.mkdir(parents=True, exist_ok=True)
-        umbrella.write_text("".join(f'#include "{m.resolve()}"\n' for m in mains))
+        umbrella.write_text("".join(f'#include "{m.resolve()}"\n#error {MEMBER_MARK}{k}\n' for k, m in enumerate(mains)))
         path = umbrella
     flags = list(job.flags)
     if job.pch:
@@ -150,6 +150,8 @@ def _run_job(job: ParseJob) -> dict:
     try:
         tu, facts = parse_tu(path, root, flags)
         facts["members"] = job.members or [job.tu]
+        if job.members:
+            facts["diagnostics"], facts["cut_at"] = _member_marks(facts["diagnostics"], job.members)
         facts["stubs_used"] = _stubs_used(facts, stub_dir) if stub_dir else []
         # A shared parse that will be redone TU by TU is not walked: only its diagnostics count.
         walked = {"kernels": {}, "functions": {}, "global_uses": [], "typedefs": {}} if _umbrella_conflict(facts) \
@@ -173,6 +175,21 @@ def _run_job(job: ParseJob) -> dict:
 
 _CLASH = ("redefinition", "conflicting", "redeclar", "already defined", "ambiguous")
 
+# NOTE: after a fatal error clang reports nothing more and instantiates no more templates (fast
+# mode's template-depth limit raises one that the facts drop). In a shared parse that hides every
+# later member's errors and launches: the member's errors were charged to nobody and it looked
+# clean. An `#error` mark after each member tells where the reports stop; a missing mark means a
+# fatal error cut the parse, and the parse is redone TU by TU.
+MEMBER_MARK = "codemod-member-parsed-"
+
+
+def _member_marks(diagnostics: list[dict], members: list[str]) -> tuple[list[dict], str | None]:
+    """The diagnostics without the marks, and the first member whose mark is missing (None when
+    clang reported to the end of every member)."""
+    seen = {d["message"][len(MEMBER_MARK):] for d in diagnostics if d["message"].startswith(MEMBER_MARK)}
+    cut = next((m for k, m in enumerate(members) if str(k) not in seen), None)
+    return [d for d in diagnostics if not d["message"].startswith(MEMBER_MARK)], cut
+
 
 def _umbrella_conflict(facts: dict) -> bool:
     """Whether a shared parse must be redone one TU at a time.
@@ -184,6 +201,8 @@ def _umbrella_conflict(facts: dict) -> bool:
     """
     if len(facts.get("members", [])) <= 1:
         return False
+    if facts.get("cut_at"):
+        return True
     errors = [d for d in facts.get("diagnostics", []) if d["severity"] in ("error", "fatal")]
     if not errors:
         return False
@@ -261,7 +280,9 @@ def _run_jobs(job_list: list[ParseJob], root: Path, fp: str, jobs: int | None, u
         if _umbrella_conflict(facts):
             redo[job.tu] = [ParseJob(m, job.root, job.flags) for m in facts["members"]]
             if progress:
-                progress(f"{job.tu}: {len(redo[job.tu])} TUs had errors when parsed together; parsing them one by one")
+                why = (f"a fatal error stopped clang's reports before the end of {facts['cut_at']}" if facts.get("cut_at")
+                       else "had errors")
+                progress(f"{job.tu}: {len(redo[job.tu])} TUs parsed together {why}; parsing them one by one")
             for single in redo[job.tu]:
                 add(single)
 
