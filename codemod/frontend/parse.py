@@ -15,7 +15,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import __version__
+from .. import __version__, strict_json
 from .compile_db import load as load_compile_db
 from .toolchain import WRAPPER_STUBS, Toolchain, cache_root, flags_from_compile_db, make_toolchain
 
@@ -326,7 +326,7 @@ def _run_jobs(job_list: list[ParseJob], root: Path, fp: str, jobs: int | None, u
         # that has to be redone per TU is cached too, so the next run goes straight to the TUs.
         if not facts.get("load_failed"):
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(facts))
+            tmp.write_text(strict_json.dumps(facts, "parse cache entry"))
             os.replace(tmp, path)
         accept(job, facts)
 
