@@ -118,8 +118,9 @@ def _expanded_size(root: yaml.Node, path: Path) -> int:
 
 def _compose(text: str, path: Path) -> tuple[yaml.Node | None, object]:
     """The YAML node tree (for line numbers) and the data built from it, bounded."""
-    loader = yaml.SafeLoader(text)
+    loader = None
     try:
+        loader = yaml.SafeLoader(text)  # NOTE: it refuses control characters already here
         node = loader.get_single_node()
         if node is None:
             return None, None
@@ -132,7 +133,8 @@ def _compose(text: str, path: Path) -> tuple[yaml.Node | None, object]:
     except RecursionError:
         raise RuleError("YAML is nested too deeply", where=str(path)) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def load_rule_file(path: Path) -> Rule:
