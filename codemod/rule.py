@@ -60,27 +60,32 @@ def _line_of(node, path) -> int | None:
 # aliases of nine aliases ... expand to 10^9 nodes) from costing minutes and gigabytes.
 MAX_RULE_BYTES = 1 << 20
 MAX_RULE_NODES = 100_000  # nodes once every alias is expanded
+MAX_RULE_DEPTH = 64       # nested mappings/sequences (a rule uses 5)
+# NOTE: the depth is checked on libyaml's event stream (iterative, in C) before composing: PyYAML's
+# composer recurses, and 1000 nested brackets already take seconds to fail.
+_EVENTS = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def read_rule_text(path: Path) -> str:
-    """The text of a rule file: at most MAX_RULE_BYTES of UTF-8, no NUL bytes; else a RuleError."""
+def read_rule_text(path: Path, what: str = "rule") -> str:
+    """The text of a rule file (`what`: the kind of file, for errors): at most MAX_RULE_BYTES of
+    UTF-8, no NUL bytes; else a RuleError."""
     try:
         with open(path, "rb") as fh:
             data = fh.read(MAX_RULE_BYTES + 1)
     except OSError as exc:
-        raise RuleError(f"cannot read rule: {exc.strerror}", where=str(path)) from None
+        raise RuleError(f"cannot read {what}: {exc.strerror}", where=str(path)) from None
     if len(data) > MAX_RULE_BYTES:
-        raise RuleError(f"rule file is larger than {MAX_RULE_BYTES >> 20} MiB", where=str(path),
+        raise RuleError(f"{what} file is larger than {MAX_RULE_BYTES >> 20} MiB", where=str(path),
                         hint="a rule is a small YAML file; see docs/rules.md")
     if b"\0" in data:
         line = data.count(b"\n", 0, data.index(b"\0")) + 1
-        raise RuleError("rule file is binary (holds a NUL byte), expected YAML text", where=f"{path}:{line}")
+        raise RuleError(f"{what} file is binary (holds a NUL byte), expected YAML text", where=f"{path}:{line}")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise RuleError(f"rule file is not UTF-8: byte 0x{data[exc.start]:02x} cannot be decoded",
-                        where=f"{path}:{line}", hint="save the rule as UTF-8") from None
+        raise RuleError(f"{what} file is not UTF-8: byte 0x{data[exc.start]:02x} cannot be decoded",
+                        where=f"{path}:{line}", hint=f"save the {what} as UTF-8") from None
 
 
 def _expanded_size(root: yaml.Node, path: Path) -> int:
@@ -116,10 +121,23 @@ def _expanded_size(root: yaml.Node, path: Path) -> int:
     return size(root)
 
 
+def _check_depth(text: str, path: Path) -> None:
+    depth = 0
+    for event in yaml.parse(text, Loader=_EVENTS):
+        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            depth += 1
+            if depth > MAX_RULE_DEPTH:
+                raise RuleError(f"YAML is nested more than {MAX_RULE_DEPTH} levels deep",
+                                where=f"{path}:{event.start_mark.line + 1}")
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            depth -= 1
+
+
 def _compose(text: str, path: Path) -> tuple[yaml.Node | None, object]:
     """The YAML node tree (for line numbers) and the data built from it, bounded."""
     loader = None
     try:
+        _check_depth(text, path)
         loader = yaml.SafeLoader(text)  # NOTE: it refuses control characters already here
         node = loader.get_single_node()
         if node is None:
@@ -135,6 +153,11 @@ def _compose(text: str, path: Path) -> tuple[yaml.Node | None, object]:
     finally:
         if loader is not None:
             loader.dispose()
+
+
+def load_yaml(path: Path, what: str):
+    """A YAML configuration file (`what`: e.g. "parity profile") with a rule's bounds; else a RuleError."""
+    return _compose(read_rule_text(path, what), path)[1]
 
 
 def load_rule_file(path: Path) -> Rule:

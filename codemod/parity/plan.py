@@ -9,9 +9,9 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import yaml
 
 from ..errors import RuleError, UnsupportedConstruct, UsageError
+from ..rule import load_yaml
 from .. import strict_json
 from .api import prototypes
 
@@ -153,10 +153,7 @@ def load_profile(name_or_path: str) -> Profile:
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in PROFILES_DIR.glob("*.yaml")))
         raise UsageError(f"no parity profile `{name_or_path}`", hint=f"known: {known}, or a .yaml path")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise RuleError(f"invalid YAML: {exc}", where=str(path)) from None
+    data = load_yaml(path, "parity profile")
     if not isinstance(data, dict):
         raise RuleError("a parity profile is a mapping", where=str(path))
     return Profile(path, data)

@@ -267,3 +267,20 @@ def test_malformed_parity_plan(cli, tmp_path):
     (driver / "plan.json").write_text("{ nope")
     cli.fails("parity", "run", "--driver", driver, "--original", tmp_path, "--migrated", tmp_path,
               "--build-cmd", "true", "--work", tmp_path / "w", "--json", tmp_path / "r.json", says=(str(driver / "plan.json"),))
+
+
+def test_parity_generate_accepts_the_golden_analysis(cli, tmp_path):
+    """The check reads what the plan needs: a golden (normalized, timings dropped) analysis passes."""
+    code, _, err = cli("parity", "generate", GOLDEN / "actlib" / "input", "--target", ACTLIB_RULE, "--analysis",
+                       GOLDEN / "actlib" / "expected" / "analysis.json", "--profile", "actlib", "-o", tmp_path / "o")
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("text, says", [(b"a: &a [*a]\n", "recursive YAML alias"), (b"\xff\xfe", "not UTF-8"),
+                                        (b"x: \x00", "binary")])
+def test_bad_parity_profile(cli, tmp_path, text, says):
+    profile = tmp_path / "profile.yaml"
+    profile.write_bytes(text)
+    cli.fails("parity", "generate", GOLDEN / "actlib" / "input", "--target", ACTLIB_RULE, "--analysis",
+              GOLDEN / "actlib" / "expected" / "analysis.json", "--profile", profile, "-o", tmp_path / "o",
+              says=(str(profile), says))
