@@ -90,18 +90,19 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         # NOTE: a file the commands did not check themselves (unreadable, vanished, disk full):
         # the file and the reason, in one line.
-        if args.debug or not exc.filename:
-            if args.debug:
-                raise
-            print(f"codemod: internal error: {type(exc).__name__}: {exc} (rerun with --debug)", file=sys.stderr)
-            return EXIT_USAGE
+        if not exc.filename or args.debug:
+            return _internal_error(exc, args.debug)
         print(f"codemod: error: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:  # noqa: BLE001 - last line of defence: one line unless --debug
-        if args.debug:
-            raise
-        print(f"codemod: internal error: {type(exc).__name__}: {exc} (rerun with --debug)", file=sys.stderr)
-        return EXIT_USAGE
+        return _internal_error(exc, args.debug)
+
+
+def _internal_error(exc: Exception, debug: bool) -> int:
+    if debug:
+        raise exc
+    print(f"codemod: internal error: {type(exc).__name__}: {exc} (rerun with --debug)", file=sys.stderr)
+    return EXIT_USAGE
 
 
 if __name__ == "__main__":

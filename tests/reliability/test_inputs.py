@@ -284,3 +284,17 @@ def test_bad_parity_profile(cli, tmp_path, text, says):
     cli.fails("parity", "generate", GOLDEN / "actlib" / "input", "--target", ACTLIB_RULE, "--analysis",
               GOLDEN / "actlib" / "expected" / "analysis.json", "--profile", profile, "-o", tmp_path / "o",
               says=(str(profile), says))
+
+
+def test_an_unchecked_file_error_is_one_line(cli, lib, monkeypatch):
+    """The CLI's last line for an OSError no command checked (a file vanished, a disk filled): the
+    file and the reason; with --debug the traceback."""
+    import codemod.analysis.analyze as analyze_mod
+
+    def vanished(*a, **k):
+        raise PermissionError(13, "Permission denied", "/lib/k.cu")
+
+    monkeypatch.setattr(analyze_mod, "analyze", vanished)
+    cli.fails("analyze", lib, "-q", says=("/lib/k.cu: Permission denied",))
+    with pytest.raises(PermissionError):
+        cli("--debug", "analyze", lib, "-q")
