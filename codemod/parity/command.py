@@ -106,7 +106,7 @@ def _run(args) -> int:
     from .report import render_markdown
     from .runner import RunConfig, run as run_parity
 
-    plan = _read_json(args.driver / "plan.json", "parity plan",
+    plan = _read_json(args.driver / "plan.json", "the driver plan",
                       hint="run `codemod parity generate ... -o DIR` and pass DIR as --driver")
     if not isinstance(plan, dict):
         raise ParseError("not a parity plan (expected a JSON object)", where=str(args.driver / "plan.json"))
