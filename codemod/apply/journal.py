@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import strict_json
 from ..errors import ApplyError
 
 JOURNAL = "journal.json"
@@ -295,7 +296,7 @@ def transaction(root: Path, planned: list[Planned], step=None, fail_before: int 
                         step(f"backup {p.path}")
                     record["files"].append({"path": p.path, "tmp": _tmp_of(p.path), "old": sha256(p.old),
                                             "new": sha256(p.new), "mode": p.mode, "backup": backup})
-                _atomic_bytes(st.journal, (json.dumps(record, indent=1) + "\n").encode(), None)
+                _atomic_bytes(st.journal, (strict_json.dumps(record, "the write journal", indent=1) + "\n").encode(), None)
                 step("journal")
                 for i, p in enumerate(planned):
                     if fail_before is not None and i == fail_before:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .. import strict_json
 from ..errors import ApplyError
 from .journal import file_sha256, sha256
 
@@ -20,7 +21,7 @@ def record(files: dict[str, tuple[str | None, str]], manifest: str) -> dict[str,
     doc["files"] = {path: {"before": sha256(None if before is None else before.encode()),
                            "after": sha256(after.encode())}
                     for path, (before, after) in sorted(files.items()) if path != manifest}
-    return {**files, manifest: (old, json.dumps(doc, indent=1) + "\n")}
+    return {**files, manifest: (old, strict_json.dumps(doc, "the migration manifest", indent=1) + "\n")}
 
 
 def read_manifest(path: Path, root: Path) -> dict:
@@ -28,7 +29,7 @@ def read_manifest(path: Path, root: Path) -> dict:
     where = path.relative_to(root).as_posix()
     try:
         doc = json.loads(path.read_bytes())
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise ApplyError(f"unreadable manifest: {exc}", where=where,
                          hint="restore it from version control, or remove the migration and apply again") from None
     if not isinstance(doc, dict):

@@ -86,7 +86,7 @@ def _entry(k: int, e, name: str) -> CompileEntry:
         if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
             raise bad("'arguments' must be a list of strings")
         args = tuple(args)
-    elif command is not None and not isinstance(command, str):
+    if command is not None and not isinstance(command, str):
         raise bad("'command' must be a string")
     if args is None and command is None:
         raise bad("has neither 'arguments' nor 'command'")
