@@ -10,6 +10,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -108,6 +109,19 @@ def find_cuda_include() -> Path:
     )
 
 
+_STRING_HEADER = re.compile(r"(?:.*/)?(string_code_\w+)\.h")
+
+
+def stub_text(header: str) -> str:
+    """What a missing header is replaced by. A build-generated string header (`string_code_X.h`,
+    written by CMake's make_string_header_from_file in a migrated tree) declares its one symbol, so
+    a migrated tree analyses without errors before it is built; any other header is empty."""
+    m = _STRING_HEADER.fullmatch(header)
+    if m:
+        return f"/* stub written by codemod: string header made at build time */\nextern const char {m.group(1)}[];\n"
+    return "/* empty stub written by codemod: header not available for analysis */\n"
+
+
 @dataclass
 class Toolchain:
     resource_dir: Path
@@ -131,14 +145,16 @@ class Toolchain:
         """Part of every cache key: anything that changes how a file parses."""
         import clang.cindex  # noqa: F401
 
-        data = [str(self.resource_dir), str(self.cuda_include), sorted(self.stubs), DEFAULT_FLAGS, fast_mode()]
+        data = [str(self.resource_dir), str(self.cuda_include), sorted(self.stubs), [stub_text(h) for h in sorted(self.stubs)],
+                DEFAULT_FLAGS, fast_mode()]
         return hashlib.sha256(json.dumps(data, default=str).encode()).hexdigest()[:16]
 
     def add_stub(self, header: str) -> None:
         path = self.stub_dir / header
         path.parent.mkdir(parents=True, exist_ok=True)
-        if not path.exists():
-            path.write_text("/* empty stub written by codemod: header not available for analysis */\n")
+        text = stub_text(header)
+        if not path.is_file() or path.read_text() != text:
+            path.write_text(text)
         if header not in self.stubs:
             self.stubs.append(header)
 
