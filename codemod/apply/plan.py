@@ -202,14 +202,18 @@ def _unrewritable(site: Site) -> str | None:
 def _incomplete(analysis: Analysis, spec: MigrateSpec, kernel: Kernel, sites: list[Site]) -> str | None:
     """Why the kernel's analysis is incomplete, or None: a parse error in a TU whose kernels the
     rule moves (its launches are unknown), or in the kernel's file, a site's file or a TU that
-    instantiates it. Such a kernel stays static (docs/diagnostics.md, CM0101)."""
+    instantiates it. Such a kernel stays static (docs/diagnostics.md, CM0101). Only errors in the
+    library's own files count: errors inside toolkit headers (absolute paths: libclang's CUDA
+    support differs from nvcc's there, e.g. CCCL's barrier with libclang 18) leave the library's
+    code parsed, and a parse they cut short is redone TU by TU by the frontend."""
     first: dict[str, str] = {}
     for d in analysis.diagnostics:
-        if d.id == "CM0101" and d.severity == "error" and d.file:
+        if d.id == "CM0101" and d.severity == "error" and d.file and not d.file.startswith("/"):
             first.setdefault(d.file, f"{d.file}:{d.line}: {d.message}")
+    in_headers = next((first[f] for f in first if f not in {tu.file for tu in analysis.translation_units}), None)
     for tu in analysis.translation_units:
-        if tu.errors:
-            first.setdefault(tu.file, f"{tu.file}: {tu.errors} parse error(s)")
+        if tu.errors and tu.file not in first and in_headers:
+            first[tu.file] = f"{tu.file}: {tu.errors} parse error(s), e.g. {in_headers}"
     moved = [tu for tu in spec.translation_units if tu in first]
     if moved:
         return (f"translation unit {moved[0]} (migrate/translation_units) has parse errors, so its launches are "
