@@ -18,7 +18,7 @@ import jinja2
 from .. import __version__
 from ..errors import ApplyError, UnsupportedConstruct
 from ..frontend.treesitter import scan_bytes
-from . import source, stdshim
+from . import kernel_api, source, stdshim
 from .. import strict_json
 from .names import enum_cast, namespace_parts, spelled_id
 from .plan import Plan, host_include, symbol_for
@@ -159,7 +159,8 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
     for kp in plan.kernels:
         path = f"{out}/{kp.name}.cu"
         cs.new_files[path] = fmt(render("kernel_string.cu.j2", banner=head, kernel_id=kp.kernel.id,
-                                       include=kp.source_file or kp.kernel.file), path)
+                                       include=kp.source_file or kp.kernel.file,
+                                       type_headers=kp.type_headers), path)
         kp.headers = {kp.source_file or kp.kernel.file: kp.source_file or kp.kernel.file, **kp.headers}
         for repo_path in kp.headers.values():
             shipped[repo_path] = symbol_for(repo_path)
@@ -246,7 +247,8 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
         stub_includes=[relative_include(i, stub_path) for i in spec.stub_includes],
         string_headers=sorted({symbol_for(p) for p in shipped} | {k["symbol"] for k in kernels_ctx}),
         legacy_option=spec.legacy_option, namespace=spec.namespace, type_names=sorted(type_names),
-        function_names=sorted(fn_names), options=spec.options, kernels=kernels_ctx), stub_path)
+        function_names=sorted(fn_names), options=spec.options, kernels=kernels_ctx,
+        features=kernel_api.stub_features(s for kp in plan.kernels for s in kp.sites)), stub_path)
 
     # CMake.
     _cmake(root, plan, cs, added_banner(spec.rule_id, version), sorted(set(shipped) | {f"{out}/{kp.name}.cu" for kp in plan.kernels}))
@@ -496,9 +498,16 @@ def _rewrite_launches(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, 
                 rest = ", ".join(call.args[1:])
                 cs.edits.append(Edit(path, call.start, call.end, f"{call.kernel_arg}.set_attribute({rest})",
                                      "attribute on the NVRTC kernel"))
+                continue
+            new = kernel_api.rewrite_call(call, {v for f, v in variables if f == path})
+            if new is not None and f"{path}:{call.line}:{call.col}" in site_ids:
+                done.add(f"{path}:{call.line}:{call.col}")
+                cs.edits.append(Edit(path, call.start, call.end, new, f"{call.api} on the NVRTC kernel"))
         for start, end, name in source.template_ids(data, names):
             t = text(start, end)
-            cs.edits.append(Edit(path, start, end, f"{ns}::{t[t.index(name):]}()", "kernel handle from the stub"))
+            t = t[1:] if t.startswith("&") else t       # `&kernel<...>`: the stub returns an object
+            t = t[t.index(name):]
+            cs.edits.append(Edit(path, start, end, f"{ns}::{t}()", "kernel handle from the stub"))
         incs = [i for i in source.includes(data)]
         at = incs[-1].end if incs else 0
         inc = f'#include "{relative_include(f"{spec.output_dir}/kernels.h", path)}"\n'

@@ -10,7 +10,7 @@ from pathlib import Path
 from ..errors import ApplyError, UnsupportedConstruct, UsageError
 from ..frontend.treesitter import scan_bytes
 from ..model import Analysis, Kernel, Site
-from . import source
+from . import kernel_api, source
 from .names import Unspellable, argument, spelled_id
 from .spec import MigrateSpec
 
@@ -46,6 +46,9 @@ class KernelPlan:
     # the file holding the kernel's definition for the NVRTC program: the kernel's header, or the
     # header its device code is extracted into from a translation unit (extract.py)
     source_file: str = ""
+    # headers the NVRTC program includes after source_file: they declare types the name
+    # expressions spell that source_file does not reach (kernel_api.type_headers)
+    type_headers: list[str] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -194,9 +197,12 @@ def _unrewritable(site: Site) -> str | None:
         return None
     if site.kind == "use" and site.api == "cudaFuncSetAttribute" and site.via:
         return None
+    if kernel_api.rewritable(site):
+        return None
     what = "launch through" if site.kind == "launch" else "use in"
-    return (f"{what} {site.api} at {site.id}: apply rewrites only `<<<>>>` launches and "
-            "cudaFuncSetAttribute on a kernel variable; migrate that site by hand, or exclude the kernel")
+    return (f"{what} {site.api} at {site.id}: apply rewrites only `<<<>>>` launches, and "
+            "cudaFuncSetAttribute, cudaLaunchCooperativeKernel and cudaOccupancyMaxActiveBlocksPerMultiprocessor "
+            "on a kernel variable; migrate that site by hand, or exclude the kernel")
 
 
 def _incomplete(analysis: Analysis, spec: MigrateSpec, kernel: Kernel, sites: list[Site]) -> str | None:
@@ -312,17 +318,51 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
             refused = (f"the analysis reached no instantiation of {kid} from the rule's entry points "
                        "(nothing to compile or verify); add the translation units that hold its entry "
                        "points to analyze.translation_units")
+        headers = _header_closure(root, source_file, spec, spec.output_dir, extractions)
+        extra: list[str] = []
+        if not refused:
+            extra, refused = _type_headers(root, spec, kernel, source_file, headers, sites, variants.values(),
+                                           extractions)
         if refused:
             skipped.append(Skipped(kid, refused))
             continue
+        for h in extra:
+            headers = {**headers, h: h, **_header_closure(root, h, spec, spec.output_dir, extractions)}
         removed += kernel.instantiations
         plans.append(KernelPlan(kernel, source.kernel_signature(data, decl.start, decl.end), sites,
                                 sorted(variants.values(), key=lambda v: v.name_expression(kid)),
-                                _header_closure(root, source_file, spec, spec.output_dir, extractions),
-                                deduced_at, source_file))
+                                dict(sorted(headers.items())), deduced_at, source_file, extra))
     used = {kp.kernel.file for kp in plans}
     return Plan(spec, sorted(plans, key=lambda p: p.kernel.id), skipped, removed,
                 extractions={u: ex for u, ex in extractions.items() if u in used})
+
+
+def _type_headers(root: Path, spec: MigrateSpec, kernel: Kernel, source_file: str, headers: dict[str, str],
+                  sites: list[Site], variants, extractions: dict) -> tuple[list[str], str | None]:
+    """(headers the NVRTC program must include besides the kernel's own, a refusal or None): the
+    qualified types its name expressions spell (`Kernel_traits_finalize<...>`) must be declared
+    in the program; one its kernel header does not reach is looked up in the includes of the
+    launch sites' files (where the static build found it)."""
+    types = {p.name for p in kernel.params if p.kind == "type"}
+    names = kernel_api.spelled_type_names(v for var in variants for p, v in var.axes.items() if p in types)
+    if not names:
+        return [], None
+    out = spec.output_dir + "/"
+    reached = [source_file] + sorted({p for p in headers.values() if not p.startswith(out)})
+    units = sorted({s.file for s in sites})
+    known = set(spec.kernel_strings.get("prelude_copy", []))
+    found, nowhere = kernel_api.type_headers(
+        root, names, reached, units, lambda path, inc: _resolve(root, path, inc, spec.include_dirs),
+        lambda path: read_overlay(root, path, extractions), known)
+    replaced = set(spec.kernel_strings.get("replace_with_prelude", []))
+    hidden = [h for h in found if h in replaced]
+    if nowhere or hidden:
+        what = ", ".join(nowhere) or ", ".join(hidden)
+        where = "no header the launch sites' files include declares" if nowhere else \
+            "the header replaced by the NVRTC prelude declares"
+        return [], (f"its name expressions spell {what}: {where} it; declare it in a header NVRTC can read, "
+                    "or exclude the kernel")
+    return found, None
 
 
 def _extractions(root: Path, spec: MigrateSpec, kernels: list[Kernel], sites_by_id: dict) -> tuple[dict, dict]:

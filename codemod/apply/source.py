@@ -220,7 +220,8 @@ def kernel_signature(data: bytes, start: int, end: int) -> KernelSignature:
 
 
 def template_ids(data: bytes, names: set[str]) -> list[tuple[int, int, str]]:
-    """(start, end, name) of template-ids `name<...>` (optionally qualified) outside launches."""
+    """(start, end, name) of template-ids `name<...>` (optionally qualified) outside launches; an
+    address-of `&name<...>` is in the range (the stub returns an object, not a function)."""
     out = []
     for n in _walk(parse(data)):
         if n.type != "template_function":
@@ -236,6 +237,8 @@ def template_ids(data: bytes, names: set[str]) -> list[tuple[int, int, str]]:
         call = top.parent
         if call is not None and call.type == "call_expression" and any(c.type == "kernel_call_syntax" for c in call.children):
             continue
+        if call is not None and call.type == "pointer_expression" and call.children[0].type == "&":
+            top = call      # `&kernel<...>`: the stub call replaces the address-of too
         out.append((top.start_byte, top.end_byte, ident))
     return out
 

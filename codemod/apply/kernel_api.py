@@ -1,0 +1,117 @@
+"""Runtime-API uses of a kernel variable that apply rewrites onto the stub object (cooperative
+launches, occupancy queries), and the headers an NVRTC program needs for the types its name
+expressions spell (declared in a header the kernel's own header does not include)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from . import source
+
+# Site APIs (as the analysis names them) apply rewrites on a kernel variable, besides `<<<>>>`
+# launches: api -> the stub method the rewrite calls.
+COOPERATIVE = "cudaLaunchCooperativeKernel"
+OCCUPANCY = "cudaOccupancyMaxActiveBlocksPerMultiprocessor"
+STUB_METHODS = {COOPERATIVE: "launch_cooperative", OCCUPANCY: "occupancy"}
+# The analysis' site api for occupancy queries (with or without flags).
+OCCUPANCY_SITE = "occupancy"
+
+# `reinterpret_cast<void *>(kernel)`, `static_cast<const void*>(kernel)`, `(void *)kernel`,
+# `(const void*)(kernel)`: the runtime API's `const void *func` spelled around the variable.
+_CAST = re.compile(r"^(?:(?:reinterpret|static)_cast\s*<\s*(?:const\s+)?void\s*\*\s*>\s*\((?P<a>.*)\)"
+                   r"|\(\s*(?:const\s+)?void\s*\*\s*\)\s*(?P<b>.*))$", re.S)
+
+
+def kernel_variable(arg: str | None) -> str | None:
+    """The kernel variable a runtime call's kernel argument names, a `void *` cast dropped."""
+    if arg is None:
+        return None
+    text = arg.strip()
+    m = _CAST.match(text)
+    if m:
+        text = (m.group("a") if m.group("a") is not None else m.group("b")).strip()
+    while text.startswith("(") and text.endswith(")"):
+        text = text[1:-1].strip()
+    return text if re.fullmatch(r"[A-Za-z_]\w*", text) else None
+
+
+def rewrite_call(call, variables: set[str]) -> str | None:
+    """The stub-method call replacing a cooperative launch or an occupancy query whose kernel
+    argument is one of `variables` (the cast dropped), or None:
+    `cudaLaunchCooperativeKernel(reinterpret_cast<void *>(k), grid, block, args, smem, stream)`
+    -> `k.launch_cooperative(grid, block, args, smem, stream)`;
+    `cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, threads, smem)` -> `k.occupancy(&n, threads, smem)`.
+    The arguments are the call's own, in the runtime API's order."""
+    method = STUB_METHODS.get(call.api)
+    var = kernel_variable(call.kernel_arg)
+    if method is None or var not in variables:
+        return None
+    if call.api == COOPERATIVE and len(call.args) == 6:
+        return f"{var}.{method}({', '.join(call.args[1:])})"
+    if call.api == OCCUPANCY and len(call.args) == 4:
+        return f"{var}.{method}({', '.join([call.args[0]] + call.args[2:])})"
+    return None
+
+
+def rewritable(site) -> bool:
+    """A cooperative launch or an occupancy query on a kernel variable (rewrite_call decides the
+    exact form; a site it cannot rewrite is refused by generate's every-site check)."""
+    if not site.via:
+        return False
+    return (site.kind == "launch" and site.api == COOPERATIVE) or (site.kind == "use" and site.api == OCCUPANCY_SITE)
+
+
+def stub_features(sites) -> dict[str, bool]:
+    """Which optional stub methods the migrated sites need (kernels.h emits only those)."""
+    apis = {s.api for s in sites}
+    return {"cooperative": COOPERATIVE in apis, "occupancy": OCCUPANCY_SITE in apis}
+
+
+# --- Headers for the name expressions' types -------------------------------------------------
+
+_QUALIFIED = re.compile(r"(?:::)?(?:[A-Za-z_]\w*::)+([A-Za-z_]\w*)")
+
+
+def spelled_type_names(values) -> set[str]:
+    """The unqualified names of the qualified types spelled in name-expression arguments
+    (`::ns::Kernel_traits_finalize<1024, float>` -> Kernel_traits_finalize)."""
+    return {m.group(1) for v in values for m in _QUALIFIED.finditer(v)}
+
+
+def _declares(data: bytes, name: str) -> bool:
+    return any(True for _ in source.declarations(data, {name}))
+
+
+def type_headers(root: Path, names: set[str], reached: list[str], units: list[str], resolve,
+                 read, known: set[str] = frozenset()) -> tuple[list[str], list[str]]:
+    """(headers to include in the NVRTC program, names declared nowhere the units include).
+
+    `reached`: the library files the program already reaches (its kernel header's closure);
+    `units`: the files holding the kernel's launch sites, whose includes (breadth first, in
+    order) are searched for the first header declaring each name not declared in `reached`;
+    `resolve(includer, include) -> repo path | None`; `read(path) -> bytes`; `known`: names the
+    program has from elsewhere (the prelude's copies)."""
+    missing = sorted(n for n in names - set(known) if not any(_declares(read(p), n) for p in reached))
+    if not missing:
+        return [], []
+    order, seen, todo = [], set(), list(units)
+    while todo:
+        path = todo.pop(0)
+        if path in seen:
+            continue
+        seen.add(path)
+        if path not in units:
+            order.append(path)
+        for inc in source.includes(read(path)):
+            target = resolve(path, inc)
+            if target is not None and target not in seen:
+                todo.append(target)
+    found, nowhere = [], []
+    for name in missing:
+        header = next((h for h in order if _declares(read(h), name)), None)
+        if header is None:
+            nowhere.append(name)
+        elif header not in found:
+            found.append(header)
+    return found, nowhere
