@@ -233,6 +233,7 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
             id=kp.kernel.id, spelled_id=spelled_id(kp.kernel.id), name=kp.name,
             namespaces=namespace_parts(kp.namespace), symbol=symbol_for(f"{out}/{kp.name}.cu"),
             kernel_string_path=f"{out}/{kp.name}.cu", template_params=kp.signature.template_params,
+            declared_template_params=kernel_api.without_defaults(kp.signature.template_params),
             param_decls=", ".join(kp.signature.param_decls), param_types=", ".join(kp.signature.param_types),
             param_names=", ".join(params), params=params,
             axes=[_axis_expr(kinds[p], p, enums.get(p)) for p in params],

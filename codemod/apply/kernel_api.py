@@ -115,3 +115,88 @@ def type_headers(root: Path, names: set[str], reached: list[str], units: list[st
         elif header not in found:
             found.append(header)
     return found, nowhere
+
+
+# --- One spelling per type --------------------------------------------------------------------
+
+def template_defaults(data: bytes, name: str) -> list[str | None] | None:
+    """The default argument of each template parameter of class template `name` declared in
+    `data` (None: no default), from its first declaration; None when `data` declares no such
+    class template."""
+    for _, text in source.declarations(data, {name}):
+        root = source.parse(text.encode())
+        plist = next((n for n in source._walk(root) if n.type == "template_parameter_list"), None)
+        if plist is None:
+            continue
+        raw = text.encode()
+        out = []
+        for p in plist.named_children:
+            if p.type == "comment":
+                continue
+            d = p.child_by_field_name("default_value") or p.child_by_field_name("default_type")
+            out.append(" ".join(raw[d.start_byte:d.end_byte].decode().split()) if d is not None else None)
+        return out
+    return None
+
+
+_LITERAL = re.compile(r"^(?:-?\d+[uUlL]*|true|false)$")
+
+
+def _split_args(text: str) -> list[str]:
+    out, depth, cur = [], 0, ""
+    for c in text:
+        if c in "<([":
+            depth += 1
+        elif c in ">)]":
+            depth -= 1
+        if c == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += c
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
+def with_literal_defaults(spelling: str, defaults_of) -> str:
+    """`spelling` with each class template-id's omitted trailing arguments whose defaults are
+    literals (`int N = 16`) spelled out, so that `K<a, b>` and `K<a, b, 16>`, one type, get one
+    spelling (the stubs' TypeName<T> specializations would otherwise define it twice). A default
+    that is not a literal (it may name other parameters) stops the expansion.
+    `defaults_of(name) -> list | None` gives a template's defaults (template_defaults)."""
+    out, i = [], 0
+    for m in re.finditer(r"([A-Za-z_]\w*)\s*<", spelling):
+        if m.start() < i:
+            continue
+        close, depth = m.end(), 1
+        while close < len(spelling) and depth:
+            depth += {"<": 1, ">": -1}.get(spelling[close], 0)
+            close += 1
+        inner = spelling[m.end():close - 1]
+        args = [with_literal_defaults(a, defaults_of) for a in _split_args(inner)]
+        defaults = defaults_of(m.group(1)) or []
+        for d in defaults[len(args):]:
+            if d is None or not _LITERAL.match(d):
+                break
+            args.append(d)
+        out.append(spelling[i:m.start()] + f"{m.group(1)}<{', '.join(args)}>")
+        i = close
+    out.append(spelling[i:])
+    return "".join(out)
+
+
+def without_defaults(template_params: str) -> str:
+    """`<typename K, bool F = false>` -> `<typename K, bool F>`: the stubs declare the static
+    kernel again, after the library's header, and C++ forbids repeating a default argument."""
+    text = f"template {template_params} void codemod_f();".encode()
+    plist = next(n for n in source._walk(source.parse(text)) if n.type == "template_parameter_list")
+    cuts = []
+    for p in plist.named_children:
+        d = p.child_by_field_name("default_value") or p.child_by_field_name("default_type")
+        if d is not None:
+            eq = text.rfind(b"=", p.start_byte, d.start_byte)
+            cuts.append((eq, d.end_byte))
+    for start, end in reversed(cuts):
+        text = text[:start].rstrip() + text[end:]
+    return text[plist.start_byte:].decode().split(" void codemod_f")[0].strip()

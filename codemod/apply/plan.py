@@ -328,6 +328,7 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
             continue
         for h in extra:
             headers = {**headers, h: h, **_header_closure(root, h, spec, spec.output_dir, extractions)}
+        variants = _one_spelling_per_type(root, spec, kernel, source_file, headers, variants, extractions)
         removed += kernel.instantiations
         plans.append(KernelPlan(kernel, source.kernel_signature(data, decl.start, decl.end), sites,
                                 sorted(variants.values(), key=lambda v: v.name_expression(kid)),
@@ -363,6 +364,34 @@ def _type_headers(root: Path, spec: MigrateSpec, kernel: Kernel, source_file: st
         return [], (f"its name expressions spell {what}: {where} it; declare it in a header NVRTC can read, "
                     "or exclude the kernel")
     return found, None
+
+
+def _one_spelling_per_type(root: Path, spec: MigrateSpec, kernel: Kernel, source_file: str,
+                           headers: dict[str, str], variants: dict, extractions: dict) -> dict:
+    """The variants with literal default template arguments spelled out in their type axes
+    (kernel_api.with_literal_defaults): `Traits<a, b>` and `Traits<a, b, 16>` are one type, one
+    variant, one TypeName<T> specialization in the stubs."""
+    types = {p.name for p in kernel.params if p.kind == "type"}
+    if not any("<" in v for var in variants.values() for p, v in var.axes.items() if p in types):
+        return variants
+    out = spec.output_dir + "/"
+    files = [source_file] + sorted({p for p in headers.values() if not p.startswith(out)})
+    cache: dict[str, list | None] = {}
+
+    def defaults_of(name: str):
+        if name not in cache:
+            cache[name] = next((d for d in (kernel_api.template_defaults(read_overlay(root, f, extractions), name)
+                                            for f in files) if d is not None), None)
+        return cache[name]
+
+    merged: dict[tuple, Variant] = {}
+    for var in variants.values():
+        axes = {p: kernel_api.with_literal_defaults(v, defaults_of) if p in types else v
+                for p, v in var.axes.items()}
+        key = tuple(axes.items())
+        merged.setdefault(key, Variant(axes, []))
+        merged[key].sites += [s for s in var.sites if s not in merged[key].sites]
+    return merged
 
 
 def _extractions(root: Path, spec: MigrateSpec, kernels: list[Kernel], sites_by_id: dict) -> tuple[dict, dict]:

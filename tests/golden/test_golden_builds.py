@@ -60,8 +60,8 @@ def test_golden_builds(case: str, tmp_path: Path) -> None:
         "-DCMAKE_CUDA_ARCHITECTURES=90", "-DCMAKE_BUILD_TYPE=Release",
     ]
     nvrtc = _nvrtc_root()
-    if case == "actlib" and nvrtc is not None:
-        configure.append(f"-DACTLIB_NVRTC_ROOT={nvrtc}")
+    if case in ("actlib", "normlib") and nvrtc is not None:   # normlib: its rtc layer (apply's golden)
+        configure.append(f"-D{case.upper()}_NVRTC_ROOT={nvrtc}")
     _run(configure, tmp_path)
     _run(["ninja", "-C", str(build)], tmp_path)
     assert (build / f"lib{case}.so").is_file()

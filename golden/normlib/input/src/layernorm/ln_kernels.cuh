@@ -1,10 +1,10 @@
 // LayerNorm kernels: forward, backward, and the finalize kernel that sums the per-row dgamma/dbeta
-// parts. Each CTA handles Ktraits::WARPS_M rows at a time, rows strided over the grid.
+// parts. Each CTA handles Ktraits::WARPS_M rows at a time, rows strided over the grid. The traits
+// (kernel_traits.h) come from the launchers' units: this header does not include them (as TE's).
 #ifndef NORMLIB_LN_KERNELS_CUH_
 #define NORMLIB_LN_KERNELS_CUH_
 
 #include "../common.h"
-#include "../kernel_traits.h"
 
 namespace normlib {
 
