@@ -103,8 +103,10 @@ def test_normlib_golden_patch_matches_expected():
     assert patch == (GOLDEN / "normlib" / "expected" / "apply.patch").read_text(), \
         "golden patch drifted (regenerate with `python -m codemod.apply.golden normlib --update`)"
     assert "4 kernels migrated" in report and "Left static\n\n- nothing" in report
-    assert "cudaLaunchCooperativeKernel" not in "".join(
-        line for line in patch.splitlines(True) if line.startswith("+") and not line.startswith("+++"))
+    launchers = patch[patch.index("diff --git a/src/layernorm/"):patch.index("diff --git a/src/rtc/")]
+    added = "".join(line for line in launchers.splitlines(True) if line.startswith("+") and not line.startswith("+++"))
+    assert "cudaLaunchCooperativeKernel" not in added and "cudaOccupancy" not in added
+    assert "kernel.launch_cooperative(grid, block, args, 0, launch_params.stream)" in added
     assert '#include "src/kernel_traits.h"' in patch
 
 
