@@ -14,7 +14,7 @@ from .. import strict_json
 REPO = Path(__file__).resolve().parents[2]
 CASES = ("actlib", "castlib", "routerlib", "normlib")
 # Cases analysed under a rule of their own (golden/<case>/<file>); the others with no rule.
-CASE_RULES = {"normlib": "normlib.yaml"}
+CASE_RULES = {"normlib": "normlib.yaml", "routerlib": "rule.yaml"}
 
 
 def normalized(a: Analysis) -> dict:

@@ -429,8 +429,20 @@ def _attribute_at(data: bytes, at: int, var: str) -> tuple[int, int, str] | None
 def _check_rewritten(plan: Plan, rewritten: set[str]) -> None:
     """Every `<<<>>>` launch and kernel-variable attribute site the plan migrates must have been
     rewritten: one left as `kernel<<<...>>>` while its kernel variable became a stub object (a
-    launch tree-sitter could not parse, e.g. an `#if` inside `<<<...>>>`) would not compile."""
+    launch tree-sitter could not parse, e.g. an `#if` inside `<<<...>>>`) would not compile. So must
+    every passing site of a generic lambda (a raw kernel pointer has no `.launch`)."""
     missed = [(kp.kernel.id, s) for kp in plan.kernels for s in kp.sites if s.id not in rewritten]
+    passing = kernel_api.passing_sites(s for kp in plan.kernels for s in kp.sites)
+    unpassed = sorted(set(passing) - rewritten)
+    if unpassed and not missed:
+        p = passing[unpassed[0]]
+        more = f" (and {len(unpassed) - 1} more)" if len(unpassed) > 1 else ""
+        raise UnsupportedConstruct(
+            f"{p.get('kernel')} passed to a generic lambda at {p['id']} could not be rewritten to pass the "
+            f"stub object: tree-sitter found no `{p.get('callee_text')}<...>` there{more}",
+            where=f"{p['file']}:{p['line']}",
+            hint="spell the kernel as a template-id at that call, or leave the kernels passed to that lambda "
+                 "static with --exclude")
     if missed:
         kid, site = missed[0]
         more = f" (and {len(missed) - 1} more)" if len(missed) > 1 else ""
@@ -460,6 +472,9 @@ def _rewrite_launches(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, 
     deduced = {sid: args for kp in plan.kernels for sid, args in kp.deduced.items()}
     variables = {(s.file, s.via) for kp in plan.kernels for s in kp.sites if s.via}
     files = sorted({s.file for kp in plan.kernels for s in kp.sites})
+    passing = kernel_api.passing_sites(s for kp in plan.kernels for s in kp.sites)
+    for s in (s for kp in plan.kernels for s in kp.sites if s.api == "helper" and s.generic_lambda):
+        done.add(s.id)      # the helper is unchanged: its CUDA calls find the stubs' overloads (ADL)
     for path in files:
         data = (root / path).read_bytes()
         scan = scan_bytes(path, data)
@@ -487,14 +502,15 @@ def _rewrite_launches(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, 
                 else:
                     spelled = f"{callee}<{', '.join(extra)}>"
                 new = f"{ns}::{spelled}().launch({', '.join(cfg)}{tail}"
-            elif (path, ls.callee) in variables:
+            elif (path, ls.callee) in variables and sid in site_ids:
                 new = f"{ls.callee}.launch({', '.join(cfg)}{tail}"
             else:
                 continue
             cs.edits.append(Edit(path, ls.callee_range[0], ls.args_range[0] + 1, new, "launch through NVRTC"))
             done.add(sid)
         for call in scan.api_calls:
-            if call.api == "cudaFuncSetAttribute" and (path, call.kernel_arg) in variables:
+            if (call.api == "cudaFuncSetAttribute" and (path, call.kernel_arg) in variables
+                    and f"{path}:{call.line}:{call.col}" in site_ids):
                 done.add(f"{path}:{call.line}:{call.col}")
                 rest = ", ".join(call.args[1:])
                 cs.edits.append(Edit(path, call.start, call.end, f"{call.kernel_arg}.set_attribute({rest})",
@@ -504,7 +520,12 @@ def _rewrite_launches(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, 
             if new is not None and f"{path}:{call.line}:{call.col}" in site_ids:
                 done.add(f"{path}:{call.line}:{call.col}")
                 cs.edits.append(Edit(path, call.start, call.end, new, f"{call.api} on the NVRTC kernel"))
+        starts = [0] + [m.end() for m in re.finditer(rb"\n", data)]
         for start, end, name in source.template_ids(data, names):
+            for pid, p in passing.items():      # a generic lambda's passing site gets the stub object
+                if p["file"] == path and 1 <= p["line"] <= len(starts) and \
+                        start <= starts[p["line"] - 1] + p["col"] - 1 < end:
+                    done.add(pid)
             t = text(start, end)
             t = t[1:] if t.startswith("&") else t       # `&kernel<...>`: the stub returns an object
             t = t[t.index(name):]

@@ -62,10 +62,67 @@ def rewritable(site) -> bool:
     return (site.kind == "launch" and site.api == COOPERATIVE) or (site.kind == "use" and site.api == OCCUPANCY_SITE)
 
 
+# --- Generic lambdas ----------------------------------------------------------------------------
+# A helper a generic lambda hands its `auto kernel` to (TE's compute_persistent_grid) stays as it
+# is: its CUDA calls on that parameter are unqualified, so for a stub object argument-dependent
+# lookup picks the stub namespace's overloads of these functions (kernels.h), and for a kernel
+# pointer the runtime API as before. A `::`-qualified call would not compile for a stub object.
+ADL_APIS = (OCCUPANCY, "cudaFuncSetAttribute")
+
+
+def _called_name(root: Path, use: dict) -> str | None:
+    """The function named at a helper use's position (`cudaOccupancy...(` after an optional `::`)."""
+    path = root / str(use.get("file") or "")
+    if not path.is_file():
+        return None
+    lines = path.read_bytes().split(b"\n")
+    line, col = int(use.get("line") or 0), int(use.get("col") or 0)
+    if not 1 <= line <= len(lines):
+        return None
+    m = re.match(rb"\s*(::\s*)?([A-Za-z_]\w*)", lines[line - 1][max(col - 1, 0):])
+    if m is None:
+        return None
+    return ("::" if m.group(1) else "") + m.group(2).decode()
+
+
+def helper_refusal(root: Path, site) -> str | None:
+    """Why a generic lambda's helper call cannot take the stub object unchanged, or None: every
+    CUDA call the helper makes on the kernel must be an unqualified one of ADL_APIS."""
+    uses = site.helper_uses or []
+    where = f"the helper {site.helper or '?'} called at {site.id}"
+    if not uses:
+        return (f"{where} takes the kernel and the analysis found no CUDA call on it there: what it does "
+                "with a stub object is unknown; migrate that site by hand, or exclude the kernel")
+    for use in uses:
+        name = _called_name(root, use)
+        if name not in ADL_APIS:
+            at = f"{use.get('file')}:{use.get('line')}"
+            what = f"`{name}`" if name else f"a {use.get('api')} call"
+            return (f"{where} hands the kernel to {what} at {at}: the stubs overload only the unqualified "
+                    f"{' and '.join(ADL_APIS)} for a stub object; migrate that call by hand, or exclude "
+                    "the kernel")
+    return None
+
+
+def passing_sites(sites) -> dict[str, dict]:
+    """Passing-site id -> record, for the generic lambdas of `sites` (each rewritten to pass the
+    stub object: `launch(k<...>)` -> `launch(ns::k<...>())`)."""
+    out = {}
+    for s in sites:
+        for p in (s.generic_lambda or {}).get("passing_sites", []):
+            out[p["id"]] = p
+    return out
+
+
 def stub_features(sites) -> dict[str, bool]:
-    """Which optional stub methods the migrated sites need (kernels.h emits only those)."""
+    """Which optional stub methods the migrated sites need (kernels.h emits only those); `adl`: the
+    free overloads a generic lambda's helper finds by argument-dependent lookup."""
+    sites = list(sites)
     apis = {s.api for s in sites}
-    return {"cooperative": COOPERATIVE in apis, "occupancy": OCCUPANCY_SITE in apis}
+    helper = {u.get("api") for s in sites if s.api == "helper" for u in (s.helper_uses or [])}
+    adl = any(s.generic_lambda for s in sites)
+    return {"cooperative": COOPERATIVE in apis, "occupancy": OCCUPANCY_SITE in apis or OCCUPANCY_SITE in helper or adl,
+            "adl": adl}
 
 
 # --- Headers for the name expressions' types -------------------------------------------------

@@ -52,6 +52,8 @@ def argument(kind: str, value: str, spec: MigrateSpec, enum: str | None = None) 
     render the same text at run time: constant expressions evaluated, `&` on function names, an
     enumeration value as `static_cast<::Enum>(N)` (the analysis gives its number)."""
     if kind == "value":
+        # a named constant or enumerator the rule gives a value (`Mode::Balanced: "1"`)
+        value = spec.names.get("values", {}).get(value.strip(), value)
         try:
             v = evaluate(value, spec.type_sizes())
         except NotConstant:

@@ -188,7 +188,7 @@ def _deduced_arguments(site: Site) -> tuple[list[str], str | None]:
     return [a.deduced_from["type"].strip() for a in tail], None
 
 
-def _unrewritable(site: Site) -> str | None:
+def _unrewritable(root: Path, site: Site) -> str | None:
     """Why apply cannot rewrite a site of a kernel it migrates, or None. Apply rewrites `<<<>>>`
     launches and cudaFuncSetAttribute on a kernel variable; anything else (cudaLaunchKernel*,
     cooperative launches, occupancy queries, kernel tables) would keep a static instantiation or
@@ -199,6 +199,8 @@ def _unrewritable(site: Site) -> str | None:
         return None
     if kernel_api.rewritable(site):
         return None
+    if site.kind == "use" and site.api == "helper" and site.generic_lambda:
+        return kernel_api.helper_refusal(root, site)
     what = "launch through" if site.kind == "launch" else "use in"
     return (f"{what} {site.api} at {site.id}: apply rewrites only `<<<>>>` launches, and "
             "cudaFuncSetAttribute, cudaLaunchCooperativeKernel and cudaOccupancyMaxActiveBlocksPerMultiprocessor "
@@ -264,7 +266,7 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
                 if k.id not in spec.kernels]
     sites_by_id = {s.id: s for s in analysis.sites}
     extractions, refused_units = _extractions(root, spec, [by_id[k] for k in wanted], sites_by_id)
-    plans, removed = [], 0
+    plans: list[KernelPlan] = []
     for kid in wanted:
         kernel = by_id[kid]
         sites = [sites_by_id[s] for s in kernel.sites if s in sites_by_id]
@@ -293,7 +295,7 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
         deduced_at: dict[str, list[str]] = {}
         refused = None
         for s in sites:
-            refused = _unrewritable(s)
+            refused = _unrewritable(root, s)
             if refused:
                 break
             if s.kind != "launch":
@@ -329,13 +331,45 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
         for h in extra:
             headers = {**headers, h: h, **_header_closure(root, h, spec, spec.output_dir, extractions)}
         variants = _one_spelling_per_type(root, spec, kernel, source_file, headers, variants, extractions)
-        removed += kernel.instantiations
         plans.append(KernelPlan(kernel, source.kernel_signature(data, decl.start, decl.end), sites,
                                 sorted(variants.values(), key=lambda v: v.name_expression(kid)),
                                 dict(sorted(headers.items())), deduced_at, source_file, extra))
+    plans = _whole_lambdas(plans, skipped)
+    removed = sum(kp.kernel.instantiations for kp in plans)
     used = {kp.kernel.file for kp in plans}
     return Plan(spec, sorted(plans, key=lambda p: p.kernel.id), skipped, removed,
                 extractions={u: ex for u, ex in extractions.items() if u in used})
+
+
+def _whole_lambdas(plans: list[KernelPlan], skipped: list[Skipped]) -> list[KernelPlan]:
+    """Plans whose generic lambdas are migrated whole. A lambda taking the kernel as `auto` gets
+    the stub object from every passing site (`launch(ns::k<...>())`) and launches it with
+    `kernel.launch(...)`, which a raw kernel pointer has not: when one kernel passed to a lambda
+    stays static, every kernel passed to it stays static (repeated until nothing changes)."""
+    lambdas: dict[tuple, set] = {}     # (file, line, col) of the lambda -> kernels passed to it
+    for kp in plans:
+        for s in kp.sites:
+            gl = s.generic_lambda
+            if gl:
+                key = (gl.get("file"), gl.get("line"), gl.get("col"), gl.get("name"))
+                lambdas.setdefault(key, set()).update(p.get("kernel") for p in gl.get("passing_sites", []))
+    kept = {kp.kernel.id: kp for kp in plans}
+    changed = True
+    while changed:
+        changed = False
+        for (file, line, _col, name), passed in sorted(lambdas.items(), key=str):
+            static = sorted(str(k) for k in passed if k not in kept)
+            users = sorted(k for k in passed if k in kept)
+            if not static or not users:
+                continue
+            for kid in users:
+                skipped.append(Skipped(kid, (
+                    f"passed to the generic lambda '{name}' at {file}:{line} with {static[0]}, which stays "
+                    "static: the lambda launches the stub object (`kernel.launch(...)`), so every kernel "
+                    "passed to it must be migrated; migrate them together, or exclude them together")))
+                del kept[kid]
+            changed = True
+    return [kp for kp in plans if kp.kernel.id in kept]
 
 
 def _type_headers(root: Path, spec: MigrateSpec, kernel: Kernel, source_file: str, headers: dict[str, str],
