@@ -167,13 +167,14 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
 
     # Prelude replacing host-only headers, and the std shims.
     cases = spec.types["cases"].values()
+    copy_from = _copy_sources(root, ks_spec.get("replace_with_prelude", []), ks_spec.get("prelude_copy", []))
     for replaced in ks_spec.get("replace_with_prelude", []):
         path = f"{out}/prelude/{replaced}"
         cs.new_files[path] = fmt(render(
             "prelude.h.j2", banner=head, replaced=replaced, guard=_guard(path), includes=ks_spec.get("prelude_includes", []),
             namespace=ks_spec.get("prelude_namespace", spec.names.get("default_namespace", "")),
             aliases=[c for c in cases if c.get("alias")],
-            copied=_copied(root, replaced, ks_spec.get("prelude_copy", []), cs)), "prelude.h")
+            copied=_copied(root, replaced, copy_from.get(replaced, []), cs)), "prelude.h")
         cs.notes.append(f"{replaced}: replaced under NVRTC by the generated prelude {path} (dtype aliases, "
                         "toolkit headers)")
     for name, shim in sorted(ks_spec.get("shims", {}).items()):
@@ -295,6 +296,22 @@ def _host_include_blocks(root: Path, path: str, data: bytes, spec) -> list[tuple
         else:
             blocks.append((start, inc.end))
     return blocks
+
+
+def _copy_sources(root: Path, replaced: list[str], names: list[str]) -> dict[str, list[str]]:
+    """Replaced header -> the prelude_copy names it declares (each copied into that header's
+    prelude); a name no replaced header declares refuses the tree (as one header's would)."""
+    if len(replaced) < 2:
+        return {h: list(names) for h in replaced}
+    out: dict[str, list[str]] = {}
+    for header in replaced:
+        found = {_first_name(t) for _, t in source.declarations((root / header).read_bytes(), set(names))}
+        out[header] = [n for n in names if n in found]
+    missing = [n for n in names if not any(n in v for v in out.values())]
+    if missing:
+        raise ApplyError(f"no replaced header declares {', '.join(missing)} to copy into a prelude",
+                         where=replaced[0], hint="check migrate/kernel_strings/prelude_copy in the rule")
+    return out
 
 
 def _copied(root: Path, header: str, names: list[str], cs: ChangeSet) -> list[dict]:

@@ -251,8 +251,10 @@ def _declared_name(node: Node, data: bytes) -> str | None:
         inner = next((c for c in inner.named_children if c.type not in ("template_parameter_list",)), inner)
         if inner is node:
             return None
-    if inner.type in ("struct_specifier", "class_specifier"):
+    if inner.type in ("struct_specifier", "class_specifier", "enum_specifier"):
         name = inner.child_by_field_name("name")
+    elif inner.type == "type_definition":      # `typedef enum {...} Name;` (a C API header)
+        name = inner.child_by_field_name("declarator")
     elif inner.type in ("function_definition", "declaration"):
         name = inner.child_by_field_name("declarator")
         while name is not None and name.type not in ("identifier", "field_identifier"):
@@ -284,6 +286,11 @@ def declarations(data: bytes, names: set[str]) -> list[tuple[str, str]]:
                     and data[child.start_byte:child.start_byte + 7] == b"#ifndef" \
                     and container.type == "translation_unit":
                 visit(child, ns, conds)      # the include guard
+                continue
+            if child.type == "linkage_specification":       # extern "C" { ... }
+                body = child.child_by_field_name("body")
+                if body is not None:
+                    visit(body, ns, conds)
                 continue
             if child.type in ("preproc_if", "preproc_ifdef"):
                 line_end = data.find(b"\n", child.start_byte)

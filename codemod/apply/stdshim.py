@@ -63,7 +63,9 @@ struct integral_constant {{
     "max": ((), f"template <class T>\n{_HD} constexpr const T &max(const T &a, const T &b) {{\n"
                 "  return (a < b) ? b : a;\n}"),
     # <limits>: the primary template and float/double, for constant expressions such as TE's
-    # TypeExtrema<float>::max = std::numeric_limits<float>::max() (other types: libcu++).
+    # TypeExtrema<float>::max = std::numeric_limits<float>::max() (other types: libcu++);
+    # infinity() for device code only (fused_router's reductions: `-numeric_limits<float>::infinity()`),
+    # through the bit-pattern intrinsics NVRTC declares (no constexpr builtin there).
     "numeric_limits": ((), "template <class T>\nstruct numeric_limits;\n"
                            "template <>\nstruct numeric_limits<float> {\n"
                            "  static constexpr bool is_specialized = true;\n"
@@ -71,6 +73,7 @@ struct integral_constant {{
                            f"  {_HD} static constexpr float min() {{ return 1.17549435e-38F; }}\n"
                            f"  {_HD} static constexpr float lowest() {{ return -3.40282347e+38F; }}\n"
                            f"  {_HD} static constexpr float epsilon() {{ return 1.19209290e-07F; }}\n"
+                           "  __device__ static float infinity() { return __int_as_float(0x7f800000); }\n"
                            "};\n"
                            "template <>\nstruct numeric_limits<double> {\n"
                            "  static constexpr bool is_specialized = true;\n"
@@ -78,6 +81,7 @@ struct integral_constant {{
                            f"  {_HD} static constexpr double min() {{ return 2.2250738585072014e-308; }}\n"
                            f"  {_HD} static constexpr double lowest() {{ return -1.7976931348623157e+308; }}\n"
                            f"  {_HD} static constexpr double epsilon() {{ return 2.2204460492503131e-16; }}\n"
+                           "  __device__ static double infinity() { return __longlong_as_double(0x7ff0000000000000LL); }\n"
                            "};"),
     # <cstdint>: fixed-width integers by size (long long is 64-bit on every CUDA target; libcu++
     # spells int64_t `long` on LP64 hosts: same size and layout, another type name).
