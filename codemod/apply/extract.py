@@ -228,9 +228,15 @@ def extract(root, unit: str, kernels: set[str], rule_id: str,
                       [it.name or data[it.node.start_byte:it.node.end_byte].decode().split("\n")[0] for it in moved])
 
 
+def header_guard(header: str) -> str:
+    """The include guard of an extracted header (the stubs test it: kernels.h declares a unit's
+    kernels only where their device code was included)."""
+    return "".join(c.upper() if c.isalnum() else "_" for c in header) + "_"
+
+
 def _header_text(data: bytes, unit: str, header: str, moved: list[Item], items: list[Item], chains: dict,
                  incs: list[Item], rule_id: str) -> str:
-    guard = "".join(c.upper() if c.isalnum() else "_" for c in header) + "_"
+    guard = header_guard(header)
     out = [f"// Device code moved from {posixpath.basename(unit)} by codemod (rule {rule_id}):",
            f"// {posixpath.basename(unit)} includes this header for its static kernels and the NVRTC",
            "// programs include it too. It is the library's source from now on; edit it here.",

@@ -20,6 +20,7 @@ from ..errors import ApplyError, UnsupportedConstruct
 from ..frontend.treesitter import scan_bytes
 from . import kernel_api, source, stdshim
 from .. import strict_json
+from .extract import header_guard
 from .names import enum_cast, namespace_parts, spelled_id
 from .plan import Plan, host_include, symbol_for
 
@@ -235,6 +236,7 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
             namespaces=namespace_parts(kp.namespace), symbol=symbol_for(f"{out}/{kp.name}.cu"),
             kernel_string_path=f"{out}/{kp.name}.cu", template_params=kp.signature.template_params,
             declared_template_params=kernel_api.without_defaults(kp.signature.template_params),
+            guard=header_guard(plan.extractions[kp.kernel.file].header) if kp.kernel.file in plan.extractions else None,
             param_decls=", ".join(kp.signature.param_decls), param_types=", ".join(kp.signature.param_types),
             param_names=", ".join(params), params=params,
             axes=[_axis_expr(kinds[p], p, enums.get(p)) for p in params],
