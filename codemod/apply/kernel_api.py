@@ -119,8 +119,8 @@ def stub_features(sites) -> dict[str, bool]:
     free overloads a generic lambda's helper finds by argument-dependent lookup."""
     sites = list(sites)
     apis = {s.api for s in sites}
-    helper = {u.get("api") for s in sites if s.api == "helper" for u in (s.helper_uses or [])}
-    adl = any(s.generic_lambda for s in sites)
+    helper = {u.get("api") for s in sites if s.api == "helper" for u in (getattr(s, "helper_uses", None) or [])}
+    adl = any(getattr(s, "generic_lambda", None) for s in sites)
     return {"cooperative": COOPERATIVE in apis, "occupancy": OCCUPANCY_SITE in apis or OCCUPANCY_SITE in helper or adl,
             "adl": adl}
 

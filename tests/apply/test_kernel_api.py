@@ -87,9 +87,9 @@ def test_stub_features_follow_the_sites():
     class S:
         def __init__(self, api):
             self.api = api
-    assert kernel_api.stub_features([S("<<<>>>")]) == {"cooperative": False, "occupancy": False}
+    assert kernel_api.stub_features([S("<<<>>>")]) == {"cooperative": False, "occupancy": False, "adl": False}
     assert kernel_api.stub_features([S("cudaLaunchCooperativeKernel"), S("occupancy")]) == \
-        {"cooperative": True, "occupancy": True}
+        {"cooperative": True, "occupancy": True, "adl": False}
 
 
 # The golden normlib (registry-dispatched launchers, cooperative launches, occupancy queries,

@@ -119,17 +119,6 @@ def test_patched_routerlib_builds(tmp_path, legacy):
         assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
 
 
-def test_the_stubs_declare_a_kernel_again_without_its_default_template_arguments():
-    """TE's fused_topk kernels have defaults (`TopkFuncType TopkFunc = TopkFuncType::Naive`); the
-    stubs' second declaration repeated them: `redefinition of default argument` (nvcc)."""
-    from codemod.apply.kernel_api import without_defaults
-
-    assert without_defaults("<typename T, TopkFuncType F = TopkFuncType::Naive, typename I = int32_t,\n"
-                            " QBMode Q = QBMode::Disabled>") == "<typename T, TopkFuncType F, typename I, QBMode Q>"
-    assert without_defaults("<int N = (3 > 2), typename T = std::pair<int, int>, int M>") == \
-        "<int N, typename T, int M>"
-
-
 def test_prelude_copy_finds_a_typedef_enum_in_an_extern_c_block():
     """TE's C API header declares `typedef enum {...} NVTERoutingMapFormat;` inside extern "C"."""
     from codemod.apply import source

@@ -60,7 +60,7 @@ def test_golden_builds(case: str, tmp_path: Path) -> None:
         "-DCMAKE_CUDA_ARCHITECTURES=90", "-DCMAKE_BUILD_TYPE=Release",
     ]
     nvrtc = _nvrtc_root()
-    if case in ("actlib", "normlib") and nvrtc is not None:   # normlib: its rtc layer (apply's golden)
+    if case in ("actlib", "normlib", "routerlib") and nvrtc is not None:   # their rtc layers (apply golden cases)
         configure.append(f"-D{case.upper()}_NVRTC_ROOT={nvrtc}")
     _run(configure, tmp_path)
     _run(["ninja", "-C", str(build)], tmp_path)
