@@ -1,8 +1,12 @@
 """`codemod verify`: compile every generated kernel string with NVRTC for the target archs and the
 generated host code with the library's flags.
 
-Exit codes: 0 everything compiled (host compile may be skipped, with the reason printed);
-1 a kernel variant or a host unit failed; 2 usage error, missing manifest or missing NVRTC.
+With --sass, also compare each covered variant's SASS, nvcc (static) against NVRTC (sass.py).
+
+Exit codes: 0 everything compiled (host compile may be skipped, with the reason printed) and,
+with --sass, every compared variant is identical modulo names or its difference explained;
+1 a kernel variant or a host unit failed, or an unexplained SASS difference; 2 usage error,
+missing manifest, missing NVRTC (or, with --sass, missing nvcc / nvdisasm / cuobjdump).
 """
 
 from __future__ import annotations
@@ -42,6 +46,14 @@ def add_parser(sub) -> None:
     p.add_argument("--host-all", action="store_true",
                    help="compile every unit of the compile database, not only generated / rewritten ones")
     p.add_argument("--nvcc", metavar="PATH", help="nvcc to use (default: $CUDACXX, PATH, CUDA toolkit, wheel)")
+    p.add_argument("--sass", action="store_true",
+                   help="also compile each covered variant statically with nvcc and compare its SASS with the "
+                        "NVRTC program's (docs/verify.md, SASS equivalence)")
+    p.add_argument("--static-root", type=Path, metavar="DIR",
+                   help="with --sass: the library tree whose original headers nvcc compiles (default: DIR; "
+                        "an unpatched checkout needs no build tree)")
+    p.add_argument("--sass-flag", action="append", default=[], metavar="ARG",
+                   help="with --sass: an extra nvcc flag for the static side, e.g. --sass-flag=-I<dir> (repeatable)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     p.set_defaults(run=run)
 
@@ -86,6 +98,13 @@ def run(args) -> int:
     jobs = args.jobs or os.cpu_count() or 1
 
     plan = programs.plan(manifests, archs, all_variants=args.all_variants, only=args.kernel)
+    tools = None
+    if args.sass:
+        from . import sass
+
+        tools = sass.find_tools(args.nvcc, f"{lib.version[0]}.{lib.version[1]}")
+        for program in plan:
+            program.keep_cubin = True
     if progress:
         progress(f"verify: {len(plan)} NVRTC program(s) on {min(jobs, max(1, len(plan)))} process(es), "
                  f"NVRTC {lib.version[0]}.{lib.version[1]}")
@@ -101,7 +120,33 @@ def run(args) -> int:
                           nvrtc_version=f"{lib.version[0]}.{lib.version[1]}", jobs=jobs, programs=results,
                           host=host_report, seconds=time.perf_counter() - start, kernels=len(selected),
                           variants_total=sum(len(k.variants) for k in selected))
+    sass_report = None
+    if args.sass:
+        sass_report = _run_sass(args, manifests, plan, results, tools, archs, root, jobs, progress)
+        report.seconds = time.perf_counter() - start
     print(render(report))
+    if sass_report is not None:
+        print()
+        print(sass.render(sass_report))
     if args.json:
-        args.json.write_text(strict_json.dumps(report.to_json(), "verify report", indent=1) + "\n")
-    return 0 if report.ok else 1
+        doc = report.to_json()
+        if sass_report is not None:
+            doc["sass"] = sass_report.to_json()
+            doc["ok"] = doc["ok"] and sass_report.ok
+        args.json.write_text(strict_json.dumps(doc, "verify report", indent=1) + "\n")
+    return 0 if report.ok and (sass_report is None or sass_report.ok) else 1
+
+
+def _run_sass(args, manifests, plan, results, tools, archs, root, jobs, progress):
+    from . import sass
+    from .host import load_units
+
+    static_root = (args.static_root or root).resolve()
+    if not static_root.is_dir():
+        raise UsageError(f"--static-root is not a directory: {static_root}")
+    units = load_units(args.compile_db) if args.compile_db else []
+    flags = sass.StaticFlags(root=static_root, extra=list(args.sass_flag), units=units)
+    by_id = {k.id: (m, k) for m in manifests for k in m.kernels}
+    sass_jobs = [sass.SassJob(program=p, result=r, kernel=by_id[p.kernel][1], manifest=by_id[p.kernel][0])
+                 for p, r in zip(plan, results)]
+    return sass.compare_all(sass_jobs, tools, flags, static_root, archs, jobs, progress)

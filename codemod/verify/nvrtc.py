@@ -309,7 +309,8 @@ def load(library: Path | None = None) -> Nvrtc:
 
 def compile(source: str, name: str, headers: dict[str, str] | None = None,
             options: list[str] | tuple[str, ...] = (), name_expressions: list[str] | tuple[str, ...] = (),
-            arch: str = "sm_90", include_cuda: bool = True, include_cccl: bool = True) -> CompileResult:
+            arch: str = "sm_90", include_cuda: bool = True, include_cccl: bool = True,
+            keep_cubin: bool = False) -> CompileResult:
     """Compile with the process's NVRTC; see `Nvrtc.compile`."""
     return load().compile(source, name, headers, options, name_expressions, arch=arch, include_cuda=include_cuda,
-                          include_cccl=include_cccl)
+                          include_cccl=include_cccl, keep_cubin=keep_cubin)

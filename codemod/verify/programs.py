@@ -34,6 +34,7 @@ class Program:
     include_cccl: bool
     variants: list[str]
     variants_total: int
+    keep_cubin: bool = False    # verify --sass: the result carries the cubin and the lowered names
 
     @property
     def label(self) -> str:
@@ -102,6 +103,8 @@ class ProgramResult:
     cubin_size: int = 0
     failures: list[Failure] = field(default_factory=list)
     unisolated: int = 0         # variants in failing halves left unexamined after MAX_ISOLATED
+    cubin: bytes | None = None  # with Program.keep_cubin (not in the JSON)
+    lowered: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {"kernel": self.kernel, "arch": self.arch, "config": self.config, "ok": self.ok,
@@ -173,15 +176,16 @@ def run_program(program: Program) -> ProgramResult:
     """Compile one program (in a worker process); on failure, find which variants fail."""
     from . import nvrtc
 
-    def compile_with(names: list[str]):
+    def compile_with(names: list[str], keep_cubin: bool = False):
         return nvrtc.compile(program.source, program.name, program.headers, program.options, names,
                              arch=program.arch, include_cuda=program.include_cuda,
-                             include_cccl=program.include_cccl)
+                             include_cccl=program.include_cccl, keep_cubin=keep_cubin)
 
-    first = compile_with(program.variants)
+    first = compile_with(program.variants, program.keep_cubin)
     result = ProgramResult(kernel=program.kernel, arch=program.arch, config=program.config,
                            variants=len(program.variants), variants_total=program.variants_total,
-                           ok=first.ok, seconds=first.seconds, cpu_seconds=first.cpu_seconds, cubin_size=first.cubin_size)
+                           ok=first.ok, seconds=first.seconds, cpu_seconds=first.cpu_seconds, cubin_size=first.cubin_size,
+                           cubin=first.cubin, lowered=dict(first.lowered))
     if first.ok:
         return result
     start = time.perf_counter()

@@ -1,0 +1,625 @@
+"""SASS equivalence (`codemod verify --sass`): each covered variant compiled statically with nvcc
+and as the NVRTC program, both cubins disassembled, each kernel's SASS compared modulo names and
+layout (normalisations: docs/verify.md, "SASS equivalence").
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jinja2
+
+from ..errors import VerifyError
+from .manifest import KernelEntry, Manifest
+from .programs import Program, ProgramResult
+
+SCHEMA = "codemod-verify-sass/1"
+TEMPLATES = Path(__file__).resolve().parents[1] / "templates" / "verify"
+DIFF_LINES = 16
+
+# Differences a reader can accept without looking at code: the field a loader patches.
+EXPLAINED = {"relocation"}
+
+# NVRTC options nvcc has no equivalent for (they only make NVRTC's defaults look like nvcc's).
+_NVRTC_ONLY = ("-default-device", "--device-as-default-execution-space", "-dw", "--disable-warnings",
+               "--include-path", "--pre-include", "-include", "--gpu-architecture", "-arch")
+# Flags of a compile-database unit that change device code or how the header parses; everything
+# else (outputs, dependency files, arch lists, host-only options) is dropped.
+_KEEP_WITH_ARG = {"-I", "-isystem", "-D", "-U", "-include", "--include-path", "--define-macro",
+                  "--undefine-macro", "--pre-include", "-Xptxas", "--ptxas-options", "-maxrregcount",
+                  "--maxrregcount"}
+_KEEP_PREFIX = ("-I", "-D", "-U", "-isystem", "-std=", "--std=", "-O", "--expt-", "-Xptxas=",
+                "--ptxas-options=", "-maxrregcount=", "--maxrregcount=", "--use_fast_math", "-use_fast_math",
+                "--ftz=", "--prec-div=", "--prec-sqrt=", "--fmad=", "-ftz=", "-prec-div=", "-prec-sqrt=",
+                "-fmad=", "-G", "-lineinfo", "--generate-line-info", "-g", "--extended-lambda",
+                "--relaxed-constexpr", "-rdc", "--relocatable-device-code", "-dopt")
+
+
+@dataclass
+class Tools:
+    """The binaries of one comparison and their versions (major.minor must match for equivalence)."""
+
+    nvcc: str
+    nvdisasm: str
+    cuobjdump: str
+    nvcc_version: str        # "13.0.88"
+    nvrtc_version: str       # "13.0"
+    disassembler_version: str
+
+    @property
+    def same_release(self) -> bool:
+        return ".".join(self.nvcc_version.split(".")[:2]) == self.nvrtc_version
+
+    def to_json(self) -> dict:
+        return {"nvcc": Path(self.nvcc).name, "nvcc_version": self.nvcc_version, "nvrtc_version": self.nvrtc_version,
+                "nvdisasm_version": self.disassembler_version, "same_release": self.same_release}
+
+
+def find_tool(name: str) -> str | None:
+    """$CODEMOD_<NAME>, the nvidia-cuda-<name> wheel (nvidia/cu13/bin), PATH, then a CUDA toolkit."""
+    candidates = [os.environ.get(f"CODEMOD_{name.upper()}")]
+    candidates += [str(Path(p) / "nvidia" / flavour / "bin" / name) for p in sys.path
+                   for flavour in ("cu13", f"cuda_{name}")]
+    candidates.append(shutil.which(name))
+    candidates += [str(Path(r) / "bin" / name) for r in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"),
+                                                          "/usr/local/cuda") if r]
+    for candidate in candidates:
+        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def tool_version(path: str) -> str:
+    """'13.0.88' from `--version` ("Cuda compilation tools, release 13.0, V13.0.88")."""
+    proc = subprocess.run([path, "--version"], capture_output=True, text=True)
+    match = re.search(r"release \d+\.\d+, V(\d+\.\d+\.\d+)", proc.stdout)
+    return match.group(1) if match else "unknown"
+
+
+def find_tools(nvcc: str | None, nvrtc_version: str) -> Tools:
+    from .host import find_nvcc
+
+    compiler = find_nvcc(nvcc)
+    missing = [n for n, p in (("nvcc", compiler), ("nvdisasm", find_tool("nvdisasm")),
+                              ("cuobjdump", find_tool("cuobjdump"))) if p is None]
+    if missing:
+        raise VerifyError(f"--sass needs {', '.join(missing)}, not found",
+                          hint="pip install nvidia-cuda-nvdisasm nvidia-cuda-cuobjdump (pyproject.toml), "
+                               "a CUDA toolkit for nvcc, or set CODEMOD_NVDISASM / CODEMOD_CUOBJDUMP / --nvcc")
+    disasm = find_tool("nvdisasm")
+    return Tools(nvcc=compiler, nvdisasm=disasm, cuobjdump=find_tool("cuobjdump"),
+                 nvcc_version=tool_version(compiler), nvrtc_version=nvrtc_version,
+                 disassembler_version=tool_version(disasm))
+
+
+# ---------------------------------------------------------------------------------------------
+# Disassembly: nvdisasm -hex text -> per-function instruction lists, normalised.
+
+_SECTION = re.compile(r"^//-+ (\S+)\s+-+\s*$")
+_INSTR = re.compile(r"^\s+/\*[0-9a-f]{4,}\*/\s+(?P<text>.*?)\s*;\s*(?:/\* (?P<enc>0x[0-9a-f]+) \*/)?\s*$")
+_ENC_ONLY = re.compile(r"^\s+/\* (?P<enc>0x[0-9a-f]+) \*/\s*$")
+_LABEL_DEF = re.compile(r"^(?P<name>[^\s:]+):\s*$")
+_LOCAL_LABEL = re.compile(r"\.L_x_\d+|\.L_\d+")
+_INTERNAL_SUB = re.compile(r"\$__internal_\d+_\$")
+_TU_LOCAL = re.compile(r"(\d+)_INTERNAL_")
+_CBANK4 = re.compile(r"c\[0x4\]\[(0x[0-9a-f]+)\]")
+_DWORD = re.compile(r"^\s+/\*(?P<off>[0-9a-f]+)\*/\s+\.dword\s+(?P<sym>\S+)")
+_SYMBOL = re.compile(r"(?<![\w$.])(?:_Z[\w$]+|\$[\w$]+)")
+_RELOC_HINT = re.compile(r"`\(|@\(|c\[0x[34]\]")
+
+
+@dataclass
+class Instruction:
+    text: str
+    encoding: tuple[str, ...]
+
+
+@dataclass
+class Function:
+    """One `.text.<symbol>` section: labels and instructions in order, plus the callees it names."""
+
+    symbol: str
+    lines: list[tuple[str, str]]          # ("label", name) or ("insn", index)
+    instructions: list[Instruction]
+    info: list[str] = field(default_factory=list)   # its `.nv.info.<symbol>` section, raw
+
+
+def sections(disassembly: str) -> dict[str, list[str]]:
+    """nvdisasm output split at its `//---- <section> ----` banners."""
+    out: dict[str, list[str]] = {}
+    current = None
+    for line in disassembly.splitlines():
+        match = _SECTION.match(line)
+        if match:
+            current = match.group(1)
+            out[current] = []
+        elif current is not None:
+            out[current].append(line)
+    return out
+
+
+def parse_functions(disassembly: str) -> tuple[dict[str, Function], dict[str, str]]:
+    """Functions by symbol, and the constant bank 4 table (offset -> symbol) of the module."""
+    secs = sections(disassembly)
+    bank4 = {}
+    for line in secs.get(".nv.constant4", []):
+        match = _DWORD.match(line)
+        if match:
+            bank4[hex(int(match["off"], 16))] = match["sym"]
+    functions = {}
+    for name, lines in secs.items():
+        if not name.startswith(".text."):
+            continue
+        symbol = name[len(".text."):]
+        fn = Function(symbol=symbol, lines=[], instructions=[], info=secs.get(f".nv.info.{symbol}", []))
+        for line in lines:
+            insn = _INSTR.match(line)
+            if insn:
+                fn.instructions.append(Instruction(insn["text"], (insn["enc"],) if insn["enc"] else ()))
+                fn.lines.append(("insn", str(len(fn.instructions) - 1)))
+                continue
+            enc = _ENC_ONLY.match(line)
+            if enc and fn.instructions:
+                fn.instructions[-1].encoding += (enc["enc"],)
+                continue
+            label = _LABEL_DEF.match(line)
+            # NOTE: `<symbol>:` and `.text.<symbol>:` mark the entry; their order differs between
+            # nvcc and NVRTC cubins (symbol binding), so only local labels and subroutines count.
+            if label and label["name"] not in (symbol, name):
+                fn.lines.append(("label", label["name"]))
+        functions[symbol] = fn
+    return functions, bank4
+
+
+def _strip_tu_local(text: str) -> str:
+    """`52_INTERNAL_<hash>_15_unary_kernel_cu_<hash>_11610` (length-prefixed, per-TU) -> `<tu>`."""
+    out, pos = [], 0
+    for match in _TU_LOCAL.finditer(text):
+        if match.start() < pos:
+            continue
+        length = int(match.group(1))
+        start = match.start(1)
+        end = match.end(1) + length
+        out.append(text[pos:start] + "<tu>")
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+@dataclass
+class Normalised:
+    lines: list[str]                      # labels and instruction texts, normalised
+    encodings: list[tuple[str, ...]]      # per instruction
+    texts: list[str]                      # per instruction, normalised
+    info: list[str]
+
+    def names_erased(self) -> list[str]:
+        """The lines with every remaining symbol replaced by its order of first appearance."""
+        seen: dict[str, str] = {}
+
+        def sub(match: re.Match) -> str:
+            return seen.setdefault(match.group(0), f"<sym{len(seen)}>")
+        return [_SYMBOL.sub(sub, line) for line in self.lines]
+
+
+def normalise(fn: Function, bank4: dict[str, str], functions: dict[str, Function] | None = None) -> Normalised:
+    """The function's SASS as comparable lines (see docs/verify.md for each step and why).
+
+    Callees in other `.text` sections (non-inlined device functions) follow the caller, once each,
+    in call order.
+    """
+    order = [fn]
+    if functions:
+        i = 0
+        while i < len(order):
+            for insn in order[i].instructions:
+                for target in re.findall(r"`\(([^)]+)\)", insn.text):
+                    callee = functions.get(target)
+                    if callee is not None and callee not in order:
+                        order.append(callee)
+            i += 1
+    labels: dict[str, str] = {}
+    subs: dict[str, str] = {}
+
+    def rename(text: str, own: str) -> str:
+        text = _LOCAL_LABEL.sub(lambda m: labels.setdefault(m.group(0), f".L{len(labels)}"), text)
+        text = _INTERNAL_SUB.sub(lambda m: subs.setdefault(m.group(0), f"$__internal_{len(subs)}_$"), text)
+        text = _CBANK4.sub(lambda m: f"c[0x4][{bank4.get(hex(int(m.group(1), 16)), m.group(1))}]", text)
+        text = text.replace(own, "<kernel>") if own else text
+        return _strip_tu_local(text)
+
+    lines, encodings, texts = [], [], []
+    for index, part in enumerate(order):
+        own = fn.symbol
+        if index:
+            lines.append(f"<callee {rename(part.symbol, own)}>")
+        for kind, value in part.lines:
+            if kind == "label":
+                lines.append(rename(value, own) + ":")
+            else:
+                insn = part.instructions[int(value)]
+                text = " ".join(rename(insn.text, own).split())
+                lines.append(text)
+                texts.append(text)
+                encodings.append(insn.encoding)
+    info = [rename(" ".join(line.split()), fn.symbol) for line in fn.info
+            if line.strip() and not line.lstrip().startswith("//")]
+    info = [re.sub(r"^/\*[0-9a-f]+\*/ ", "", line) for line in info]
+    return Normalised(lines=lines, encodings=encodings, texts=texts, info=info)
+
+
+_RES = re.compile(r"Function (?P<name>\S+):\s*\n\s*(?P<res>REG:.*)")
+
+
+def resource_usage(cuobjdump: str, cubin: Path) -> dict[str, str]:
+    """Per function `REG:n STACK:n SHARED:n LOCAL:n CONSTANT[0]:n ...` from `cuobjdump -res-usage`."""
+    proc = subprocess.run([cuobjdump, "-res-usage", str(cubin)], capture_output=True, text=True)
+    return {m["name"]: " ".join(m["res"].split()) for m in _RES.finditer(proc.stdout)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparison.
+
+@dataclass
+class VariantResult:
+    kernel: str
+    arch: str
+    config: str
+    variant: str                 # name expression
+    symbol: str                  # lowered (mangled) name
+    status: str                  # identical, identical-modulo-names, different, error
+    classification: str = ""     # for different / error: code, encoding, relocation, resources, attributes,
+                                 # missing, toolchain, nvcc, nvrtc
+    explained: bool = False
+    detail: str = ""             # diff excerpt or log head
+    instructions: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("identical", "identical-modulo-names") or self.explained
+
+    def to_json(self) -> dict:
+        return {"kernel": self.kernel, "arch": self.arch, "config": self.config, "variant": self.variant,
+                "symbol": self.symbol, "status": self.status, "classification": self.classification,
+                "explained": self.explained, "instructions": self.instructions, "detail": self.detail}
+
+
+def _diff(a: list[str], b: list[str], lines: int = DIFF_LINES) -> str:
+    out = list(difflib.unified_diff(a, b, "nvcc", "nvrtc", lineterm="", n=1))
+    text = "\n".join(out[:lines])
+    return text + (f"\n... ({len(out) - lines} more diff lines)" if len(out) > lines else "")
+
+
+def compare_function(static: Normalised, rtc: Normalised, static_res: str, rtc_res: str,
+                     same_release: bool = True) -> tuple[str, str, str]:
+    """(status, classification, detail) for one kernel's two normalised disassemblies."""
+    if static.lines != rtc.lines:
+        if static.names_erased() == rtc.names_erased():
+            renamed = sorted({(a, b) for a, b in zip(static.lines, rtc.lines) if a != b})
+            return "identical-modulo-names", "names", _diff(static.lines, rtc.lines) if renamed else ""
+        return "different", "code" if same_release else "toolchain", _diff(static.lines, rtc.lines)
+    if static.encodings != rtc.encodings:
+        differing = [i for i, (a, b) in enumerate(zip(static.encodings, rtc.encodings)) if a != b]
+        detail = "\n".join(f"{static.texts[i]}\n  nvcc  {' '.join(static.encodings[i])}\n"
+                           f"  nvrtc {' '.join(rtc.encodings[i])}" for i in differing[:4])
+        if all(_RELOC_HINT.search(static.texts[i]) for i in differing):
+            return "different", "relocation", detail
+        return "different", "encoding" if same_release else "toolchain", detail
+    if static_res != rtc_res:
+        return "different", "resources" if same_release else "toolchain", f"nvcc  {static_res}\nnvrtc {rtc_res}"
+    if static.info != rtc.info:
+        return "different", "attributes" if same_release else "toolchain", _diff(static.info, rtc.info)
+    return "identical", "", ""
+
+
+# ---------------------------------------------------------------------------------------------
+# The static side: a generated .cu compiled with nvcc.
+
+def original_headers(kernel: KernelEntry, source: str) -> list[str]:
+    """Manifest paths of the headers the kernel string includes that are the library's own files
+    (not a prelude or shim written by apply): what the static translation unit includes."""
+    out = []
+    for match in re.finditer(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', source, re.M):
+        name = match.group(1)
+        if kernel.headers.get(name) == name:
+            out.append(name)
+    return out
+
+
+def render_static(kernel: KernelEntry, headers: list[str], expressions: list[str]) -> str:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), trim_blocks=True,
+                             lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    return env.get_template("sass_static.cu.j2").render(kernel_id=kernel.id, headers=headers,
+                                                       expressions=expressions)
+
+
+def gencode(arch: str) -> list[str]:
+    """`sm_100a` -> `-gencode arch=compute_100a,code=sm_100a`: SASS only, as NVRTC's cubin."""
+    return ["-gencode", f"arch=compute_{arch[3:]},code={arch}"]
+
+
+def nvcc_options(nvrtc_options: list[str]) -> list[str]:
+    """The NVRTC program's own options that nvcc takes as they are (NVRTC-only ones dropped)."""
+    return [o for o in nvrtc_options if not o.startswith(_NVRTC_ONLY) and not o.startswith("-I")]
+
+
+def device_flags(arguments: list[str], drop: set[str]) -> list[str]:
+    """Flags of a compile-database command that matter for device code (see _KEEP_*); `drop`:
+    options the comparison sets itself per option set (e.g. --use_fast_math)."""
+    out, it = [], iter(arguments[1:])
+    for arg in it:
+        if arg in drop:
+            continue
+        if arg in _KEEP_WITH_ARG:
+            value = next(it, None)
+            if value is not None:
+                out += [arg, value]
+        elif arg.startswith(_KEEP_PREFIX) and not arg.startswith(("-o", "-MF", "-MD", "-MM")):
+            out.append(arg)
+    return out
+
+
+@dataclass
+class StaticFlags:
+    """Where the static compile's flags come from: a compile-database unit, or -I<root> + extras."""
+
+    root: Path
+    extra: list[str]
+    units: list = field(default_factory=list)   # host.HostUnit from --compile-db
+
+    def for_kernel(self, kernel: KernelEntry, headers: list[str], drop: set[str]) -> tuple[list[str], str]:
+        """(flags, source description) for one kernel's static compile."""
+        base = [f"-I{self.root}"]
+        if self.units:
+            targets = {(self.root / h).resolve() for h in headers}
+            unit = _unit_including(self.units, targets)
+            if unit is not None:
+                flags = device_flags(unit.arguments, drop)
+                flags = [_absolute(f, unit.directory) for f in flags]
+                return base + flags + self.extra, f"compile database: {unit.file}"
+        return base + self.extra, "-I<root>" + (" + --sass-flag" if self.extra else "")
+
+
+def _absolute(flag: str, directory: str) -> str:
+    for prefix in ("-I", "-isystem"):
+        if flag.startswith(prefix) and len(flag) > len(prefix) and not os.path.isabs(flag[len(prefix):]):
+            return prefix + str(Path(directory, flag[len(prefix):]))
+    return flag
+
+
+def _unit_including(units, targets: set[Path]):
+    from ..frontend.parse import IncludeGraph
+    from .host import _include_dirs
+
+    graphs: dict[Path, IncludeGraph] = {}
+    for unit in sorted(units, key=lambda u: u.file):
+        path = Path(unit.directory, unit.file).resolve()
+        root = path.parent
+        graph = graphs.setdefault(root, IncludeGraph(root))
+        if graph.closure(path, tuple(_include_dirs(unit)))[0] & targets:
+            return unit
+    return None
+
+
+def compile_static(nvcc: str, source: str, flags: list[str], arch: str, work: Path) -> tuple[bytes | None, str, list[str]]:
+    """(cubin or None, log, command) for the generated static unit."""
+    unit = work / "static.cu"
+    unit.write_text(source)
+    cubin = work / "static.cubin"
+    cmd = [nvcc, "-cubin", *gencode(arch), *flags, str(unit), "-o", str(cubin)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=work)
+    if proc.returncode != 0 or not cubin.is_file():
+        return None, proc.stderr + proc.stdout, cmd
+    return cubin.read_bytes(), proc.stderr, cmd
+
+
+@dataclass
+class SassJob:
+    program: Program
+    result: ProgramResult
+    kernel: KernelEntry
+    manifest: Manifest
+
+
+@dataclass
+class SassProgram:
+    """One kernel x arch x option set: its variants' results, the nvcc command, the times."""
+
+    kernel: str
+    arch: str
+    config: str
+    flags_source: str
+    command: str
+    variants: list[VariantResult]
+    nvcc_seconds: float = 0.0
+    compare_seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        return {"kernel": self.kernel, "arch": self.arch, "config": self.config, "flags_source": self.flags_source,
+                "nvcc_command": self.command, "nvcc_seconds": round(self.nvcc_seconds, 3),
+                "compare_seconds": round(self.compare_seconds, 3), "variants": [v.to_json() for v in self.variants]}
+
+
+def _head(text: str, lines: int = 12) -> str:
+    kept = [line for line in text.splitlines() if line.strip()]
+    return "\n".join(kept[:lines]) + (f"\n... ({len(kept) - lines} more lines)" if len(kept) > lines else "")
+
+
+def run_job(job: SassJob, tools: Tools, flags: StaticFlags, static_root: Path) -> SassProgram:
+    program, result, kernel = job.program, job.result, job.kernel
+    drop = {c.option for c in kernel.conditional_options}
+    source = job.manifest.read(kernel.program_path)
+    headers = original_headers(kernel, source)
+    out = SassProgram(kernel=program.kernel, arch=program.arch, config=program.config, flags_source="",
+                      command="", variants=[])
+
+    def every(status: str, cls: str, detail: str) -> SassProgram:
+        out.variants = [VariantResult(program.kernel, program.arch, program.config, v,
+                                      result.lowered.get(v, ""), status, cls, False, detail)
+                        for v in program.variants]
+        return out
+
+    if not result.ok or result.cubin is None:
+        log = "\n".join(f.log_head for f in result.failures) or "no cubin"
+        return every("error", "nvrtc", _head(log))
+    if not headers:
+        return every("error", "nvcc", "the kernel string includes no original header of the library "
+                                      "(kernel defined in the string itself): no static side to compare")
+    extra_options = [o for o in program.options if o in drop]
+    base, out.flags_source = flags.for_kernel(kernel, headers, drop)
+    static_flags = base + extra_options
+    text = render_static(kernel, [str((static_root / h).resolve()) for h in headers], program.variants)
+    with tempfile.TemporaryDirectory(prefix="codemod-sass-") as tmp:
+        work = Path(tmp)
+        start = time.perf_counter()
+        cubin, log, cmd = compile_static(tools.nvcc, text, static_flags, program.arch, work)
+        out.nvcc_seconds = time.perf_counter() - start
+        out.command = shlex.join([Path(cmd[0]).name] + [c.replace(tmp, "<tmp>") for c in cmd[1:]])
+        if cubin is None:
+            return every("error", "nvcc", _head(log))
+        start = time.perf_counter()
+        (work / "nvrtc.cubin").write_bytes(result.cubin)
+        sides = {}
+        for side, path in (("nvcc", work / "static.cubin"), ("nvrtc", work / "nvrtc.cubin")):
+            proc = subprocess.run([tools.nvdisasm, "-hex", str(path)], capture_output=True, text=True)
+            if proc.returncode != 0:
+                return every("error", "disassembler", _head(proc.stderr))
+            functions, bank4 = parse_functions(proc.stdout)
+            sides[side] = (functions, bank4, resource_usage(tools.cuobjdump, path))
+        for variant in program.variants:
+            symbol = result.lowered.get(variant, "")
+            res = VariantResult(program.kernel, program.arch, program.config, variant, symbol, "identical")
+            missing = [side for side, (functions, _, _) in sides.items() if symbol not in functions]
+            if missing:
+                res.status, res.classification = "different", "missing"
+                res.detail = f"{symbol or variant} not in the {' and '.join(missing)} cubin"
+                out.variants.append(res)
+                continue
+            (sf, sb, sr), (rf, rb, rr) = sides["nvcc"], sides["nvrtc"]
+            static_norm = normalise(sf[symbol], sb, sf)
+            rtc_norm = normalise(rf[symbol], rb, rf)
+            res.instructions = len(rtc_norm.texts)
+            res.status, res.classification, res.detail = compare_function(
+                static_norm, rtc_norm, sr.get(symbol, ""), rr.get(symbol, ""), tools.same_release)
+            res.explained = res.status == "different" and res.classification in EXPLAINED
+            out.variants.append(res)
+        out.compare_seconds = time.perf_counter() - start
+    return out
+
+
+@dataclass
+class SassReport:
+    tools: Tools
+    archs: list[str]
+    programs: list[SassProgram]
+    static_root: str
+    seconds: float = 0.0
+
+    @property
+    def variants(self) -> list[VariantResult]:
+        return [v for p in self.programs for v in p.variants]
+
+    @property
+    def ok(self) -> bool:
+        return all(v.ok for v in self.variants)
+
+    def counts(self) -> dict[str, int]:
+        out = {"compared": 0, "identical": 0, "identical-modulo-names": 0, "different-explained": 0,
+               "different-unexplained": 0, "error": 0}
+        for v in self.variants:
+            out["compared"] += 1
+            if v.status == "different":
+                out["different-explained" if v.explained else "different-unexplained"] += 1
+            else:
+                out[v.status] += 1
+        return out
+
+    def to_json(self) -> dict:
+        return {"schema": SCHEMA, "ok": self.ok, "tools": self.tools.to_json(), "archs": self.archs,
+                "static_root": self.static_root, "counts": self.counts(), "seconds": round(self.seconds, 3),
+                "programs": [p.to_json() for p in self.programs]}
+
+
+def compare_all(jobs: list[SassJob], tools: Tools, flags: StaticFlags, static_root: Path, archs: list[str],
+                workers: int, progress: Callable[[str], None] | None = None) -> SassReport:
+    """Compile every job's static side (threads: nvcc is a subprocess) and compare."""
+    start = time.perf_counter()
+    done = 0
+
+    def one(job: SassJob) -> SassProgram:
+        nonlocal done
+        program = run_job(job, tools, flags, static_root)
+        done += 1
+        if progress:
+            same = sum(v.ok for v in program.variants)
+            progress(f"verify --sass: [{done}/{len(jobs)}] {job.program.label}: {same}/{len(program.variants)} "
+                     f"equivalent (nvcc {program.nvcc_seconds:.1f} s)")
+        return program
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        programs = list(pool.map(one, jobs))
+    return SassReport(tools=tools, archs=archs, programs=programs, static_root=str(static_root),
+                      seconds=time.perf_counter() - start)
+
+
+def render(report: SassReport) -> str:
+    """Table (kernel x option set rows, an arch per column), the differences with their diffs, a summary."""
+    t = report.tools
+    lines = [f"SASS equivalence: nvcc {t.nvcc_version} vs NVRTC {t.nvrtc_version} (nvdisasm {t.disassembler_version})"]
+    if not t.same_release:
+        lines.append(f"note: nvcc {t.nvcc_version} and NVRTC {t.nvrtc_version} are different releases: "
+                     "a difference cannot be called equivalent or not; use the same major.minor")
+    rows: dict[tuple[str, str], dict[str, SassProgram]] = {}
+    for p in report.programs:
+        rows.setdefault((p.kernel, p.config), {})[p.arch] = p
+    table = [["kernel", *report.archs]]
+    for (kernel, config), by_arch in rows.items():
+        name = kernel if config == "default" else f"  {kernel} ({config})"
+        cells = []
+        for arch in report.archs:
+            p = by_arch.get(arch)
+            if p is None:
+                cells.append("-")
+                continue
+            same = sum(v.status in ("identical", "identical-modulo-names") for v in p.variants)
+            explained = sum(v.explained for v in p.variants)
+            bad = len(p.variants) - same - explained
+            cell = f"{same}/{len(p.variants)} identical"
+            if explained:
+                cell += f", {explained} explained"
+            if bad:
+                cell += f", {bad} DIFFERENT"
+            cells.append(cell)
+        table.append([name, *cells])
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table]
+    notable = [v for v in report.variants if v.status not in ("identical",)]
+    if notable:
+        lines.append("")
+        lines.append("differences:")
+    for v in notable:
+        config = "" if v.config == "default" else f" {v.config}"
+        verdict = {"identical-modulo-names": "identical modulo names", "error": "ERROR"}.get(v.status, "different")
+        tag = "explained" if v.explained else ("" if v.ok else "UNEXPLAINED")
+        lines.append(f"- {v.kernel} [{v.arch}{config}] {v.variant}: {verdict}"
+                     + (f" ({v.classification}{', ' + tag if tag else ''})" if v.classification else ""))
+        lines.extend("    " + line for line in v.detail.splitlines())
+    c = report.counts()
+    lines.append("")
+    lines.append(f"verify --sass: {c['compared']} variant-arch pair(s) compared for {', '.join(report.archs)}: "
+                 f"{c['identical']} identical, {c['identical-modulo-names']} identical modulo names, "
+                 f"{c['different-explained']} different (explained), {c['different-unexplained']} different "
+                 f"(unexplained), {c['error']} error(s); {report.seconds:.1f} s")
+    return "\n".join(lines)
