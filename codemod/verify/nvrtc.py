@@ -70,6 +70,7 @@ class CompileResult:
     cubin_size: int = 0
     ptx_size: int = 0
     cubin: bytes | None = None  # with keep_cubin
+    ptx: str | None = None      # with keep_cubin (verify --sass reads it to name a known difference)
     seconds: float = 0.0        # wall time of nvrtcCreateProgram .. nvrtcCompileProgram
     cpu_seconds: float = 0.0    # process CPU time over the same span (robust on a loaded host)
     options: list[str] = field(default_factory=list)
@@ -144,6 +145,7 @@ class Nvrtc:
             "nvrtcGetCUBINSize": [p, ctypes.POINTER(s)],
             "nvrtcGetCUBIN": [p, c],
             "nvrtcGetPTXSize": [p, ctypes.POINTER(s)],
+            "nvrtcGetPTX": [p, c],
             "nvrtcGetLoweredName": [p, c, ctypes.POINTER(c)],
         }
         for fn, argtypes in sigs.items():
@@ -207,6 +209,10 @@ class Nvrtc:
                 self._call("nvrtcGetCUBIN", prog, buf)
                 result.cubin = buf.raw
             result.ptx_size = self._size(lib.nvrtcGetPTXSize, prog)
+            if keep_cubin and result.ptx_size:
+                buf = ctypes.create_string_buffer(result.ptx_size)
+                self._call("nvrtcGetPTX", prog, buf)
+                result.ptx = buf.value.decode(errors="replace")
             for expr in name_expressions:
                 lowered = ctypes.c_char_p()
                 if lib.nvrtcGetLoweredName(prog, expr.encode(), ctypes.byref(lowered)) == NVRTC_SUCCESS and lowered.value:

@@ -103,7 +103,8 @@ class ProgramResult:
     cubin_size: int = 0
     failures: list[Failure] = field(default_factory=list)
     unisolated: int = 0         # variants in failing halves left unexamined after MAX_ISOLATED
-    cubin: bytes | None = None  # with Program.keep_cubin (not in the JSON)
+    cubin: bytes | None = None  # with Program.keep_cubin (not in the JSON), and its PTX
+    ptx: str | None = None
     lowered: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict:
@@ -185,7 +186,7 @@ def run_program(program: Program) -> ProgramResult:
     result = ProgramResult(kernel=program.kernel, arch=program.arch, config=program.config,
                            variants=len(program.variants), variants_total=program.variants_total,
                            ok=first.ok, seconds=first.seconds, cpu_seconds=first.cpu_seconds, cubin_size=first.cubin_size,
-                           cubin=first.cubin, lowered=dict(first.lowered))
+                           cubin=first.cubin, ptx=first.ptx, lowered=dict(first.lowered))
     if first.ok:
         return result
     start = time.perf_counter()

@@ -29,8 +29,10 @@ SCHEMA = "codemod-verify-sass/1"
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates" / "verify"
 DIFF_LINES = 16
 
-# Differences a reader can accept without looking at code: the field a loader patches.
-EXPLAINED = {"relocation"}
+# Differences whose cause is established (docs/verify.md): the field a loader patches, and the
+# width of shared-memory addresses (nvcc's PTX uses 32-bit shared-window pointers, NVRTC's 64-bit
+# generic ones), named only when the two PTX show exactly that for the kernel.
+EXPLAINED = {"relocation", "shared-pointer-width"}
 
 # NVRTC options nvcc has no equivalent for (they only make NVRTC's defaults look like nvcc's).
 _NVRTC_ONLY = ("-default-device", "--device-as-default-execution-space", "-dw", "--disable-warnings",
@@ -324,6 +326,32 @@ def compare_function(static: Normalised, rtc: Normalised, static_res: str, rtc_r
     return "identical", "", ""
 
 
+_SHARED_DECL = re.compile(r"^\s*(?:\.extern\s+)?\.shared\s+[^;]*?\s([\w$]+)\s*(?:\[[^\]]*\])?\s*;", re.M)
+
+
+def _entry_body(ptx: str, symbol: str) -> str:
+    """The body of `.entry <symbol>(...)` in a PTX module ('' if absent)."""
+    start = re.search(r"\.entry\s+" + re.escape(symbol) + r"\s*\(", ptx)
+    if start is None:
+        return ""
+    end = ptx.find("\n}", start.end())
+    return ptx[start.end(): end if end >= 0 else len(ptx)]
+
+
+def shared_pointer_width(static_ptx: str, rtc_ptx: str, symbol: str) -> list[str]:
+    """Shared variables the kernel addresses as 32-bit in nvcc's PTX and only as 64-bit in NVRTC's."""
+    static_body, rtc_body = _entry_body(static_ptx, symbol), _entry_body(rtc_ptx, symbol)
+    names = set(_SHARED_DECL.findall(static_ptx)) | set(_SHARED_DECL.findall(rtc_ptx))
+    found = []
+    for name in sorted(names):
+        static32 = re.search(r"mov\.u32\s+%r\d+,\s*" + re.escape(name) + r"\b", static_body)
+        rtc64 = re.search(r"mov\.u64\s+%rd\d+,\s*" + re.escape(name) + r"\b", rtc_body)
+        rtc32 = re.search(r"mov\.u32\s+%r\d+,\s*" + re.escape(name) + r"\b", rtc_body)
+        if static32 and rtc64 and not rtc32:
+            found.append(name)
+    return found
+
+
 # ---------------------------------------------------------------------------------------------
 # The static side: a generated .cu compiled with nvcc.
 
@@ -491,6 +519,16 @@ def run_job(job: SassJob, tools: Tools, flags: StaticFlags, static_root: Path) -
             return every("error", "nvcc", _head(log))
         start = time.perf_counter()
         (work / "nvrtc.cubin").write_bytes(result.cubin)
+        ptx_cache: list[str] = []
+
+        def static_ptx() -> str:
+            """nvcc's PTX of the same unit, compiled once and only when a difference needs it."""
+            if not ptx_cache:
+                ptx = work / "static.ptx"
+                subprocess.run([tools.nvcc, "-ptx", f"-arch=compute_{program.arch[3:]}", *static_flags,
+                                str(work / "static.cu"), "-o", str(ptx)], capture_output=True, cwd=work)
+                ptx_cache.append(ptx.read_text() if ptx.is_file() else "")
+            return ptx_cache[0]
         sides = {}
         for side, path in (("nvcc", work / "static.cubin"), ("nvrtc", work / "nvrtc.cubin")):
             proc = subprocess.run([tools.nvdisasm, "-hex", str(path)], capture_output=True, text=True)
@@ -513,6 +551,12 @@ def run_job(job: SassJob, tools: Tools, flags: StaticFlags, static_root: Path) -
             res.instructions = len(rtc_norm.texts)
             res.status, res.classification, res.detail = compare_function(
                 static_norm, rtc_norm, sr.get(symbol, ""), rr.get(symbol, ""), tools.same_release)
+            if res.status == "different" and res.classification in ("code", "resources", "attributes"):
+                names = shared_pointer_width(static_ptx(), result.ptx or "", symbol)
+                if names:
+                    res.classification = "shared-pointer-width"
+                    res.detail = (f"nvcc's PTX addresses {', '.join(names)} with 32-bit shared pointers, "
+                                  f"NVRTC's with 64-bit generic ones; the SASS follows:\n" + res.detail)
             res.explained = res.status == "different" and res.classification in EXPLAINED
             out.variants.append(res)
         out.compare_seconds = time.perf_counter() - start
