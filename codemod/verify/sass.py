@@ -338,9 +338,37 @@ def _entry_body(ptx: str, symbol: str) -> str:
     return ptx[start.end(): end if end >= 0 else len(ptx)]
 
 
+_PTX_INSN = re.compile(r"^\s*(?:@!?%p\d+\s+)?([a-z][\w.]*)\s*([^;]*);", re.M)
+_INT_TYPES = (".u8", ".s8", ".b8", ".u16", ".s16", ".b16", ".u32", ".s32", ".b32", ".u64", ".s64", ".b64", ".pred")
+_IMMEDIATE = re.compile(r"0[fd][0-9A-Fa-f]+|-?\d+")
+
+
+def ptx_work(ptx: str, symbol: str) -> list[str]:
+    """The kernel's PTX less its integer arithmetic, as a sorted list of `opcode immediates`.
+
+    Kept: global/shared/local loads and stores, atomics, shuffles, barriers, calls, float math and
+    conversions, with their immediate operands (float constants). Dropped: pure integer ops, moves,
+    address conversions and parameter loads: address and index arithmetic, the part whose width
+    differs (and how a compiler spells `i * 4`: a shift or a wide multiply).
+    """
+    work = []
+    for op, operands in _PTX_INSN.findall(_entry_body(ptx, symbol)):
+        if op.startswith(("mov", "cvta", "ld.param")):
+            continue
+        floating = re.search(r"\.(f16|bf16|f32|f64|e4m3|e5m2|e2m1|f16x2|bf16x2)", op)
+        if op.endswith(_INT_TYPES) and not floating and not op.startswith(("ld", "st", "atom", "red", "shfl")):
+            continue
+        immediates = [t for t in (t.strip() for t in operands.split(",")) if _IMMEDIATE.fullmatch(t)]
+        work.append(f"{op} {' '.join(immediates)}".strip())
+    return sorted(work)
+
+
 def shared_pointer_width(static_ptx: str, rtc_ptx: str, symbol: str) -> list[str]:
-    """Shared variables the kernel addresses as 32-bit in nvcc's PTX and only as 64-bit in NVRTC's."""
+    """Shared variables the kernel addresses as 32-bit in nvcc's PTX and only as 64-bit in NVRTC's,
+    when that is the only difference: the kernels' non-integer PTX (ptx_work) is the same."""
     static_body, rtc_body = _entry_body(static_ptx, symbol), _entry_body(rtc_ptx, symbol)
+    if not static_body or ptx_work(static_ptx, symbol) != ptx_work(rtc_ptx, symbol):
+        return []
     names = set(_SHARED_DECL.findall(static_ptx)) | set(_SHARED_DECL.findall(rtc_ptx))
     found = []
     for name in sorted(names):
