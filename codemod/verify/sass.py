@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -34,9 +35,6 @@ DIFF_LINES = 16
 # generic ones), named only when the two PTX show exactly that for the kernel.
 EXPLAINED = {"relocation", "shared-pointer-width"}
 
-# NVRTC options nvcc has no equivalent for (they only make NVRTC's defaults look like nvcc's).
-_NVRTC_ONLY = ("-default-device", "--device-as-default-execution-space", "-dw", "--disable-warnings",
-               "--include-path", "--pre-include", "-include", "--gpu-architecture", "-arch")
 # Flags of a compile-database unit that change device code or how the header parses; everything
 # else (outputs, dependency files, arch lists, host-only options) is dropped.
 _KEEP_WITH_ARG = {"-I", "-isystem", "-D", "-U", "-include", "--include-path", "--define-macro",
@@ -118,7 +116,7 @@ _INTERNAL_SUB = re.compile(r"\$__internal_\d+_\$")
 _TU_LOCAL = re.compile(r"(\d+)_INTERNAL_")
 _CBANK4 = re.compile(r"c\[0x4\]\[(0x[0-9a-f]+)\]")
 _DWORD = re.compile(r"^\s+/\*(?P<off>[0-9a-f]+)\*/\s+\.dword\s+(?P<sym>\S+)")
-_SYMBOL = re.compile(r"(?<![\w$.])(?:_Z[\w$]+|\$[\w$]+)")
+_SYMBOL = re.compile(r"(?<![\w$.])(?:_Z(?:[\w$]|<tu>)+|\$[\w$]+)")
 _RELOC_HINT = re.compile(r"`\(|@\(|c\[0x[34]\]")
 
 
@@ -363,12 +361,9 @@ def ptx_work(ptx: str, symbol: str) -> list[str]:
     return sorted(work)
 
 
-def shared_pointer_width(static_ptx: str, rtc_ptx: str, symbol: str) -> list[str]:
-    """Shared variables the kernel addresses as 32-bit in nvcc's PTX and only as 64-bit in NVRTC's,
-    when that is the only difference: the kernels' non-integer PTX (ptx_work) is the same."""
+def shared_width_names(static_ptx: str, rtc_ptx: str, symbol: str) -> list[str]:
+    """Shared variables the kernel addresses as 32-bit in nvcc's PTX and only as 64-bit in NVRTC's."""
     static_body, rtc_body = _entry_body(static_ptx, symbol), _entry_body(rtc_ptx, symbol)
-    if not static_body or ptx_work(static_ptx, symbol) != ptx_work(rtc_ptx, symbol):
-        return []
     names = set(_SHARED_DECL.findall(static_ptx)) | set(_SHARED_DECL.findall(rtc_ptx))
     found = []
     for name in sorted(names):
@@ -378,6 +373,23 @@ def shared_pointer_width(static_ptx: str, rtc_ptx: str, symbol: str) -> list[str
         if static32 and rtc64 and not rtc32:
             found.append(name)
     return found
+
+
+def ptx_work_difference(static_ptx: str, rtc_ptx: str, symbol: str) -> str:
+    """'' when the kernels' non-integer PTX (ptx_work) is the same, else the op counts that differ."""
+    a, b = Counter(ptx_work(static_ptx, symbol)), Counter(ptx_work(rtc_ptx, symbol))
+    if a == b:
+        return ""
+    more = ", ".join(f"{op} x{n}" for op, n in sorted((a - b).items())[:6])
+    fewer = ", ".join(f"{op} x{n}" for op, n in sorted((b - a).items())[:6])
+    return f"only in nvcc's PTX: {more or '-'}; only in NVRTC's: {fewer or '-'}"
+
+
+def shared_pointer_width(static_ptx: str, rtc_ptx: str, symbol: str) -> list[str]:
+    """shared_width_names, when that is the only difference: the non-integer PTX is the same."""
+    if not _entry_body(static_ptx, symbol) or ptx_work_difference(static_ptx, rtc_ptx, symbol):
+        return []
+    return shared_width_names(static_ptx, rtc_ptx, symbol)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -404,11 +416,6 @@ def render_static(kernel: KernelEntry, headers: list[str], expressions: list[str
 def gencode(arch: str) -> list[str]:
     """`sm_100a` -> `-gencode arch=compute_100a,code=sm_100a`: SASS only, as NVRTC's cubin."""
     return ["-gencode", f"arch=compute_{arch[3:]},code={arch}"]
-
-
-def nvcc_options(nvrtc_options: list[str]) -> list[str]:
-    """The NVRTC program's own options that nvcc takes as they are (NVRTC-only ones dropped)."""
-    return [o for o in nvrtc_options if not o.startswith(_NVRTC_ONLY) and not o.startswith("-I")]
 
 
 def device_flags(arguments: list[str], drop: set[str]) -> list[str]:
@@ -580,11 +587,16 @@ def run_job(job: SassJob, tools: Tools, flags: StaticFlags, static_root: Path) -
             res.status, res.classification, res.detail = compare_function(
                 static_norm, rtc_norm, sr.get(symbol, ""), rr.get(symbol, ""), tools.same_release)
             if res.status == "different" and res.classification in ("code", "resources", "attributes"):
-                names = shared_pointer_width(static_ptx(), result.ptx or "", symbol)
+                static, rtc = static_ptx(), result.ptx or ""
+                names = shared_width_names(static, rtc, symbol)
                 if names:
-                    res.classification = "shared-pointer-width"
-                    res.detail = (f"nvcc's PTX addresses {', '.join(names)} with 32-bit shared pointers, "
-                                  f"NVRTC's with 64-bit generic ones; the SASS follows:\n" + res.detail)
+                    beyond = ptx_work_difference(static, rtc, symbol)
+                    if not beyond:
+                        res.classification = "shared-pointer-width"
+                    res.detail = (f"nvcc's PTX addresses {', '.join(names)} with 32-bit shared pointers, NVRTC's "
+                                  "with 64-bit generic ones; "
+                                  + (f"the PTX also differs beyond address arithmetic ({beyond}); " if beyond else "")
+                                  + "the SASS:\n" + res.detail)
             res.explained = res.status == "different" and res.classification in EXPLAINED
             out.variants.append(res)
         out.compare_seconds = time.perf_counter() - start

@@ -1,0 +1,107 @@
+"""One-off: SASS equivalence of TE's migrated activation kernels (docs/results/te_sass.*).
+
+Applies rules/activation.yaml to a scratch copy of $TE_SOURCE_DIR/transformer_engine/common,
+then runs `codemod verify --sass` with the original checkout as the static side and TE's own
+Release flags. Usage (from the repository root):
+
+    TE_SOURCE_DIR=/path/to/TransformerEngine python scripts/te_sass.py [--arch sm_90 --arch sm_100a]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from codemod.cli import main  # noqa: E402
+
+# TE's CMakeLists (transformer_engine/common) for a Release build: CMAKE_CUDA_STANDARD 17,
+# --expt-relaxed-constexpr and -O3 in CMAKE_CUDA_FLAGS, -O3 -DNDEBUG from the Release flags, the
+# public compile definitions; include dirs: common/include and common/.. (the `transformer_engine`
+# folder). The common folder itself is added by verify (-I<static root>).
+TE_FLAGS = ["-std=c++17", "--expt-relaxed-constexpr", "-O3", "-DNDEBUG", "-DNVTE_BUILD_NUM_PHILOX_ROUNDS=10",
+            "-DNV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING"]
+# util/logging.h includes these host-only headers for its error macros; this machine has no
+# cuBLAS / cuDNN / NCCL. Empty stand-ins let the static unit parse; device code cannot see them.
+HOST_STUBS = ("cublas_v2.h", "cudnn.h", "nccl.h")
+
+
+def git(*args: str, cwd: Path) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True).stdout.strip()
+
+
+def main_script(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--arch", action="append", default=[])
+    parser.add_argument("--out", type=Path, default=REPO / "docs" / "results")
+    parser.add_argument("-j", "--jobs", type=int, default=2)
+    args = parser.parse_args(argv)
+    te = Path(os.environ.get("TE_SOURCE_DIR", ""))
+    if not (te / "transformer_engine" / "common").is_dir():
+        print("set TE_SOURCE_DIR to a TransformerEngine checkout", file=sys.stderr)
+        return 2
+    archs = args.arch or ["sm_90", "sm_100a"]
+    original = (te / "transformer_engine" / "common").resolve()
+    from codemod.verify import nvrtc
+
+    lib = nvrtc.load()
+    with tempfile.TemporaryDirectory(prefix="te-sass-") as tmp:
+        work = Path(tmp)
+        common = work / "transformer_engine" / "common"
+        shutil.copytree(original, common, ignore=shutil.ignore_patterns(".git", "build", "*.so"))
+        git("init", "-q", cwd=work)
+        git("add", "-A", cwd=work)
+        git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base", cwd=work)
+        if main(["apply", "--target", "activation", str(common), "--write", "-q"]) != 0:
+            return 1
+        stubs = work / "host-stubs"
+        stubs.mkdir()
+        for name in HOST_STUBS:
+            (stubs / name).write_text("/* empty: host-only API, unused by device code */\n")
+        # util/logging.h also includes <nvrtc.h>: the NVRTC wheel's own header.
+        header = next(d / "nvrtc.h" for d in lib.include_dirs if (d / "nvrtc.h").is_file())
+        shutil.copy(header, stubs / "nvrtc.h")
+        flags = TE_FLAGS + [f"-I{original / 'include'}", f"-I{original.parent}", f"-I{stubs}"]
+        report = work / "verify.json"
+        argv = ["verify", str(common), "--no-host", "--sass", "--static-root", str(original), "-j", str(args.jobs),
+                "-q", "--json", str(report)] + [f"--arch={a}" for a in archs] + [f"--sass-flag={f}" for f in flags]
+        rc = main(argv)
+        doc = json.loads(report.read_text())
+    sass = doc["sass"]
+    for program in sass["programs"]:
+        program["nvcc_command"] = program["nvcc_command"].replace(str(original.parent.parent), "$TE_SOURCE_DIR")
+        program["nvcc_command"] = program["nvcc_command"].replace(tmp, "<tmp>")
+    result = {
+        "schema": "codemod-te-sass/1",
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": f"CPU machine ({os.cpu_count()} cores, {platform.machine()}), no GPU",
+        "codemod_commit": git("rev-parse", "--short", "HEAD", cwd=REPO),
+        "te_commit": git("rev-parse", "--short", "HEAD", cwd=te) or "unknown",
+        "rule": "rules/activation.yaml",
+        "archs": archs,
+        "static_flags": [f.replace(str(original.parent.parent), "$TE_SOURCE_DIR") for f in TE_FLAGS]
+        + ["-I$TE_SOURCE_DIR/transformer_engine/common/include", "-I$TE_SOURCE_DIR/transformer_engine",
+           "-I<host stubs: empty " + ", ".join(HOST_STUBS) + "; the NVRTC wheel's nvrtc.h>"],
+        "verify_exit_code": rc,
+        "nvrtc_programs_ok": all(p["ok"] for p in doc["programs"]),
+        "nvrtc_seconds": round(sum(p["seconds"] for p in doc["programs"]), 1),
+        "sass": sass,
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "te_sass.json").write_text(json.dumps(result, indent=1, allow_nan=False) + "\n")
+    print(f"wrote {args.out / 'te_sass.json'}: {sass['counts']} (verify exit {rc})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main_script())
