@@ -15,7 +15,8 @@ from pathlib import Path
 
 from ..errors import VerifyError
 
-ARCHS = ("sm_90", "sm_100a")
+# Hopper, Blackwell datacenter (arch-specific) and Blackwell consumer: issue 14, acceptance 2.
+ARCHS = ("sm_90", "sm_100a", "sm_120")
 BASE_OPTIONS = ("--std=c++17",)
 NVRTC_SUCCESS = 0
 LOG_HEAD_LINES = 12

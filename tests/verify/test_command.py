@@ -28,13 +28,14 @@ def test_passes_with_cover_and_writes_json(minilib, tmp_path, capsys):
     assert "mini::scale_kernel" in captured.out
     assert "3/12" in captured.out  # 3 dtypes x 2 ops x 2 clamp -> the cover needs 3
     assert "all compiled" in captured.out.splitlines()[-1]
-    assert "verify: [4/4]" in captured.err  # progress on stderr
+    assert "verify: [6/6]" in captured.err  # progress on stderr
     doc = json.loads(out.read_text())
     assert doc["schema"] == "codemod-verify/1" and doc["ok"] is True
-    assert doc["archs"] == ["sm_90", "sm_100a"]
+    assert doc["archs"] == ["sm_90", "sm_100a", "sm_120"]
     # default and MINILIB_FAST_MATH=ON for each arch
     assert sorted((p["arch"], p["config"]) for p in doc["programs"]) == [
         ("sm_100a", "MINILIB_FAST_MATH=ON"), ("sm_100a", "default"),
+        ("sm_120", "MINILIB_FAST_MATH=ON"), ("sm_120", "default"),
         ("sm_90", "MINILIB_FAST_MATH=ON"), ("sm_90", "default")]
     assert all(p["variants"] == 3 and p["cubin_size"] > 0 for p in doc["programs"])
     assert doc["host"]["status"] == "skipped"

@@ -1,5 +1,5 @@
 """`codemod verify` on the patched golden actlib tree (input + golden/actlib/expected/apply.patch):
-every kernel string compiles under NVRTC for sm_90 and sm_100a, with and without fast math."""
+every kernel string compiles under NVRTC for sm_90, sm_100a and sm_120, with and without fast math."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def patched_actlib(tmp_path: Path, lib) -> Path:
     return root
 
 
-def test_every_golden_kernel_compiles_for_both_archs(patched_actlib, tmp_path, capsys):
+def test_every_golden_kernel_compiles_for_every_arch(patched_actlib, tmp_path, capsys):
     out = tmp_path / "verify.json"
     rc = main(["verify", str(patched_actlib), "--no-host", "-q", "--json", str(out)])
     report = capsys.readouterr().out
@@ -40,9 +40,9 @@ def test_every_golden_kernel_compiles_for_both_archs(patched_actlib, tmp_path, c
     assert kernels == {"actlib::cast_fp8_kernel", "actlib::dgated_act_kernel", "actlib::gated_act_kernel",
                        "actlib::quantize_block_kernel", "actlib::reduce_dbias_kernel", "actlib::unary_grad_kernel",
                        "actlib::unary_kernel"}
-    # 7 kernels x 2 archs x (default, ACTLIB_BUILD_ACTIVATION_WITH_FAST_MATH=ON)
-    assert len(doc["programs"]) == 28
-    assert {p["arch"] for p in doc["programs"]} == {"sm_90", "sm_100a"}
+    # 7 kernels x 3 archs x (default, ACTLIB_BUILD_ACTIVATION_WITH_FAST_MATH=ON)
+    assert len(doc["programs"]) == 42
+    assert {p["arch"] for p in doc["programs"]} == {"sm_90", "sm_100a", "sm_120"}
     assert all(p["ok"] and p["cubin_size"] > 0 for p in doc["programs"])
     # the cover uses every value of every axis: e.g. both fp8 output types and all three block layouts
     manifest = json.loads((patched_actlib / "rtc/activation/codemod_manifest.json").read_text())

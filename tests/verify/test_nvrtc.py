@@ -32,7 +32,7 @@ __global__ void apply(T *x, int n) {
 NAMES = ["&::ns::apply<float, &::ns::square, true>", "&::ns::apply<__nv_bfloat16, &::ns::scaled<int>, false>"]
 
 
-@pytest.mark.parametrize("arch", ["sm_90", "sm_100a"])
+@pytest.mark.parametrize("arch", ["sm_90", "sm_100a", "sm_120"])
 def test_compiles_with_in_memory_header_and_lowers_every_name(lib, arch):
     result = lib.compile(KERNEL, "apply.cu", {"ops.h": OPS_H}, [], NAMES, arch=arch)
     assert result.ok, result.log
