@@ -395,6 +395,19 @@ def shared_pointer_width(static_ptx: str, rtc_ptx: str, symbol: str) -> list[str
 # ---------------------------------------------------------------------------------------------
 # The static side: a generated .cu compiled with nvcc.
 
+_LP64_TWINS = {("l", "x"), ("x", "l"), ("m", "y"), ("y", "m")}
+
+
+def lp64_twin(symbol: str, functions: dict) -> str | None:
+    """The one function whose mangled name differs from `symbol` only in builtin-type codes
+    `l`/`x` (long / long long) or `m`/`y` (their unsigned forms): one 64-bit integer typedef
+    (int64_t, uint64_t) resolved to another type by another header set (libcu++ under NVRTC,
+    glibc under nvcc); the same kernel, named differently."""
+    found = [name for name in functions if len(name) == len(symbol) and name != symbol
+             and all(a == b or (a, b) in _LP64_TWINS for a, b in zip(name, symbol))]
+    return found[0] if len(found) == 1 else None
+
+
 def original_headers(kernel: KernelEntry, source: str) -> list[str]:
     """Manifest paths of the headers the kernel string includes that are the library's own files
     (not a prelude or shim written by apply): what the static translation unit includes."""
@@ -574,18 +587,27 @@ def run_job(job: SassJob, tools: Tools, flags: StaticFlags, static_root: Path) -
         for variant in program.variants:
             symbol = result.lowered.get(variant, "")
             res = VariantResult(program.kernel, program.arch, program.config, variant, symbol, "identical")
-            missing = [side for side, (functions, _, _) in sides.items() if symbol not in functions]
+            static_symbol = symbol
+            if symbol not in sides["nvcc"][0]:
+                static_symbol = lp64_twin(symbol, sides["nvcc"][0]) or symbol
+            missing = [side for side, name in (("nvcc", static_symbol), ("nvrtc", symbol)) if name not in sides[side][0]]
             if missing:
                 res.status, res.classification = "different", "missing"
                 res.detail = f"{symbol or variant} not in the {' and '.join(missing)} cubin"
                 out.variants.append(res)
                 continue
             (sf, sb, sr), (rf, rb, rr) = sides["nvcc"], sides["nvrtc"]
-            static_norm = normalise(sf[symbol], sb, sf)
+            static_norm = normalise(sf[static_symbol], sb, sf)
             rtc_norm = normalise(rf[symbol], rb, rf)
             res.instructions = len(rtc_norm.texts)
             res.status, res.classification, res.detail = compare_function(
-                static_norm, rtc_norm, sr.get(symbol, ""), rr.get(symbol, ""), tools.same_release)
+                static_norm, rtc_norm, sr.get(static_symbol, ""), rr.get(symbol, ""), tools.same_release)
+            if static_symbol != symbol:
+                note = (f"nvcc's symbol is {static_symbol}: the same kernel with `long` where NVRTC has "
+                        "`long long` (LP64 64-bit integer typedefs, e.g. int64_t, from different headers)")
+                if res.status == "identical":
+                    res.status, res.classification = "identical-modulo-names", "names"
+                res.detail = note + ("\n" + res.detail if res.detail else "")
             if res.status == "different" and res.classification in ("code", "resources", "attributes"):
                 static, rtc = static_ptx(), result.ptx or ""
                 names = shared_width_names(static, rtc, symbol)

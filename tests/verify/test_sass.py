@@ -255,3 +255,11 @@ def test_every_golden_kernel_on_sm90_sm100a_sm120(patched_actlib, tmp_path, caps
     assert rc == 0, out
     counts = doc["sass"]["counts"]
     assert counts["different-unexplained"] == 0 and counts["error"] == 0
+
+
+def test_lp64_twin_pairs_long_with_long_long_only():
+    nvrtc = "_ZN2ns1kIfEEvPKfPKx"                       # k<float>(const float*, const long long*)
+    functions = {"_ZN2ns1kIfEEvPKfPKl": None,           # the same with const long*
+                 "_ZN2ns1kIdEEvPKdPKl": None}           # another instantiation
+    assert sass.lp64_twin(nvrtc, functions) == "_ZN2ns1kIfEEvPKfPKl"
+    assert sass.lp64_twin("_ZN2ns1kIiEEvPKiPKx", functions) is None  # i/f differ: not a twin
