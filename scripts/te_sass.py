@@ -40,11 +40,20 @@ def git(*args: str, cwd: Path) -> str:
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True).stdout.strip()
 
 
+def te_commit(te: Path, given: str) -> str:
+    """The checkout's own commit; a checkout inside another repository (no .git) needs --te-commit."""
+    if git("rev-parse", "--show-toplevel", cwd=te) == str(te.resolve()):
+        return git("rev-parse", "--short", "HEAD", cwd=te)
+    return given or "unknown"
+
+
 def main_script(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", action="append", default=[])
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "results")
     parser.add_argument("-j", "--jobs", type=int, default=2)
+    parser.add_argument("--te-commit", default=os.environ.get("TE_COMMIT", ""),
+                        help="TE commit to record when the checkout is not a git repository of its own")
     args = parser.parse_args(argv)
     te = Path(os.environ.get("TE_SOURCE_DIR", ""))
     if not (te / "transformer_engine" / "common").is_dir():
@@ -86,7 +95,7 @@ def main_script(argv: list[str] | None = None) -> int:
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": f"CPU machine ({os.cpu_count()} cores, {platform.machine()}), no GPU",
         "codemod_commit": git("rev-parse", "--short", "HEAD", cwd=REPO),
-        "te_commit": git("rev-parse", "--short", "HEAD", cwd=te) or "unknown",
+        "te_commit": te_commit(te, args.te_commit),
         "rule": "rules/activation.yaml",
         "archs": archs,
         "static_flags": [f.replace(str(original.parent.parent), "$TE_SOURCE_DIR") for f in TE_FLAGS]
