@@ -361,9 +361,10 @@ def ptx_work(ptx: str, symbol: str) -> list[str]:
     return sorted(work)
 
 
-def shared_width_names(static_ptx: str, rtc_ptx: str, symbol: str) -> list[str]:
-    """Shared variables the kernel addresses as 32-bit in nvcc's PTX and only as 64-bit in NVRTC's."""
-    static_body, rtc_body = _entry_body(static_ptx, symbol), _entry_body(rtc_ptx, symbol)
+def shared_width_names(static_ptx: str, rtc_ptx: str, symbol: str, rtc_symbol: str | None = None) -> list[str]:
+    """Shared variables the kernel addresses as 32-bit in nvcc's PTX and only as 64-bit in NVRTC's
+    (`rtc_symbol`: NVRTC's name of the kernel when it differs, see lp64_twin)."""
+    static_body, rtc_body = _entry_body(static_ptx, symbol), _entry_body(rtc_ptx, rtc_symbol or symbol)
     names = set(_SHARED_DECL.findall(static_ptx)) | set(_SHARED_DECL.findall(rtc_ptx))
     found = []
     for name in sorted(names):
@@ -375,9 +376,9 @@ def shared_width_names(static_ptx: str, rtc_ptx: str, symbol: str) -> list[str]:
     return found
 
 
-def ptx_work_difference(static_ptx: str, rtc_ptx: str, symbol: str) -> str:
+def ptx_work_difference(static_ptx: str, rtc_ptx: str, symbol: str, rtc_symbol: str | None = None) -> str:
     """'' when the kernels' non-integer PTX (ptx_work) is the same, else the op counts that differ."""
-    a, b = Counter(ptx_work(static_ptx, symbol)), Counter(ptx_work(rtc_ptx, symbol))
+    a, b = Counter(ptx_work(static_ptx, symbol)), Counter(ptx_work(rtc_ptx, rtc_symbol or symbol))
     if a == b:
         return ""
     more = ", ".join(f"{op} x{n}" for op, n in sorted((a - b).items())[:6])
@@ -610,9 +611,9 @@ def run_job(job: SassJob, tools: Tools, flags: StaticFlags, static_root: Path) -
                 res.detail = note + ("\n" + res.detail if res.detail else "")
             if res.status == "different" and res.classification in ("code", "resources", "attributes"):
                 static, rtc = static_ptx(), result.ptx or ""
-                names = shared_width_names(static, rtc, symbol)
+                names = shared_width_names(static, rtc, static_symbol, symbol)
                 if names:
-                    beyond = ptx_work_difference(static, rtc, symbol)
+                    beyond = ptx_work_difference(static, rtc, static_symbol, symbol)
                     if not beyond:
                         res.classification = "shared-pointer-width"
                     res.detail = (f"nvcc's PTX addresses {', '.join(names)} with 32-bit shared pointers, NVRTC's "

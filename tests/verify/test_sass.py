@@ -274,3 +274,11 @@ def test_lp64_twin_pairs_long_with_long_long_only():
                  "_ZN2ns1kIdEEvPKdPKl": None}           # another instantiation
     assert sass.lp64_twin(nvrtc, functions) == "_ZN2ns1kIfEEvPKfPKl"
     assert sass.lp64_twin("_ZN2ns1kIiEEvPKiPKx", functions) is None  # i/f differ: not a twin
+
+
+def test_shared_pointer_width_with_differently_named_kernels():
+    """A kernel NVRTC names differently (lp64_twin) is looked up by each side's own name."""
+    static, rtc = _ptx(32), _ptx(64).replace(".entry k(", ".entry k2(")
+    assert sass.shared_width_names(static, rtc, "k") == []  # NVRTC's body not found under nvcc's name
+    assert sass.shared_width_names(static, rtc, "k", "k2") == ["_ZN2ns4tileE"]
+    assert sass.ptx_work_difference(static, rtc, "k", "k2") == ""
