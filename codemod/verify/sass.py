@@ -361,10 +361,21 @@ def ptx_work(ptx: str, symbol: str) -> list[str]:
     return sorted(work)
 
 
+def _kernel_token(ptx: str, symbol: str) -> str:
+    """The PTX with the kernel's mangled name (without `_Z`) replaced by one token, so that the
+    kernel and its function-local statics (`_ZZ<kernel>E<n>name`) match across sides whose names
+    for the kernel differ (lp64_twin)."""
+    return ptx.replace(symbol[2:], "CODEMODKERNEL") if symbol.startswith("_Z") else ptx
+
+
 def shared_width_names(static_ptx: str, rtc_ptx: str, symbol: str, rtc_symbol: str | None = None) -> list[str]:
     """Shared variables the kernel addresses as 32-bit in nvcc's PTX and only as 64-bit in NVRTC's
     (`rtc_symbol`: NVRTC's name of the kernel when it differs, see lp64_twin)."""
-    static_body, rtc_body = _entry_body(static_ptx, symbol), _entry_body(rtc_ptx, rtc_symbol or symbol)
+    rtc_symbol = rtc_symbol or symbol
+    static_ptx, rtc_ptx = _kernel_token(static_ptx, symbol), _kernel_token(rtc_ptx, rtc_symbol)
+    token = "_ZCODEMODKERNEL" if symbol.startswith("_Z") else symbol
+    static_body = _entry_body(static_ptx, token)
+    rtc_body = _entry_body(rtc_ptx, token if rtc_symbol.startswith("_Z") else rtc_symbol)
     names = set(_SHARED_DECL.findall(static_ptx)) | set(_SHARED_DECL.findall(rtc_ptx))
     found = []
     for name in sorted(names):
@@ -372,7 +383,7 @@ def shared_width_names(static_ptx: str, rtc_ptx: str, symbol: str, rtc_symbol: s
         rtc64 = re.search(r"mov\.u64\s+%rd\d+,\s*" + re.escape(name) + r"\b", rtc_body)
         rtc32 = re.search(r"mov\.u32\s+%r\d+,\s*" + re.escape(name) + r"\b", rtc_body)
         if static32 and rtc64 and not rtc32:
-            found.append(name)
+            found.append(name.replace("CODEMODKERNEL", symbol[2:]))
     return found
 
 

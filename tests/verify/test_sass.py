@@ -282,3 +282,11 @@ def test_shared_pointer_width_with_differently_named_kernels():
     assert sass.shared_width_names(static, rtc, "k") == []  # NVRTC's body not found under nvcc's name
     assert sass.shared_width_names(static, rtc, "k", "k2") == ["_ZN2ns4tileE"]
     assert sass.ptx_work_difference(static, rtc, "k", "k2") == ""
+
+
+def test_function_local_shared_variable_of_a_renamed_kernel():
+    """A `__shared__` static inside the kernel is mangled with the kernel's name, which differs
+    between the sides for an lp64 twin: still the same variable."""
+    static = _ptx(32).replace("_ZN2ns4tileE", "_ZZ3kPlE4tile").replace(".entry k(", ".entry _Z3kPl(")
+    rtc = _ptx(64).replace("_ZN2ns4tileE", "_ZZ3kPxE4tile").replace(".entry k(", ".entry _Z3kPx(")
+    assert sass.shared_width_names(static, rtc, "_Z3kPl", "_Z3kPx") == ["_ZZ3kPlE4tile"]
