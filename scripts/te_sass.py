@@ -23,6 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from codemod import strict_json  # noqa: E402
 from codemod.cli import main  # noqa: E402
 
 # TE's CMakeLists (transformer_engine/common) for a Release build: CMAKE_CUDA_STANDARD 17,
@@ -107,7 +108,7 @@ def main_script(argv: list[str] | None = None) -> int:
         "sass": sass,
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "te_sass.json").write_text(json.dumps(result, indent=1, allow_nan=False) + "\n")
+    (args.out / "te_sass.json").write_text(strict_json.dumps(result, "TE SASS result", indent=1) + "\n")
     print(f"wrote {args.out / 'te_sass.json'}: {sass['counts']} (verify exit {rc})")
     return 0
 
