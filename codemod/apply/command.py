@@ -173,6 +173,20 @@ def _output_paths(args) -> dict[str, Path]:
     return out
 
 
+def repo_location(root: Path) -> tuple[Path | None, str]:
+    """(the git repository's top folder, root's path inside it ending in `/`, or ""); (None, "")
+    outside a git work tree. The diff's paths carry that prefix so that `git apply` works from the
+    repository root, where git runs it (from a subfolder it skips the files outside it silently)."""
+    try:
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=root, capture_output=True, text=True)
+        pre = subprocess.run(["git", "rev-parse", "--show-prefix"], cwd=root, capture_output=True, text=True)
+    except OSError:
+        return None, ""
+    if top.returncode != 0 or pre.returncode != 0:
+        return None, ""
+    return Path(top.stdout.strip()), pre.stdout.strip()
+
+
 def _write_output(flag: str, path: Path, text: str) -> None:
     """Whole or nothing (temp file + rename): a full disk leaves the previous file, not a truncated one."""
     from .journal import atomic_write
@@ -238,7 +252,8 @@ def _run(args, root: Path) -> int:
         return 1
     if files and not args.check and not args.no_precheck:
         _precheck(root, files, progress)
-    diff = unified_diff(files)
+    top, prefix = repo_location(root)
+    diff = unified_diff(files, prefix)
     report_path = outputs.get("--report")
     if report_path:
         _write_output("--report", report_path, report)
@@ -255,12 +270,19 @@ def _run(args, root: Path) -> int:
         return 0
     if args.diff:
         _write_output("--diff", args.diff, diff)
-        print(f"{summary}; diff: {args.diff}" + (f". Next: git apply {args.diff}" if files else ""),
+        print(f"{summary}; diff: {args.diff}" + (f". Next: {_apply_hint(top, args.diff)}" if files else ""),
               file=sys.stderr)
     else:
         sys.stdout.write(diff)
         print(summary, file=sys.stderr)
     return 0
+
+
+def _apply_hint(top: Path | None, diff: Path) -> str:
+    """The command that applies the diff: from the repository root, whose paths the diff carries."""
+    if top is None:
+        return f"git apply {diff} (from the library root)"
+    return f"git -C {top} apply --check {diff.resolve()} && git -C {top} apply {diff.resolve()}"
 
 
 def _precheck(root: Path, files: dict, progress) -> None:

@@ -61,9 +61,12 @@ def apply_edits(root: Path, cs: ChangeSet) -> dict[str, tuple[str | None, str]]:
     return {p: v for p, v in sorted(result.items()) if v[0] != v[1]}
 
 
-def unified_diff(files: dict[str, tuple[str | None, str]]) -> str:
+def unified_diff(files: dict[str, tuple[str | None, str]], prefix: str = "") -> str:
+    """A `git apply`-able diff; `prefix` (the library root's path inside its git repository, ending
+    in `/`, or "") is put before every path, so the diff applies from the repository root."""
     chunks = []
-    for path, (old, new) in files.items():
+    for rel, (old, new) in files.items():
+        path = prefix + rel
         a = [] if old is None else old.splitlines(keepends=True)
         b = new.splitlines(keepends=True)
         header = f"diff --git a/{path} b/{path}\n" + ("new file mode 100644\n" if old is None else "")
