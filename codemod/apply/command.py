@@ -70,6 +70,7 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     from .report import render_report
     from .review import change_sets
     from .spec import migrate_spec
+    from .style import format_edits, target_style
     from . import build_order, migrated
 
     if build_log is not None and not Path(build_log).is_file():
@@ -105,13 +106,18 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
         from .generate import ChangeSet
         return {}, render_report(plan, ChangeSet(), {}), plan
     cs = generate(root, plan, version, formatted)
+    for note in cs.notes:
+        if note.startswith("warning: "):
+            print(note, file=sys.stderr)
     if build_log is not None:
         if progress:
             progress(f"apply: predicting the build from {build_log.name}")
         plan.build_order = build_order.plan(root, spec, analysis, {kp.kernel.id for kp in plan.kernels}, build_log,
                                             list(nvcc_times), jobs, policy, cmake)
         build_order.add_edit(spec, plan.build_order, cs, version)
-    files = migrated.record(apply_edits(root, cs), f"{spec.output_dir}/codemod_manifest.json")
+    # formatted before the manifest records each file's hash
+    files = migrated.record(format_edits(apply_edits(root, cs), target_style(root, formatted)),
+                            f"{spec.output_dir}/codemod_manifest.json")
     rewritten = {path for path, (old, _) in files.items() if old is not None}
     if rewritten:
         analyzed = {tu.file for tu in analysis.translation_units}

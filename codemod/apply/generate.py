@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import posixpath
 import re
-import shutil
-import sys
-import subprocess
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -21,10 +18,11 @@ from ..frontend.treesitter import scan_bytes
 from . import kernel_api, source, stdshim
 from .. import strict_json
 from .extract import header_guard
+from .style import (FALLBACK_STYLE, C_FILE, TargetStyle, find_clang_format, leading_comment, license_header,
+                    target_style)
 from .names import enum_cast, namespace_parts, spelled_id
 from .plan import Plan, host_include, symbol_for
 
-CLANG_FORMAT_STYLE = "{BasedOnStyle: Google, ColumnLimit: 100, Standard: c++17}"
 RTC_GUARD = "__CUDACC_RTC__"
 
 
@@ -55,34 +53,12 @@ def render(template: str, **ctx) -> str:
     return _env().get_template(template).render(**ctx)
 
 
-def _clang_format_exe() -> str | None:
-    """The clang-format of the PyPI wheel installed beside this interpreter, else one on PATH.
-
-    NOTE: `.venv/bin/python -m pytest` does not put .venv/bin on PATH, so PATH alone misses it.
-    """
-    beside = Path(sys.executable).parent / "clang-format"
-    if beside.is_file():
-        return str(beside)
-    try:
-        import clang_format as wheel  # the PyPI package ships the binary in its data dir
-
-        exe = Path(wheel.__file__).parent / "data" / "bin" / "clang-format"
-        if exe.is_file():
-            return str(exe)
-    except ImportError:
-        pass
-    return shutil.which("clang-format")
-
-
 def clang_format(text: str, filename: str) -> str:
-    exe = _clang_format_exe()
+    """`text` formatted in codemod's own style (files that belong to no target: the parity driver)."""
+    exe, _ = find_clang_format(None)
     if exe is None:
         raise ApplyError("clang-format not found", hint="pip install clang-format (a codemod dependency)")
-    proc = subprocess.run([exe, f"--style={CLANG_FORMAT_STYLE}", f"--assume-filename={filename}"],
-                          input=text, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise ApplyError(f"clang-format failed on {filename}: {proc.stderr.strip()}")
-    return proc.stdout
+    return TargetStyle(exe, None, FALLBACK_STYLE).format(text, filename)
 
 
 def banner(rule_id: str, version: str = __version__) -> str:
@@ -147,8 +123,10 @@ def _axis_expr(kind: str, param: str, enum: str | None = None) -> str:
 
 
 def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool = True) -> ChangeSet:
-    """`formatted=False` (--no-format) keeps the templates' raw output instead of clang-format's."""
-    fmt = clang_format if formatted else (lambda text, filename: text)
+    """`formatted=False` (--no-format) keeps the templates' raw output instead of clang-format's.
+    Generated C++ is formatted with the target's .clang-format and pinned clang-format (style.py)."""
+    style = target_style(root, formatted)
+    fmt = lambda text, filename: style.format(text, filename)   # noqa: E731
     spec = plan.spec
     out = spec.output_dir
     cs = ChangeSet()
@@ -183,11 +161,11 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
         defined, libcu = [], std_names + global_names    # names written out / taken from libcu++
         if shim.get("minimal"):
             defined, libcu = stdshim.definitions(std_names + global_names)
-        cs.new_files[f"{out}/shims/{name}"] = render(
+        cs.new_files[stdshim.shim_path(out, name)] = fmt(render(
             "shim.j2", banner=head, name=name, include=shim["include"], definitions=defined,
             std_names=[n for n in std_names if n in libcu], global_names=[n for n in global_names if n in libcu],
-            defined_global=[n for n in global_names if n not in libcu])
-        cs.notes.append(f"<{name}>: not in NVRTC; shipped as the in-memory shim {out}/shims/{name} over "
+            defined_global=[n for n in global_names if n not in libcu]), stdshim.shim_path(out, name))
+        cs.notes.append(f"<{name}>: not in NVRTC; shipped as the in-memory shim {stdshim.shim_path(out, name)} over "
                         f"<{shim['include']}>" + (f", with {len(defined)} names defined by codemod" if defined else ""))
 
     # NVRTC guards in the shipped library headers (host-only definitions out of NVRTC's sight).
@@ -259,6 +237,9 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
 
     # Manifest.
     cs.new_files[f"{out}/codemod_manifest.json"] = manifest(plan, version)
+    _license_headers(root, spec, cs)
+    if style.warning:
+        cs.notes.append(f"warning: {style.warning}")
     return cs
 
 
@@ -277,6 +258,17 @@ def _extracted_header(root: Path, plan: Plan, ex, cs: ChangeSet) -> None:
         cs.edits.append(Edit(ex.unit, start, end, "", f"device code moved to {ex.header}"))
     cs.notes.append(f"{ex.unit}: device code moved into {ex.header} ({', '.join(ex.moved)}); "
                     f"{ex.unit} includes it, and so do the NVRTC programs")
+
+
+def _license_headers(root: Path, spec, cs: ChangeSet) -> None:
+    """Every generated C/C++ file opens with the target's license header (`migrate.license`: the
+    leading comment of a file of the target, read now; never stored in codemod), then its banner."""
+    if not spec.license:
+        return
+    header = license_header(root, spec.license["from"], spec.license.get("year", "keep"))
+    for path, text in cs.new_files.items():
+        if C_FILE.search(path) and "copyright" not in leading_comment(text).lower():
+            cs.new_files[path] = header + "\n" + text
 
 
 def _guard(path: str) -> str:

@@ -13,6 +13,7 @@ from ..model import Analysis, Kernel, Site
 from . import kernel_api, source
 from .names import Unspellable, argument, spelled_id
 from .spec import MigrateSpec
+from .stdshim import shim_path
 
 
 HEADER_SUFFIXES = (".h", ".hpp", ".cuh", ".hh", ".inl")
@@ -149,7 +150,7 @@ def _header_closure(root: Path, start: str, spec: MigrateSpec, out_dir: str,
             if host_include(root, path, inc, spec):
                 continue            # hidden from NVRTC by generate (or already by the library)
             if inc.system and inc.name in shims:
-                headers[inc.name] = f"{out_dir}/shims/{inc.name}"
+                headers[inc.name] = shim_path(out_dir, inc.name)
                 continue
             target = _resolve(root, path, inc, spec.include_dirs)
             if target is None:
@@ -165,7 +166,7 @@ def _header_closure(root: Path, start: str, spec: MigrateSpec, out_dir: str,
                 todo.append(target)
     for inc in ks.get("prelude_includes", []):
         if inc in shims:
-            headers[inc] = f"{out_dir}/shims/{inc}"
+            headers[inc] = shim_path(out_dir, inc)
     return dict(sorted(headers.items()))
 
 

@@ -33,6 +33,7 @@ class MigrateSpec:
     options: dict
     cmake: dict
     include_dirs: list[str] = field(default_factory=list)
+    license: dict | None = None
     raw: dict = field(default_factory=dict)
 
     @property
@@ -130,4 +131,5 @@ def migrate_spec(rule: Rule) -> MigrateSpec:
         options={"always": m.get("options", {}).get("always", []),
                  "conditional": m.get("options", {}).get("conditional", []),
                  "kernels": _kernel_options(rule, m)},
-        cmake=m["cmake"], include_dirs=list(rule.raw.get("analyze", {}).get("include_dirs", [])), raw=m)
+        cmake=m["cmake"], include_dirs=list(rule.raw.get("analyze", {}).get("include_dirs", [])),
+        license=m.get("license"), raw=m)

@@ -119,3 +119,9 @@ def definitions(names: list[str]) -> tuple[list[str], list[str]]:
         if n in DEFINITIONS:
             add(n)
     return out, [n for n in names if n not in DEFINITIONS]
+
+
+def shim_path(output_dir: str, name: str) -> str:
+    """The generated file of the shim for `<name>`: a `.h` file (so the target's license and format
+    hooks see it), shipped to NVRTC under the include name `name`."""
+    return f"{output_dir}/shims/{name}.h"

@@ -87,7 +87,29 @@ class TargetStyle:
         proc = subprocess.run(cmd, input=text, capture_output=True, text=True)
         if proc.returncode != 0:
             raise ApplyError(f"clang-format failed on {filename}: {proc.stderr.strip()}")
-        return proc.stdout
+        return proc.stdout if lines else wrap_comments(proc.stdout, self.column_limit)
+
+
+def wrap_comments(text: str, limit: int) -> str:
+    """Whole-line `//` comments longer than `limit` columns wrapped at word boundaries (a target
+    style may not reflow comments: TE's `ReflowComments: false`)."""
+    out = []
+    for line in text.splitlines(keepends=True):
+        body = line.rstrip("\n")
+        m = re.match(r"(\s*//+ ?)(.*)$", body)
+        if len(body) <= limit or not m or " " not in m.group(2).strip():
+            out.append(line)
+            continue
+        lead, words = m.group(1), m.group(2).split(" ")
+        cur = lead + words[0]
+        for w in words[1:]:
+            if len(cur) + 1 + len(w) > limit:
+                out.append(cur + "\n")
+                cur = lead + w
+            else:
+                cur += " " + w
+        out.append(cur + line[len(body):])
+    return "".join(out)
 
 
 def _upwards(start: Path, name: str, stop: Path | None) -> Path | None:
@@ -159,7 +181,11 @@ def changed_lines(old: str, new: str) -> list[tuple[int, int]]:
 
 def format_edits(files: dict[str, tuple[str | None, str]], style: TargetStyle) -> dict[str, tuple[str | None, str]]:
     """Edited C/C++ library files with only their changed lines formatted (untouched code does
-    not move); new files are formatted whole by the generator."""
+    not move), when the target has a .clang-format of its own (a target without one has no
+    convention to follow: its sources are left as edited); new files are formatted whole by the
+    generator."""
+    if style.exe is None or not style.style.startswith("file:"):
+        return files
     out = {}
     for path, (old, new) in files.items():
         if old is not None and C_FILE.search(path) and style.exe is not None:
