@@ -18,7 +18,9 @@ from pathlib import Path
 from ..errors import ApplyError
 
 # Without a .clang-format in the target (golden libraries): the style codemod used before.
-FALLBACK_STYLE = "{BasedOnStyle: Google, ColumnLimit: 100, Standard: c++17}"
+FALLBACK_STYLE = (
+    "{BasedOnStyle: Google, ColumnLimit: 100, Standard: c++17, DerivePointerAlignment: false, "
+    "PointerAlignment: Left}")   # fixed, not derived: clang-format 18 and 21 derive differently
 C_FILE = re.compile(r"\.(c|cc|cxx|cpp|cu|cuh|h|hpp)$")
 _PIN = re.compile(r"(?:mirrors-clang-format[\s\S]*?rev:\s*['\"]?v?|clang-format==)(\d+\.\d+\.\d+)")
 
