@@ -15,7 +15,7 @@ import jinja2
 from .. import __version__
 from ..errors import ApplyError, UnsupportedConstruct
 from ..frontend.treesitter import scan_bytes
-from . import kernel_api, source, stdshim
+from . import kernel_api, source, stdnames, stdshim
 from .. import strict_json
 from .extract import header_guard
 from .style import (FALLBACK_STYLE, C_FILE, TargetStyle, find_clang_format, leading_comment, license_header,
@@ -144,6 +144,10 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
         for repo_path in kp.headers.values():
             shipped[repo_path] = symbol_for(repo_path)
 
+    std_cfg, std_used = ks_spec.get("std_names"), set()     # std names the prelude's copies use
+    if std_cfg:
+        _std_header_in_prelude_kernels(plan, std_cfg["header"], shipped)
+
     # Prelude replacing host-only headers, and the std shims.
     cases = spec.types["cases"].values()
     copy_from = _copy_sources(root, ks_spec.get("replace_with_prelude", []), ks_spec.get("prelude_copy", []))
@@ -153,7 +157,9 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
             "prelude.h.j2", banner=head, replaced=replaced, guard=_guard(path), includes=ks_spec.get("prelude_includes", []),
             namespace=ks_spec.get("prelude_namespace", spec.names.get("default_namespace", "")),
             aliases=[c for c in cases if c.get("alias")],
-            copied=_copied(root, replaced, copy_from.get(replaced, []), cs)), "prelude.h")
+            std_header=std_cfg["header"] if std_cfg else None,
+            copied=_respell_copies(_copied(root, replaced, copy_from.get(replaced, []), cs), std_cfg, std_used)),
+            "prelude.h")
         cs.notes.append(f"{replaced}: replaced under NVRTC by the generated prelude {path} (dtype aliases, "
                         "toolkit headers)")
     for name, shim in sorted(ks_spec.get("shims", {}).items()):
@@ -190,6 +196,9 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
             cs.edits.append(Edit(repo_path, e, e, f"#endif  // {RTC_GUARD}\n", "host-only code hidden from NVRTC"))
             line = data[:start].count(b"\n") + 1
             cs.notes.append(f"{repo_path}:{line}: host-only definitions guarded by #ifndef {RTC_GUARD}")
+
+    if std_cfg:
+        _std_names(root, plan, cs, shipped, std_cfg, std_used)
 
     # Launch-site rewrites.
     _rewrite_sites(root, plan, cs, shipped)
@@ -269,6 +278,70 @@ def _license_headers(root: Path, spec, cs: ChangeSet) -> None:
     for path, text in cs.new_files.items():
         if C_FILE.search(path) and "copyright" not in leading_comment(text).lower():
             cs.new_files[path] = header + "\n" + text
+
+
+def _std_header_in_prelude_kernels(plan: Plan, header: str, shipped: dict[str, str]) -> None:
+    """Kernels that see the prelude also get the std_names header under its library path, the name
+    the prelude includes it by (its copies use the names that header defines)."""
+    prelude = f"{plan.spec.output_dir}/prelude/"
+    for kp in plan.kernels:
+        if any(p.startswith(prelude) for p in kp.headers.values()):
+            if kp.headers.get(header, header) != header:
+                raise ApplyError(f"include name {header} already means {kp.headers[header]} for {kp.kernel.id}",
+                                 where=header, hint="check migrate/kernel_strings/std_names/header in the rule")
+            kp.headers[header] = header
+            shipped[header] = symbol_for(header)
+
+
+def _respell_copies(groups: list[dict], std_cfg: dict | None, used: set[str]) -> list[dict]:
+    """The prelude's copied declarations with their std uses in the rule's std_names namespace;
+    the names they use are added to `used`."""
+    if not std_cfg:
+        return groups
+    out = []
+    for g in groups:
+        texts = []
+        for t in g["texts"]:
+            new, names = stdnames.respell(t, std_cfg["namespace"], g["namespace"].split("::"))
+            texts.append(new)
+            used |= names
+        out.append(dict(g, texts=texts))
+    return out
+
+
+def _std_names(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str], std_cfg: dict,
+               used: set[str]) -> None:
+    """No `namespace std` under NVRTC (`kernel_strings.std_names`): every `std::X` that device code
+    of a shipped header uses (host-only definitions aside) is respelled in the target's namespace
+    (`detail::X` inside its parent), and the definitions that namespace lacks are added to the
+    target's header that holds it (TE: utils.cuh's transformer_engine::detail)."""
+    target, header = std_cfg["namespace"], std_cfg["header"]
+    names = set(used)
+    out = plan.spec.output_dir + "/"
+    extracted = {ex.header for ex in plan.extractions.values()}
+    for repo_path in sorted(shipped):
+        if repo_path.startswith(out) or repo_path in extracted:
+            continue
+        data = (root / repo_path).read_bytes()
+        found = stdnames.uses(data, source.host_only_functions(data))
+        for start, end, name, chain in found:
+            rooted = data[start:start + 2] == b"::"
+            cs.edits.append(Edit(repo_path, start, end, f"{stdnames.spelling(target, chain, rooted)}::{name}",
+                                 "std name in the target's namespace (NVRTC has no std)"))
+            names.add(name)
+        if found:
+            cs.notes.append(f"{repo_path}: {len(found)} std:: uses in device code respelled in {target} "
+                            f"({', '.join(sorted({f[2] for f in found}))})")
+    data = (root / header).read_bytes()
+    at, text, defined = stdnames.additions(header, data, target, names)
+    if defined:
+        cs.edits.append(Edit(header, at, at, text, "std names for NVRTC in the target's namespace"))
+        cs.notes.append(f"{header}: {', '.join(defined)} defined in {target} for device code (NVRTC has no std)")
+    ints = stdnames.integer_names([(root / p).read_bytes() for p in shipped if not p.startswith(out)])
+    at, text, defined = stdnames.integer_additions(header, data, target, ints)
+    if defined:
+        cs.edits.append(Edit(header, at, at, text, "<cstdint> names for NVRTC"))
+        cs.notes.append(f"{header}: {', '.join(defined)} defined for NVRTC (global, as <cstdint> has them)")
 
 
 def _guard(path: str) -> str:

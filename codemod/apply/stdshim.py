@@ -100,11 +100,12 @@ struct integral_constant {{
 }
 
 
-def definitions(names: list[str]) -> tuple[list[str], list[str]]:
+def definitions(names: list[str], have: set[str] = frozenset()) -> tuple[list[str], list[str]]:
     """(texts for the names codemod defines, with what they need first, in a stable order;
-    the names it has no definition for, left to the shim's libcu++ include)."""
+    the names it has no definition for, left to the shim's libcu++ include). Names in `have` are
+    defined already (by the target) and are neither written nor followed."""
     out: list[str] = []
-    done: set[str] = set()
+    done: set[str] = set(have)
 
     def add(name: str) -> None:
         if name in done:

@@ -1,0 +1,173 @@
+"""Standard names in device code without `namespace std`: NVRTC has no standard library, so the
+`std::X` uses that the kernel strings reach are respelled in the target's own namespace (rule key
+`kernel_strings.std_names`; TE: `transformer_engine::detail`, as TE's own NVRTC kernels do), and
+the definitions that namespace lacks are added to the target header that holds it."""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import ApplyError
+from . import source, stdshim
+
+_USE = re.compile(rb"(::)?\bstd::([A-Za-z_]\w*)")
+_SKIP_NODES = {"comment", "string_literal", "raw_string_literal", "char_literal", "system_lib_string"}
+
+
+def _namespaces(root, data: bytes) -> list[tuple[int, int, str]]:
+    out = []
+    for n in source._walk(root):
+        if n.type == "namespace_definition":
+            name = n.child_by_field_name("name")
+            out.append((n.start_byte, n.end_byte, data[name.start_byte:name.end_byte].decode() if name else ""))
+    return out
+
+
+def uses(data: bytes, skip: list[tuple[int, int]] = ()) -> list[tuple[int, int, str, list[str]]]:
+    """(start, end, name, enclosing namespaces) of each `std::NAME` (or `::std::NAME`) with a name
+    codemod can define (stdshim.DEFINITIONS), outside comments, strings and the `skip` ranges."""
+    root = source.parse(data)
+    ignored = [(n.start_byte, n.end_byte) for n in source._walk(root) if n.type in _SKIP_NODES] + list(skip)
+    spaces = _namespaces(root, data)
+    out = []
+    for m in _USE.finditer(data):
+        name = m.group(2).decode()
+        if name not in stdshim.DEFINITIONS or any(a <= m.start() < b for a, b in ignored):
+            continue
+        chain = [ns for a, b, ns in sorted(spaces) if a <= m.start() < b]
+        out.append((m.start(), m.end(), name, chain))
+    return out
+
+
+def spelling(target: str, chain: list[str], rooted: bool) -> str:
+    """How a use inside namespaces `chain` names `target` (`transformer_engine::detail`): the last
+    component alone inside its parent namespace (TE writes `detail::is_same_v` there), else in full."""
+    parts = target.split("::")
+    if not rooted and chain == parts[:-1]:
+        return parts[-1]
+    return ("::" if rooted else "") + target
+
+
+def respell(text: str, target: str, chain: list[str] | None = None,
+            skip: list[tuple[int, int]] = ()) -> tuple[str, set[str]]:
+    """`text` with its std uses respelled (for copied declarations, `chain` is their namespace;
+    otherwise each use's own) and the names used."""
+    data = text.encode()
+    names: set[str] = set()
+    for start, end, name, own in reversed(uses(data, skip)):
+        rooted = data[start:start + 2] == b"::"
+        new = f"{spelling(target, own if chain is None else chain, rooted)}::{name}".encode()
+        data = data[:start] + new + data[end:]
+        names.add(name)
+    return data.decode(), names
+
+
+def additions(header: str, data: bytes, target: str, names: set[str]) -> tuple[int, str, list[str]]:
+    """(offset, text, names defined) to add to `header` so that `target` defines `names`: codemod's
+    definitions of those (and what they need) that the header does not declare in `target` already,
+    inserted before the closing brace of the header's `namespace` block for `target`."""
+    have = {n for ns, t in source.declarations(data, set(stdshim.DEFINITIONS)) if ns == target
+            for n in [source._declared_name(source.parse(t.encode()).children[0], t.encode())] if n}
+    texts, unknown = stdshim.definitions(sorted(names), have)
+    if unknown:
+        raise ApplyError(f"no definition of std::{', std::'.join(unknown)} for {target}", where=header)
+    defined = [n for n in _closure(sorted(names)) if n not in have]
+    if not texts:
+        return -1, "", []
+    close = _namespace_close(data, target)
+    if close < 0:
+        raise ApplyError(f"{header}: no `namespace` block of {target} to add {', '.join(defined)} to",
+                         where=header, hint="check migrate/kernel_strings/std_names in the rule")
+    body = "\n".join(texts)
+    return close, f"\n// std names NVRTC lacks, for device code (codemod, rule std_names).\n{body}\n\n", defined
+
+
+def _closure(names: list[str]) -> list[str]:
+    out: list[str] = []
+
+    def add(n: str) -> None:
+        if n in out:
+            return
+        for d in stdshim.DEFINITIONS[n][0]:
+            add(d)
+        out.append(n)
+
+    for n in names:
+        add(n)
+    return out
+
+
+def _namespace_close(data: bytes, target: str) -> int:
+    """Offset of the start of the line holding the closing brace of the first block of namespace
+    `target` (nested `namespace a { namespace b {` or `namespace a::b {`); -1 when none."""
+    parts = target.split("::")
+
+    def visit(container, depth_parts: list[str]) -> int:
+        for child in container.children:
+            if child.type != "namespace_definition":
+                if child.type in ("preproc_ifdef", "preproc_if", "preproc_else"):
+                    r = visit(child, depth_parts)
+                    if r >= 0:
+                        return r
+                continue
+            name = child.child_by_field_name("name")
+            spelled = data[name.start_byte:name.end_byte].decode().split("::") if name else [""]
+            if spelled != depth_parts[:len(spelled)]:
+                continue
+            rest = depth_parts[len(spelled):]
+            body = child.child_by_field_name("body")
+            if body is None:
+                continue
+            if not rest:
+                return data.rfind(b"\n", 0, body.end_byte - 1) + 1
+            r = visit(body, rest)
+            if r >= 0:
+                return r
+        return -1
+
+    return visit(source.parse(data), parts)
+
+
+_INTEGERS = [n for n in stdshim.DEFINITIONS if re.fullmatch(r"u?int(8|16|32|64|ptr)_t", n)]
+
+
+def integer_names(texts: list[bytes]) -> set[str]:
+    """The `<cstdint>` integer names (`int32_t`, ...) that code spells unqualified: in real
+    `<cstdint>` they are global too, so defining them globally under NVRTC adds nothing to std."""
+    found = set()
+    for data in texts:
+        for name in _INTEGERS:
+            if re.search(rb"(?<![\w:])" + name.encode() + rb"\b", data):
+                found.add(name)
+    return found
+
+
+def integer_additions(header: str, data: bytes, target: str, names: set[str]) -> tuple[int, str, list[str]]:
+    """(offset, text, names) defining under `__CUDACC_RTC__` the integer names `header` does not
+    define yet (TE's utils.cuh has the unsigned ones), before its namespace block of `target`."""
+    missing = sorted(n for n in names if not re.search(rb"\busing\s+" + n.encode() + rb"\s*=|\btypedef\b[^;]*\b"
+                                                       + n.encode() + rb"\s*;", data))
+    if not missing:
+        return -1, "", []
+    first = target.split("::")[0]
+    at = -1
+    for child in source.parse(data).children:
+        node = child
+        if node.type == "preproc_ifdef":      # the include guard
+            for inner in node.children:
+                name = inner.child_by_field_name("name") if inner.type == "namespace_definition" else None
+                if name is not None and data[name.start_byte:name.end_byte].decode().split("::")[0] == first:
+                    at = inner.start_byte
+                    break
+        elif node.type == "namespace_definition":
+            name = node.child_by_field_name("name")
+            if name is not None and data[name.start_byte:name.end_byte].decode().split("::")[0] == first:
+                at = node.start_byte
+        if at >= 0:
+            break
+    if at < 0:
+        raise ApplyError(f"{header}: no `namespace {first}` to put {', '.join(missing)} before", where=header)
+    at = source.comment_start(data, data.rfind(b"\n", 0, at) + 1)    # before the block's own comment
+    body = "\n".join(stdshim.DEFINITIONS[n][1] for n in missing)
+    return at, (f"#ifdef __CUDACC_RTC__\n// <cstdint> names NVRTC lacks (codemod, rule std_names).\n{body}\n"
+                "#endif  // __CUDACC_RTC__\n\n"), missing
