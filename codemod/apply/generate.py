@@ -320,7 +320,13 @@ def _std_names(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str], s
     out = plan.spec.output_dir + "/"
     extracted = {ex.header for ex in plan.extractions.values()}
     for repo_path in sorted(shipped):
-        if repo_path.startswith(out) or repo_path in extracted:
+        if repo_path.startswith(out):
+            continue
+        if repo_path in extracted and repo_path in cs.new_files:     # a new file: respelled in place
+            text = cs.new_files[repo_path]
+            cs.new_files[repo_path], used_here = stdnames.respell(
+                text, target, skip=source.host_only_functions(text.encode()))
+            names |= used_here
             continue
         data = (root / repo_path).read_bytes()
         found = stdnames.uses(data, source.host_only_functions(data))
@@ -337,7 +343,8 @@ def _std_names(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str], s
     if defined:
         cs.edits.append(Edit(header, at, at, text, "std names for NVRTC in the target's namespace"))
         cs.notes.append(f"{header}: {', '.join(defined)} defined in {target} for device code (NVRTC has no std)")
-    ints = stdnames.integer_names([(root / p).read_bytes() for p in shipped if not p.startswith(out)])
+    ints = stdnames.integer_names([cs.new_files[p].encode() if p in cs.new_files else (root / p).read_bytes()
+                                   for p in shipped if not p.startswith(out)])
     at, text, defined = stdnames.integer_additions(header, data, target, ints)
     if defined:
         cs.edits.append(Edit(header, at, at, text, "<cstdint> names for NVRTC"))

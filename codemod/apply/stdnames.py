@@ -71,7 +71,7 @@ def additions(header: str, data: bytes, target: str, names: set[str]) -> tuple[i
     texts, unknown = stdshim.definitions(sorted(names), have)
     if unknown:
         raise ApplyError(f"no definition of std::{', std::'.join(unknown)} for {target}", where=header)
-    defined = [n for n in _closure(sorted(names)) if n not in have]
+    defined = _closure(sorted(names), have)
     if not texts:
         return -1, "", []
     close = _namespace_close(data, target)
@@ -82,11 +82,12 @@ def additions(header: str, data: bytes, target: str, names: set[str]) -> tuple[i
     return close, f"\n// std names NVRTC lacks, for device code (codemod, rule std_names).\n{body}\n\n", defined
 
 
-def _closure(names: list[str]) -> list[str]:
+def _closure(names: list[str], have: set[str]) -> list[str]:
+    """`names` and what their definitions need, in definition order, without those in `have`."""
     out: list[str] = []
 
     def add(n: str) -> None:
-        if n in out:
+        if n in out or n in have:
             return
         for d in stdshim.DEFINITIONS[n][0]:
             add(d)

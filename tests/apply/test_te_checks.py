@@ -37,6 +37,8 @@ def test_te_checks_pass_on_the_patched_tree(rule, tmp_path):
     patch = tmp_path / f"{rule}.patch"
     assert main(["apply", "--target", rule, str(repo / "transformer_engine/common"), "--diff", str(patch),
                  "--quiet", "--no-precheck"]) == 0
+    text = patch.read_text()
+    assert "namespace std" not in text and "using ::cuda::std::" not in text   # issue 15, acceptance 3
     checks = run_checks(repo, patch)
     report = "\n".join(map(str, checks))
     print(report)

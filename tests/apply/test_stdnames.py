@@ -1,0 +1,76 @@
+"""std names without `namespace std` (codemod/apply/stdnames.py, rule key kernel_strings.std_names)."""
+
+from __future__ import annotations
+
+import pytest
+
+from codemod.apply import source, stdnames
+from codemod.errors import ApplyError
+
+HEADER = b"""#ifndef LIB_UTILS_H_
+#define LIB_UTILS_H_
+#ifdef __CUDACC_RTC__
+using uint32_t = unsigned int;
+#endif
+
+// The library's own traits.
+namespace lib {
+namespace detail {
+template <class T, class U>
+struct is_same { static constexpr bool value = false; };
+template <class T>
+struct is_same<T, T> { static constexpr bool value = true; };
+}  // namespace detail
+}  // namespace lib
+#endif
+"""
+
+KERNELS = """namespace lib {
+// std::min in a comment stays
+template <typename T>
+__device__ T f(T a, T b) {
+  static_assert(std::is_same<T, float>::value, "std::max in a string stays");
+  return std::min(std::max(a, b), ::std::max(b, a));
+}
+namespace inner {
+__device__ int g() { return std::is_same<int, int>::value; }
+}  // namespace inner
+template <typename T>
+void host_only(T x) { std::min(x, x); }
+}  // namespace lib
+"""
+
+
+def test_uses_are_respelled_in_the_target_namespace():
+    data = KERNELS.encode()
+    text, names = stdnames.respell(KERNELS, "lib::detail", skip=source.host_only_functions(data))
+    assert names == {"is_same", "min", "max"}
+    assert "static_assert(detail::is_same<T, float>::value" in text
+    assert "return detail::min(detail::max(a, b), ::lib::detail::max(b, a));" in text
+    assert "return lib::detail::is_same<int, int>::value;" in text        # inside lib::inner
+    assert "// std::min in a comment stays" in text and '"std::max in a string stays"' in text
+    assert "void host_only(T x) { std::min(x, x); }" in text              # host-only: unchanged
+
+
+def test_missing_definitions_go_into_the_namespace_block():
+    at, text, defined = stdnames.additions("utils.h", HEADER, "lib::detail", {"is_same", "min", "true_type"})
+    assert sorted(defined) == ["integral_constant", "min", "true_type"]    # is_same: the library's own
+    assert defined.index("integral_constant") < defined.index("true_type")
+    out = HEADER[:at].decode() + text + HEADER[at:].decode()
+    assert out.index("using true_type") < out.index("}  // namespace detail")
+    assert "namespace std" not in out
+    assert source.declarations(out.encode(), {"min"})[0][0] == "lib::detail"
+
+
+def test_integers_defined_globally_under_nvrtc_before_the_commented_block():
+    ints = stdnames.integer_names([b"int32_t a; uint32_t b; std::int64_t c;"])
+    assert ints == {"int32_t", "uint32_t"}
+    at, text, defined = stdnames.integer_additions("utils.h", HEADER, "lib::detail", ints)
+    assert defined == ["int32_t"]                                          # uint32_t: the library has it
+    out = HEADER[:at].decode() + text + HEADER[at:].decode()
+    assert out.index("using int32_t = int;") < out.index("// The library's own traits.")
+
+
+def test_a_header_without_the_namespace_is_refused():
+    with pytest.raises(ApplyError, match="no `namespace` block of lib::other"):
+        stdnames.additions("utils.h", HEADER, "lib::other", {"min"})
