@@ -151,6 +151,7 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
     # Prelude replacing host-only headers, and the std shims.
     cases = spec.types["cases"].values()
     copy_from = _copy_sources(root, ks_spec.get("replace_with_prelude", []), ks_spec.get("prelude_copy", []))
+    copy_checks: list[dict] = []       # the prelude's copies, checked against their header at build time
     for replaced in ks_spec.get("replace_with_prelude", []):
         path = f"{out}/prelude/{replaced}"
         cs.new_files[path] = fmt(render(
@@ -158,7 +159,8 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
             namespace=ks_spec.get("prelude_namespace", spec.names.get("default_namespace", "")),
             aliases=[c for c in cases if c.get("alias")],
             std_header=std_cfg["header"] if std_cfg else None,
-            copied=_respell_copies(_copied(root, replaced, copy_from.get(replaced, []), cs), std_cfg, std_used)),
+            copied=_respell_copies(_checked(_copied(root, replaced, copy_from.get(replaced, []), cs), replaced,
+                                            path, copy_checks), std_cfg, std_used)),
             "prelude.h")
         cs.notes.append(f"{replaced}: replaced under NVRTC by the generated prelude {path} (dtype aliases, "
                         "toolkit headers)")
@@ -236,13 +238,16 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
         "kernels.h.j2", banner=head, guard=guard, layer=spec.layer,
         layer_header=relative_include(spec.layer["header"], stub_path),
         stub_includes=[relative_include(i, stub_path) for i in spec.stub_includes],
-        string_headers=sorted({symbol_for(p) for p in shipped} | {k["symbol"] for k in kernels_ctx}),
+        string_headers=sorted({symbol_for(p) for p in shipped} | {k["symbol"] for k in kernels_ctx}
+                              | {c["symbol"] for c in copy_checks}), copy_checks=copy_checks,
+        copy_hash_base=COPY_HASH_BASE,
         legacy_option=spec.legacy_option, namespace=spec.namespace, type_names=sorted(type_names),
         function_names=sorted(fn_names), options=spec.options, kernels=kernels_ctx,
         features=kernel_api.stub_features(s for kp in plan.kernels for s in kp.sites)), stub_path)
 
     # CMake.
-    _cmake(root, plan, cs, added_banner(spec.rule_id, version), sorted(set(shipped) | {f"{out}/{kp.name}.cu" for kp in plan.kernels}))
+    _cmake(root, plan, cs, added_banner(spec.rule_id, version), sorted(set(shipped) | {f"{out}/{kp.name}.cu" for kp in plan.kernels}
+                                                                      | {c["file"] for c in copy_checks}))
 
     # Manifest.
     cs.new_files[f"{out}/codemod_manifest.json"] = manifest(plan, version)
@@ -291,6 +296,31 @@ def _std_header_in_prelude_kernels(plan: Plan, header: str, shipped: dict[str, s
                                  where=header, hint="check migrate/kernel_strings/std_names/header in the rule")
             kp.headers[header] = header
             shipped[header] = symbol_for(header)
+
+
+COPY_HASH_BASE = 1099511628211      # the polynomial hash kernels.h.j2's text_holds rolls
+
+
+def copy_hash(text: str) -> tuple[int, int]:
+    """(length in bytes, hash) of a copied declaration as kernels.h's `text_holds` computes them
+    over the header's embedded text: sum of byte * BASE^(n-1-i), modulo 2^64."""
+    h = 0
+    data = text.encode()
+    for b in data:
+        h = (h * COPY_HASH_BASE + b) % (1 << 64)
+    return len(data), h
+
+
+def _checked(groups: list[dict], header: str, prelude: str, checks: list[dict]) -> list[dict]:
+    """Record a build-time check per copied declaration (kernels.h: a static_assert that the
+    header's embedded text still holds it, so a copy cannot drift silently); groups unchanged."""
+    for g in groups:
+        for t in g["texts"]:
+            length, h = copy_hash(t)
+            name = _first_name(t)
+            checks.append(dict(file=header, symbol=symbol_for(header), prelude=prelude, name=name,
+                               length=length, hash=h))
+    return groups
 
 
 def _respell_copies(groups: list[dict], std_cfg: dict | None, used: set[str]) -> list[dict]:
