@@ -316,7 +316,10 @@ def _checked(groups: list[dict], header: str, prelude: str, checks: list[dict]) 
     header's embedded text still holds it, so a copy cannot drift silently); groups unchanged."""
     for g in groups:
         for t in g["texts"]:
-            length, h = copy_hash(t)
+            lines = t.split("\n")
+            while lines and lines[0].lstrip().startswith("#if"):     # the header's own conditions around it
+                lines = lines[1:-1]
+            length, h = copy_hash("\n".join(lines))
             name = _first_name(t)
             checks.append(dict(file=header, symbol=symbol_for(header), prelude=prelude, name=name,
                                length=length, hash=h))

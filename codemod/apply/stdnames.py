@@ -74,12 +74,17 @@ def additions(header: str, data: bytes, target: str, names: set[str]) -> tuple[i
     defined = _closure(sorted(names), have)
     if not texts:
         return -1, "", []
-    close = _namespace_close(data, target)
-    if close < 0:
-        raise ApplyError(f"{header}: no `namespace` block of {target} to add {', '.join(defined)} to",
-                         where=header, hint="check migrate/kernel_strings/std_names in the rule")
     body = "\n".join(texts)
-    return close, f"\n// std names NVRTC lacks, for device code (codemod, rule std_names).\n{body}\n\n", defined
+    note = "// std names NVRTC lacks, for device code (codemod, rule std_names)."
+    close = _namespace_close(data, target)
+    if close >= 0:
+        return close, f"\n{note}\n{body}\n\n", defined
+    parent, _, last = target.rpartition("::")
+    close = _namespace_close(data, parent) if parent else -1
+    if close < 0:
+        raise ApplyError(f"{header}: no `namespace` block of {parent or target} to add {', '.join(defined)} to",
+                         where=header, hint="check migrate/kernel_strings/std_names in the rule")
+    return close, f"\n{note}\nnamespace {last} {{\n\n{body}\n\n}}  // namespace {last}\n\n", defined
 
 
 def _closure(names: list[str], have: set[str]) -> list[str]:

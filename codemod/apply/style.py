@@ -183,17 +183,19 @@ def changed_lines(old: str, new: str) -> list[tuple[int, int]]:
 
 def format_edits(files: dict[str, tuple[str | None, str]], style: TargetStyle) -> dict[str, tuple[str | None, str]]:
     """Edited C/C++ library files with only their changed lines formatted (untouched code does
-    not move), when the target has a .clang-format of its own (a target without one has no
-    convention to follow: its sources are left as edited); new files are formatted whole by the
-    generator."""
+    not move), and new files whole (the generated ones are already; a header that device code
+    moved into is formatted here), when the target has a .clang-format of its own (a target
+    without one has no convention to follow: its sources are left as edited)."""
     if style.exe is None or not style.style.startswith("file:"):
         return files
     out = {}
     for path, (old, new) in files.items():
-        if old is not None and C_FILE.search(path) and style.exe is not None:
+        if old is not None and C_FILE.search(path):
             ranges = changed_lines(old, new)
             if ranges:
                 new = style.format(new, path, ranges)
+        elif old is None and C_FILE.search(path):
+            new = style.format(new, path)      # a new library file (device code moved out of a unit)
         out[path] = (old, new)
     return {p: v for p, v in out.items() if v[0] != v[1]}
 

@@ -71,6 +71,9 @@ def test_integers_defined_globally_under_nvrtc_before_the_commented_block():
     assert out.index("using int32_t = int;") < out.index("// The library's own traits.")
 
 
-def test_a_header_without_the_namespace_is_refused():
-    with pytest.raises(ApplyError, match="no `namespace` block of lib::other"):
-        stdnames.additions("utils.h", HEADER, "lib::other", {"min"})
+def test_a_missing_namespace_is_opened_in_its_parent_else_refused():
+    at, text, defined = stdnames.additions("utils.h", HEADER, "lib::other", {"min"})
+    out = HEADER[:at].decode() + text + HEADER[at:].decode()
+    assert "namespace other {" in out and out.index("namespace other {") < out.index("}  // namespace lib")
+    with pytest.raises(ApplyError, match="no `namespace` block of elsewhere"):
+        stdnames.additions("utils.h", HEADER, "elsewhere::detail", {"min"})
