@@ -84,3 +84,12 @@ def test_diff_paths_are_relative_to_the_repository_root(tmp_path):
     r = subprocess.run(["git", "apply", "--check", str(diff)], cwd=tmp_path, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert repo_location(Path("/")) == (None, "")
+
+
+def test_a_new_library_file_is_formatted_whole_only_with_a_target_style(tmp_path):
+    """A header that device code moved into is a new library file: TE's hook formats it whole."""
+    files = {"moved.cuh": (None, "int   f( int a ){return a;}\n"), "notes.txt": (None, "a   b\n")}
+    assert style.format_edits(files, style.target_style(tmp_path)) == files      # no .clang-format
+    (tmp_path / ".clang-format").write_text("BasedOnStyle: Google\n")
+    out = style.format_edits(files, style.target_style(tmp_path))
+    assert out["moved.cuh"][1] == "int f(int a) { return a; }\n" and out["notes.txt"] == files["notes.txt"]
