@@ -2,7 +2,7 @@
 section: `git apply --check` from the repository root, qa/L0_license's copyright checker and the
 hooks of TE's .pre-commit-config.yaml at their pinned versions (tests/apply/target_checks.py).
 Runs only when TE_SOURCE_DIR (TE_NORM_SOURCE_DIR for the normalization rule) points at a checkout
-(the repository root); a hook whose pinned tool is not installed (`pip install -e .[te-checks]`)
+(the repository root); a hook whose pinned tool is not installed (`pip install -e .[test]`)
 is skipped, not passed."""
 
 from __future__ import annotations
