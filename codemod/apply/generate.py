@@ -365,7 +365,7 @@ def _std_names(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str], s
         found = stdnames.uses(data, source.host_only_functions(data))
         for start, end, name, chain in found:
             rooted = data[start:start + 2] == b"::"
-            cs.edits.append(Edit(repo_path, start, end, f"{stdnames.spelling(target, chain, rooted)}::{name}",
+            cs.edits.append(Edit(repo_path, start, end, stdnames.replacement(target, chain, rooted, name),
                                  "std name in the target's namespace (NVRTC has no std)"))
             names.add(name)
         if found:
@@ -377,7 +377,7 @@ def _std_names(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str], s
         cs.edits.append(Edit(header, at, at, text, "std names for NVRTC in the target's namespace"))
         cs.notes.append(f"{header}: {', '.join(defined)} defined in {target} for device code (NVRTC has no std)")
     ints = stdnames.integer_names([cs.new_files[p].encode() if p in cs.new_files else (root / p).read_bytes()
-                                   for p in shipped if not p.startswith(out)])
+                                   for p in shipped if not p.startswith(out)]) | (names & set(stdnames._INTEGERS))
     at, text, defined = stdnames.integer_additions(header, data, target, ints)
     if defined:
         cs.edits.append(Edit(header, at, at, text, "<cstdint> names for NVRTC"))

@@ -11,6 +11,7 @@ from ..errors import ApplyError
 from . import source, stdshim
 
 _USE = re.compile(rb"(::)?\bstd::([A-Za-z_]\w*)")
+_INTEGERS = [n for n in stdshim.DEFINITIONS if re.fullmatch(r"u?int(8|16|32|64|ptr)_t", n)]
 _SKIP_NODES = {"comment", "string_literal", "raw_string_literal", "char_literal", "system_lib_string"}
 
 
@@ -48,6 +49,14 @@ def spelling(target: str, chain: list[str], rooted: bool) -> str:
     return ("::" if rooted else "") + target
 
 
+def replacement(target: str, chain: list[str], rooted: bool, name: str) -> str:
+    """What `std::name` becomes: a `<cstdint>` integer the global one (`::int32_t`, as `<cstdint>`
+    declares it globally too), any other name in `target` (`spelling`)."""
+    if name in _INTEGERS:
+        return f"::{name}"
+    return f"{spelling(target, chain, rooted)}::{name}"
+
+
 def respell(text: str, target: str, chain: list[str] | None = None,
             skip: list[tuple[int, int]] = ()) -> tuple[str, set[str]]:
     """`text` with its std uses respelled (for copied declarations, `chain` is their namespace;
@@ -56,7 +65,7 @@ def respell(text: str, target: str, chain: list[str] | None = None,
     names: set[str] = set()
     for start, end, name, own in reversed(uses(data, skip)):
         rooted = data[start:start + 2] == b"::"
-        new = f"{spelling(target, own if chain is None else chain, rooted)}::{name}".encode()
+        new = replacement(target, own if chain is None else chain, rooted, name).encode()
         data = data[:start] + new + data[end:]
         names.add(name)
     return data.decode(), names
@@ -66,8 +75,8 @@ def additions(header: str, data: bytes, target: str, names: set[str]) -> tuple[i
     """(offset, text, names defined) to add to `header` so that `target` defines `names`: codemod's
     definitions of those (and what they need) that the header does not declare in `target` already,
     inserted before the closing brace of the header's `namespace` block for `target`."""
-    have = {n for ns, t in source.declarations(data, set(stdshim.DEFINITIONS)) if ns == target
-            for n in [source._declared_name(source.parse(t.encode()).children[0], t.encode())] if n}
+    names = {n for n in names if n not in _INTEGERS}       # global: integer_additions
+    have = _declared_in(data, target)
     texts, unknown = stdshim.definitions(sorted(names), have)
     if unknown:
         raise ApplyError(f"no definition of std::{', std::'.join(unknown)} for {target}", where=header)
@@ -85,6 +94,37 @@ def additions(header: str, data: bytes, target: str, names: set[str]) -> tuple[i
         raise ApplyError(f"{header}: no `namespace` block of {parent or target} to add {', '.join(defined)} to",
                          where=header, hint="check migrate/kernel_strings/std_names in the rule")
     return close, f"\n{note}\nnamespace {last} {{\n\n{body}\n\n}}  // namespace {last}\n\n", defined
+
+
+def _declared_in(data: bytes, target: str) -> set[str]:
+    """The names of stdshim.DEFINITIONS that `namespace target` of the header declares already (the
+    library's own traits, or an earlier rule's additions): a struct/class, an alias, a variable
+    template or a function definition of that name inside the namespace's blocks."""
+    bodies = []
+    for n in source._walk(source.parse(data)):
+        if n.type == "namespace_definition" and _qualified(n, data) == target:
+            bodies.append(data[n.start_byte:n.end_byte])
+    found = set()
+    for name in stdshim.DEFINITIONS:
+        e = re.escape(name).encode()
+        pats = [rb"\b(?:struct|class)\s+" + e + rb"\b", rb"\busing\s+" + e + rb"\s*=",
+                rb"\bconstexpr\s+\w+\s+" + e + rb"\s*=",
+                # a function at namespace scope: its line is not indented (members of a struct are)
+                rb"(?m)^[^\s#/][^\n]*[&*\s]" + e + rb"\s*\([^;{]*\{"]
+        if any(re.search(p, body) for body in bodies for p in pats):
+            found.add(name)
+    return found
+
+
+def _qualified(node, data: bytes) -> str:
+    """The full name of a namespace_definition node (its enclosing namespaces joined by ::)."""
+    parts = []
+    while node is not None:
+        if node.type == "namespace_definition":
+            name = node.child_by_field_name("name")
+            parts.append(data[name.start_byte:name.end_byte].decode() if name else "")
+        node = node.parent
+    return "::".join(reversed(parts))
 
 
 def _closure(names: list[str], have: set[str]) -> list[str]:
@@ -133,8 +173,6 @@ def _namespace_close(data: bytes, target: str) -> int:
 
     return visit(source.parse(data), parts)
 
-
-_INTEGERS = [n for n in stdshim.DEFINITIONS if re.fullmatch(r"u?int(8|16|32|64|ptr)_t", n)]
 
 
 def integer_names(texts: list[bytes]) -> set[str]:

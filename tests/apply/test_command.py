@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from codemod.apply.command import repo_location
 from codemod.apply.golden import GOLDEN
 from codemod.cli import main
 
@@ -20,7 +21,9 @@ def _run(capsys, *argv):
 def test_dry_run_prints_the_diff_and_a_summary(capsys):
     code, out, err = _run(capsys, str(GOLDEN / "actlib" / "input"), "-q")
     assert code == 0
-    assert out.startswith("diff --git a/CMakeLists.txt b/CMakeLists.txt\n")
+    # paths from the root of the git repository holding the tree (this one, when it is checked out)
+    _, prefix = repo_location(GOLDEN / "actlib" / "input")
+    assert out.startswith(f"diff --git a/{prefix}CMakeLists.txt b/{prefix}CMakeLists.txt\n")
     assert err == ("17 files changed (12 new); 7 kernels migrated, 0 left static; 1 TU outside the analysis "
                    "include rewritten code (arguments only they use keep the static kernel)\n")
 

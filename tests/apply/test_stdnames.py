@@ -77,3 +77,28 @@ def test_a_missing_namespace_is_opened_in_its_parent_else_refused():
     assert "namespace other {" in out and out.index("namespace other {") < out.index("}  // namespace lib")
     with pytest.raises(ApplyError, match="no `namespace` block of elsewhere"):
         stdnames.additions("utils.h", HEADER, "elsewhere::detail", {"min"})
+
+
+def test_a_second_rule_adds_only_what_is_missing():
+    """Two rules applied one after the other to one tree: the second must not redefine min."""
+    at, text, _ = stdnames.additions("utils.h", HEADER, "lib::detail", {"min"})
+    once = (HEADER[:at].decode() + text + HEADER[at:].decode()).encode()
+    at, text, defined = stdnames.additions("utils.h", once, "lib::detail", {"min", "max", "true_type"})
+    assert sorted(defined) == ["integral_constant", "max", "true_type"]     # min came with the first
+    assert "&min(" not in text
+
+
+def test_std_integers_become_the_global_ones():
+    text, names = stdnames.respell("namespace lib {\nusing std::int32_t;\n__device__ std::uint8_t f();\n}\n",
+                                   "lib::detail")
+    assert "using ::int32_t;" in text and "__device__ ::uint8_t f();" in text
+    at, add, defined = stdnames.additions("utils.h", HEADER, "lib::detail", names)
+    assert defined == [] and at == -1                     # nothing for the namespace
+
+
+def test_a_member_function_named_min_is_not_a_definition_of_min():
+    at, text, _ = stdnames.additions("utils.h", HEADER, "lib::detail", {"numeric_limits"})
+    once = (HEADER[:at].decode() + text + HEADER[at:].decode()).encode()
+    assert "static constexpr float min()" in once.decode()
+    _, text, defined = stdnames.additions("utils.h", once, "lib::detail", {"min", "numeric_limits"})
+    assert defined == ["min"]
