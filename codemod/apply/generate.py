@@ -659,6 +659,10 @@ def _rewrite_launches(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, 
         inc = f'#include "{relative_include(f"{spec.output_dir}/kernels.h", path)}"\n'
         if path in shipped:
             inc = f"#ifndef {RTC_GUARD}\n{inc}#endif\n"
+        if path in plan.extractions:
+            # NOTE: a comment line ends the include block, so the target's clang-format (TE sorts
+            # and regroups includes) cannot move the stubs above the header they declare again.
+            inc = "// The host stubs declare the kernels of the header above again.\n" + inc
         _include_extracted(plan, cs, path, at)
         cs.edits.append(Edit(path, at, at, inc, "host stubs"))
     for unit in sorted(set(plan.extractions) - set(files)):
