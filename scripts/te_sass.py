@@ -88,6 +88,7 @@ def main_script(argv: list[str] | None = None) -> int:
         rc = main(argv)
         doc = json.loads(report.read_text())
     sass = doc["sass"]
+    sass["static_root"] = sass["static_root"].replace(str(original.parent.parent), "$TE_SOURCE_DIR")
     for program in sass["programs"]:
         program["nvcc_command"] = program["nvcc_command"].replace(str(original.parent.parent), "$TE_SOURCE_DIR")
         program["nvcc_command"] = program["nvcc_command"].replace(tmp, "<tmp>")
