@@ -219,7 +219,8 @@ def _incomplete(analysis: Analysis, spec: MigrateSpec, kernel: Kernel, sites: li
     for d in analysis.diagnostics:
         if d.id == "CM0101" and d.severity == "error" and d.file and not d.file.startswith("/"):
             first.setdefault(d.file, f"{d.file}:{d.line}: {d.message}")
-    in_headers = next((first[f] for f in first if f not in {tu.file for tu in analysis.translation_units}), None)
+    units = {tu.file for tu in analysis.translation_units}
+    in_headers = next((first[f] for f in first if f not in units), None)
     for tu in analysis.translation_units:
         if tu.errors and tu.file not in first and in_headers:
             first[tu.file] = f"{tu.file}: {tu.errors} parse error(s), e.g. {in_headers}"
