@@ -230,7 +230,7 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
             param_names=", ".join(params), params=params,
             axes=[_axis_expr(kinds[p], p, enums.get(p)) for p in params],
             domain=[d for d in (_domain_expr(kinds[p], p) for p in params) if d],
-            headers=[dict(symbol=symbol_for(path), include_name=name) for name, path in kp.headers.items()],
+            headers=[dict(symbol=symbol_for(path), include_name=name) for name, path in _stub_headers(spec, kp)],
             options=spec.options["kernels"].get(kp.kernel.id, [])))
     stub_path = f"{out}/kernels.h"
     guard = _guard(stub_path)
@@ -283,6 +283,20 @@ def _license_headers(root: Path, spec, cs: ChangeSet) -> None:
     for path, text in cs.new_files.items():
         if C_FILE.search(path) and "copyright" not in leading_comment(text).lower():
             cs.new_files[path] = header + "\n" + text
+
+
+def _stub_headers(spec, kp) -> list[tuple[str, str]]:
+    """The (include name, library path) pairs a kernel's stub passes to the layer: its program's
+    headers less those the layer passes to every program itself (`nvrtc_layer.headers`). NVRTC
+    refuses a program whose headers name one include twice (NVRTC_ERROR_INVALID_INPUT), which
+    verify cannot see: it compiles the program's headers once each."""
+    provided = spec.layer.get("headers", {})
+    for name, path in kp.headers.items():
+        if name in provided and provided[name] != path:
+            raise ApplyError(f"{kp.kernel.id}: include name {name} means {path}, but the NVRTC layer passes "
+                             f"{provided[name]} under that name to every program", where=path,
+                             hint="check migrate/nvrtc_layer/headers in the rule")
+    return [(name, path) for name, path in kp.headers.items() if name not in provided]
 
 
 def _std_header_in_prelude_kernels(plan: Plan, header: str, shipped: dict[str, str]) -> None:

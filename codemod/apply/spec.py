@@ -81,6 +81,8 @@ def _tree_paths(m: dict):
     for key in ("header", "error_header"):
         if key in m["nvrtc_layer"]:
             yield ["nvrtc_layer", key], m["nvrtc_layer"][key]
+    for name, path in m["nvrtc_layer"].get("headers", {}).items():
+        yield ["nvrtc_layer", "headers", name], path
     yield ["cmake", "file"], m["cmake"]["file"]
 
 
