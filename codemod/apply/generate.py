@@ -15,7 +15,7 @@ import jinja2
 from .. import __version__
 from ..errors import ApplyError, UnsupportedConstruct
 from ..frontend.treesitter import scan_bytes
-from . import kernel_api, source, stdnames, stdshim
+from . import kernel_api, layer_cache, source, stdnames, stdshim
 from .. import strict_json
 from .extract import header_guard
 from .style import (FALLBACK_STYLE, C_FILE, TargetStyle, find_clang_format, leading_comment, license_header,
@@ -245,6 +245,9 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
         function_names=sorted(fn_names), options=spec.options, kernels=kernels_ctx,
         features=kernel_api.stub_features(s for kp in plan.kernels for s in kp.sites)), stub_path)
 
+    # The NVRTC layer's features the rule asks for (disk cache, per-variant compiles).
+    _layer_cache(root, spec, cs, head, fmt)
+
     # CMake.
     _cmake(root, plan, cs, added_banner(spec.rule_id, version), sorted(set(shipped) | {f"{out}/{kp.name}.cu" for kp in plan.kernels}
                                                                       | {c["file"] for c in copy_checks}))
@@ -255,6 +258,25 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
     if style.warning:
         cs.notes.append(f"warning: {style.warning}")
     return cs
+
+
+def _layer_cache(root: Path, spec, cs: ChangeSet, head: str, fmt) -> None:
+    """`nvrtc_layer.cache`: the generated cache header and the layer source's edits, unless a rule
+    applied before already added them (layer_cache.present)."""
+    cfg = layer_cache.settings(spec.layer)
+    if cfg is None:
+        return
+    data = (root / cfg["source"]).read_bytes()
+    if layer_cache.present(data, cfg["header"]):
+        cs.notes.append(f"{cfg['source']}: the NVRTC layer already has the disk cache ({cfg['header']})")
+        return
+    for e in layer_cache.layer_edits(data, cfg["source"], spec.layer["header"], cfg["header"]):
+        cs.edits.append(Edit(cfg["source"], e.start, e.end, e.text, e.why))
+    cs.new_files[cfg["header"]] = fmt(render("layer/rtc_cache.h.j2", banner=head, guard=_guard(cfg["header"]),
+                                             layer_source=cfg["source"], namespace=cfg["namespace"],
+                                             env=cfg["env"], default_dir=cfg["default_dir"]), cfg["header"])
+    cs.notes.append(f"{cfg['source']}: NVRTC layer with a disk cache ({cfg['env']['dir']}, off with "
+                    f"{cfg['env']['disable']}=1) and per-variant compiles ({cfg['header']})")
 
 
 def _extracted_header(root: Path, plan: Plan, ex, cs: ChangeSet) -> None:

@@ -78,11 +78,14 @@ def _tree_paths(m: dict):
         yield ["kernel_strings", "replace_with_prelude", i], v
     for name in ks.get("shims", {}):
         yield ["kernel_strings", "shims", name], name      # written to <output_dir>/shims/<name>
-    for key in ("header", "error_header"):
+    for key in ("header", "error_header", "source"):
         if key in m["nvrtc_layer"]:
             yield ["nvrtc_layer", key], m["nvrtc_layer"][key]
     for name, path in m["nvrtc_layer"].get("headers", {}).items():
         yield ["nvrtc_layer", "headers", name], path
+    for key in ("header",):
+        if key in m["nvrtc_layer"].get("cache", {}):
+            yield ["nvrtc_layer", "cache", key], m["nvrtc_layer"]["cache"][key]
     yield ["cmake", "file"], m["cmake"]["file"]
 
 

@@ -1,0 +1,220 @@
+"""Layer feature `cache` (issue 17): the target's NVRTC layer gets a disk cache shared by the
+processes of a machine and per-variant compiles. Detected (the layer source already includes the
+generated header: nothing to do) or added: the header from templates/apply/layer/rtc_cache.h.j2,
+and three edits of the layer source found with tree-sitter (the include, the program calls
+qualified with `rtc_cache::`, the compile function's lock replaced by `rtc_cache::CompileLock`).
+Also the cache's key and entry format in Python (`codemod warm` writes entries the layer reads)."""
+
+from __future__ import annotations
+
+import posixpath
+import struct
+from dataclasses import dataclass
+
+from ..errors import ApplyError
+from .source import _walk, includes, parse
+
+FEATURE = "cache"
+# The NVRTC functions taking a program: the generated header has each, with NVRTC's signature.
+PROGRAM_FUNCTIONS = ("nvrtcCreateProgram", "nvrtcDestroyProgram", "nvrtcAddNameExpression", "nvrtcCompileProgram",
+                     "nvrtcGetProgramLogSize", "nvrtcGetProgramLog", "nvrtcGetLoweredName", "nvrtcGetCUBINSize",
+                     "nvrtcGetCUBIN", "nvrtcGetPTXSize", "nvrtcGetPTX")
+# NVRTC functions without a program: left as they are.
+PROGRAM_FREE = ("nvrtcVersion", "nvrtcGetErrorString", "nvrtcGetNumSupportedArchs", "nvrtcGetSupportedArchs")
+LOCK_TYPES = ("std::unique_lock", "std::lock_guard", "std::scoped_lock")
+ENV_SUFFIXES = {"dir": "DIR", "disable": "DISABLE", "max_size": "MAX_SIZE", "record": "RECORD", "log": "LOG"}
+
+
+@dataclass
+class LayerEdit:
+    start: int
+    end: int
+    text: str
+    why: str
+
+
+def settings(layer: dict) -> dict | None:
+    """The rule's `nvrtc_layer.cache` with its defaults, or None when the rule does not ask for it."""
+    cfg = layer.get(FEATURE)
+    if not cfg:
+        return None
+    prefix = cfg["env_prefix"]
+    header = cfg.get("header") or posixpath.join(posixpath.dirname(layer["header"]), "rtc_cache.h")
+    namespace = cfg.get("namespace") or "::".join(layer["manager"].lstrip(":").split("::")[:-2])
+    return {"source": layer["source"], "header": header, "namespace": namespace,
+            "default_dir": cfg["default_dir"], "env": {"prefix": prefix,
+                                                       **{k: f"{prefix}_{v}" for k, v in ENV_SUFFIXES.items()}}}
+
+
+def _text(data: bytes, node) -> str:
+    return data[node.start_byte:node.end_byte].decode()
+
+
+def _line(data: bytes, offset: int) -> int:
+    return data[:offset].count(b"\n") + 1
+
+
+def present(data: bytes, header: str) -> bool:
+    """Whether the layer source already includes the cache header (a rule applied before added it)."""
+    name = posixpath.basename(header).encode()
+    return any(line.lstrip().startswith(b"#include") and name in line for line in data.splitlines())
+
+
+def layer_edits(data: bytes, source_path: str, layer_header: str, cache_header: str) -> list[LayerEdit]:
+    """The edits that route the layer's compile step through the cache. Raises ApplyError, naming
+    file:line, when the layer does not have the expected shape (then nothing is changed)."""
+    root = parse(data)
+    edits: list[LayerEdit] = []
+    compile_fn = None
+    for n in _walk(root):
+        if n.type != "identifier" or not _text(data, n).startswith("nvrtc"):
+            continue
+        name = _text(data, n)
+        parent = n.parent
+        called = parent is not None and parent.type == "call_expression" and parent.child_by_field_name("function") == n
+        if name in PROGRAM_FUNCTIONS and called:
+            edits.append(LayerEdit(n.start_byte, n.start_byte, "rtc_cache::", f"{name} through the disk cache"))
+            if name == "nvrtcCompileProgram":
+                fn = parent
+                while fn is not None and fn.type != "function_definition":
+                    fn = fn.parent
+                if compile_fn is not None and fn is not None and fn.id != compile_fn.id:
+                    raise ApplyError(f"{source_path}:{_line(data, n.start_byte)}: a second function calls "
+                                     "nvrtcCompileProgram; the disk cache expects one compile function in the layer",
+                                     hint="remove `cache:` from the rule's nvrtc_layer section")
+                compile_fn = fn
+        elif name in PROGRAM_FUNCTIONS or (name not in PROGRAM_FREE and called):
+            raise ApplyError(f"{source_path}:{_line(data, n.start_byte)}: the layer uses {name}, which the disk "
+                             "cache does not provide", hint="remove `cache:` from the rule's nvrtc_layer section")
+    if compile_fn is None:
+        raise ApplyError(f"{source_path}: no call of nvrtcCompileProgram; the disk cache needs the layer's compile "
+                         "function", hint="check nvrtc_layer.source in the rule")
+    edits.append(_lock_edit(data, source_path, compile_fn))
+    edits.append(_include_edit(data, source_path, layer_header, cache_header))
+    return edits
+
+
+def _lock_edit(data: bytes, source_path: str, fn) -> LayerEdit:
+    """The compile function's first lock statement (`std::unique_lock<M> name(mutex);`) becomes
+    `rtc_cache::CompileLock name(mutex, <first parameter>);`."""
+    body = fn.child_by_field_name("body")
+    params = fn.child_by_field_name("declarator")
+    while params is not None and params.type != "function_declarator":
+        params = params.child_by_field_name("declarator")
+    first = None
+    if params is not None:
+        plist = params.child_by_field_name("parameters")
+        decls = [c for c in plist.named_children if c.type == "parameter_declaration"] if plist else []
+        if decls:
+            d = decls[0].child_by_field_name("declarator")
+            while d is not None and d.type != "identifier":
+                d = d.child_by_field_name("declarator") or (d.named_children[-1] if d.named_children else None)
+            first = _text(data, d) if d is not None else None
+    where = f"{source_path}:{_line(data, fn.start_byte)}"
+    if first is None:
+        raise ApplyError(f"{where}: the compile function has no named first parameter (the kernel label)",
+                         hint="remove `cache:` from the rule's nvrtc_layer section")
+    for stmt in body.named_children:
+        if stmt.type != "declaration":
+            continue
+        type_node = stmt.child_by_field_name("type")
+        decl = stmt.child_by_field_name("declarator")
+        if type_node is None or decl is None or not _text(data, type_node).startswith(LOCK_TYPES):
+            continue
+        if decl.type == "function_declarator":       # name(mutex)
+            var = _text(data, decl.child_by_field_name("declarator"))
+            args = [c for c in decl.child_by_field_name("parameters").named_children]
+            mutex = _text(data, args[0]) if len(args) == 1 else None
+        elif decl.type == "init_declarator":          # name{mutex} or name(mutex)
+            var = _text(data, decl.child_by_field_name("declarator"))
+            value = decl.child_by_field_name("value")
+            args = value.named_children if value is not None else []
+            mutex = _text(data, args[0]) if len(args) == 1 else None
+        else:
+            continue
+        if mutex is None:
+            raise ApplyError(f"{source_path}:{_line(data, stmt.start_byte)}: the compile lock takes more than one "
+                             "argument", hint="remove `cache:` from the rule's nvrtc_layer section")
+        if any(n.type == "identifier" and _text(data, n) == var for n in _walk(body) if n.start_byte >= stmt.end_byte):
+            raise ApplyError(f"{source_path}:{_line(data, stmt.start_byte)}: the compile lock `{var}` is used again "
+                             "in the function", hint="remove `cache:` from the rule's nvrtc_layer section")
+        return LayerEdit(stmt.start_byte, stmt.end_byte, f"rtc_cache::CompileLock {var}({mutex}, {first});  // released while NVRTC runs",
+                         "per-variant compile: the layer's lock is released while NVRTC runs")
+    raise ApplyError(f"{where}: the compile function takes no lock at its top level ({', '.join(LOCK_TYPES)})",
+                     hint="remove `cache:` from the rule's nvrtc_layer section")
+
+
+def _include_edit(data: bytes, source_path: str, layer_header: str, cache_header: str) -> LayerEdit:
+    """`#include "<cache header>"` after the layer source's include of its own header, spelled with
+    the same folder prefix."""
+    name = posixpath.basename(layer_header)
+    for inc in includes(data):
+        if not inc.system and posixpath.basename(inc.name) == name:
+            spelled = posixpath.join(posixpath.dirname(inc.name), posixpath.basename(cache_header))
+            return LayerEdit(inc.end, inc.end, f'#include "{spelled}"\n', "the disk cache's header")
+    raise ApplyError(f"{source_path}: no #include of {name}", hint="check nvrtc_layer.source and header in the rule")
+
+
+# --- the key and entry format, as the generated header has them ------------------------------
+
+_M = (1 << 64) - 1
+FORMAT = 1
+MAGIC = b"RTCC"
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (64 - r))) & _M
+
+
+def _mix(z: int) -> int:
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M
+    return z ^ (z >> 31)
+
+
+def hash128(data: bytes) -> str:
+    a, b = 0x243F6A8885A308D3 ^ len(data), 0x13198A2E03707344
+    padded = data + b"\0" * (-len(data) % 8)
+    for (w,) in struct.iter_unpack("<Q", padded):
+        a = (_rotl(a ^ w, 27) * 0x9E3779B97F4A7C15) & _M
+        b = (_rotl((b + w) & _M, 31) * 0xC2B2AE3D27D4EB4F) & _M
+    return f"{_mix(a ^ _rotl(b, 17)):016x}{_mix((b + a) & _M):016x}"
+
+
+def put(field: bytes | str) -> bytes:
+    raw = field.encode() if isinstance(field, str) else field
+    return struct.pack("<Q", len(raw)) + raw
+
+
+def key_material(nvrtc_version: str, source: bytes, filename: str, headers: list[tuple[str, bytes]],
+                 names: list[str], options: list[str], header_versions: dict[str, str]) -> bytes:
+    """As `key_material` of the header; `header_versions`: -I folder -> CUDA_VERSION of its cuda.h."""
+    m = put(f"codemod-rtc-cache {FORMAT}") + put(nvrtc_version) + put(source) + put(filename)
+    m += put(str(len(headers))) + b"".join(put(n) + put(c) for n, c in headers)
+    m += put(str(len(names))) + b"".join(put(n) for n in names)
+    m += put(str(len(options)))
+    for o in options:
+        m += put(o)
+        for flag in ("-I", "--include-path="):
+            if o.startswith(flag):
+                m += put(header_versions.get(o[len(flag):], ""))
+    return m
+
+
+def encode(key: str, lowered: list[tuple[str, str]], cubin: bytes, ptx: bytes) -> bytes:
+    data = MAGIC + put(str(FORMAT)) + put(key) + put(str(len(lowered)))
+    data += b"".join(put(n) + put(low) for n, low in lowered) + put(cubin) + put(ptx)
+    return data + hash128(data).encode()
+
+
+def header_version(folder: str) -> str:
+    """The rest of the `#define CUDA_VERSION ` line of <folder>/cuda.h ("" without one), as the header reads it."""
+    try:
+        text = open(posixpath.join(folder, "cuda.h"), "rb").read()
+    except OSError:
+        return ""
+    at = text.find(b"#define CUDA_VERSION ")
+    if at < 0:
+        return ""
+    end = text.find(b"\n", at)
+    return text[at + 21:end if end >= 0 else len(text)].decode(errors="replace")
