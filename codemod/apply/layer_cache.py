@@ -8,7 +8,6 @@ Also the cache's key and entry format in Python (`codemod warm` writes entries t
 from __future__ import annotations
 
 import posixpath
-import struct
 from dataclasses import dataclass
 
 from ..errors import ApplyError
@@ -153,68 +152,3 @@ def _include_edit(data: bytes, source_path: str, layer_header: str, cache_header
             spelled = posixpath.join(posixpath.dirname(inc.name), posixpath.basename(cache_header))
             return LayerEdit(inc.end, inc.end, f'#include "{spelled}"\n', "the disk cache's header")
     raise ApplyError(f"{source_path}: no #include of {name}", hint="check nvrtc_layer.source and header in the rule")
-
-
-# --- the key and entry format, as the generated header has them ------------------------------
-
-_M = (1 << 64) - 1
-FORMAT = 1
-MAGIC = b"RTCC"
-
-
-def _rotl(x: int, r: int) -> int:
-    return ((x << r) | (x >> (64 - r))) & _M
-
-
-def _mix(z: int) -> int:
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M
-    return z ^ (z >> 31)
-
-
-def hash128(data: bytes) -> str:
-    a, b = 0x243F6A8885A308D3 ^ len(data), 0x13198A2E03707344
-    padded = data + b"\0" * (-len(data) % 8)
-    for (w,) in struct.iter_unpack("<Q", padded):
-        a = (_rotl(a ^ w, 27) * 0x9E3779B97F4A7C15) & _M
-        b = (_rotl((b + w) & _M, 31) * 0xC2B2AE3D27D4EB4F) & _M
-    return f"{_mix(a ^ _rotl(b, 17)):016x}{_mix((b + a) & _M):016x}"
-
-
-def put(field: bytes | str) -> bytes:
-    raw = field.encode() if isinstance(field, str) else field
-    return struct.pack("<Q", len(raw)) + raw
-
-
-def key_material(nvrtc_version: str, source: bytes, filename: str, headers: list[tuple[str, bytes]],
-                 names: list[str], options: list[str], header_versions: dict[str, str]) -> bytes:
-    """As `key_material` of the header; `header_versions`: -I folder -> CUDA_VERSION of its cuda.h."""
-    m = put(f"codemod-rtc-cache {FORMAT}") + put(nvrtc_version) + put(source) + put(filename)
-    m += put(str(len(headers))) + b"".join(put(n) + put(c) for n, c in headers)
-    m += put(str(len(names))) + b"".join(put(n) for n in names)
-    m += put(str(len(options)))
-    for o in options:
-        m += put(o)
-        for flag in ("-I", "--include-path="):
-            if o.startswith(flag):
-                m += put(header_versions.get(o[len(flag):], ""))
-    return m
-
-
-def encode(key: str, lowered: list[tuple[str, str]], cubin: bytes, ptx: bytes) -> bytes:
-    data = MAGIC + put(str(FORMAT)) + put(key) + put(str(len(lowered)))
-    data += b"".join(put(n) + put(low) for n, low in lowered) + put(cubin) + put(ptx)
-    return data + hash128(data).encode()
-
-
-def header_version(folder: str) -> str:
-    """The rest of the `#define CUDA_VERSION ` line of <folder>/cuda.h ("" without one), as the header reads it."""
-    try:
-        text = open(posixpath.join(folder, "cuda.h"), "rb").read()
-    except OSError:
-        return ""
-    at = text.find(b"#define CUDA_VERSION ")
-    if at < 0:
-        return ""
-    end = text.find(b"\n", at)
-    return text[at + 21:end if end >= 0 else len(text)].decode(errors="replace")

@@ -175,15 +175,17 @@ class Nvrtc:
     def compile(self, source: str, name: str, headers: dict[str, str] | None = None,
                 options: list[str] | tuple[str, ...] = (), name_expressions: list[str] | tuple[str, ...] = (),
                 arch: str = "sm_90", include_cuda: bool = True, include_cccl: bool = True,
-                keep_cubin: bool = False) -> CompileResult:
+                keep_cubin: bool = False, exact: bool = False) -> CompileResult:
         """Compile one program for `arch` with every name expression added (`keep_cubin`: the
         result holds the cubin's bytes).
 
-        `options` follow `--std=c++17 -I<CUDA headers> --gpu-architecture=<arch>`. A failed
-        compile is a result with `compiled=False` and the log, never an exception.
+        `options` follow `--std=c++17 -I<CUDA headers> --gpu-architecture=<arch>`; with `exact`,
+        `options` are all the options (a layer's recorded ones: `codemod warm`). A failed compile
+        is a result with `compiled=False` and the log, never an exception.
         """
         headers = headers or {}
-        all_options = self.default_options(options, include_cuda, include_cccl) + arch_options(arch) + list(options)
+        all_options = list(options) if exact else (
+            self.default_options(options, include_cuda, include_cccl) + arch_options(arch) + list(options))
         lib = self._lib
         prog = ctypes.c_void_p()
         names = (ctypes.c_char_p * len(headers))(*[k.encode() for k in headers])

@@ -1,0 +1,112 @@
+"""The NVRTC layer's disk cache (templates/apply/layer/rtc_cache.h.j2) in Python: its hash, key
+and entry format, for `codemod warm` (entries the layer then loads) and for tests."""
+
+from __future__ import annotations
+
+import posixpath
+import struct
+
+_M = (1 << 64) - 1
+FORMAT = 1
+MAGIC = b"RTCC"
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (64 - r))) & _M
+
+
+def _mix(z: int) -> int:
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M
+    return z ^ (z >> 31)
+
+
+def hash128(data: bytes) -> str:
+    a, b = 0x243F6A8885A308D3 ^ len(data), 0x13198A2E03707344
+    padded = data + b"\0" * (-len(data) % 8)
+    for (w,) in struct.iter_unpack("<Q", padded):
+        a = (_rotl(a ^ w, 27) * 0x9E3779B97F4A7C15) & _M
+        b = (_rotl((b + w) & _M, 31) * 0xC2B2AE3D27D4EB4F) & _M
+    return f"{_mix(a ^ _rotl(b, 17)):016x}{_mix((b + a) & _M):016x}"
+
+
+def put(field: bytes | str) -> bytes:
+    raw = field.encode() if isinstance(field, str) else field
+    return struct.pack("<Q", len(raw)) + raw
+
+
+def key_material(nvrtc_version: str, source: bytes, filename: str, headers: list[tuple[str, bytes]],
+                 names: list[str], options: list[str], header_versions: dict[str, str]) -> bytes:
+    """As `key_material` of the header; `header_versions`: -I folder -> CUDA_VERSION of its cuda.h."""
+    m = put(f"codemod-rtc-cache {FORMAT}") + put(nvrtc_version) + put(source) + put(filename)
+    m += put(str(len(headers))) + b"".join(put(n) + put(c) for n, c in headers)
+    m += put(str(len(names))) + b"".join(put(n) for n in names)
+    m += put(str(len(options)))
+    for o in options:
+        m += put(o)
+        for flag in ("-I", "--include-path="):
+            if o.startswith(flag):
+                m += put(header_versions.get(o[len(flag):], ""))
+    return m
+
+
+def encode(key: str, lowered: list[tuple[str, str]], cubin: bytes, ptx: bytes) -> bytes:
+    data = MAGIC + put(str(FORMAT)) + put(key) + put(str(len(lowered)))
+    data += b"".join(put(n) + put(low) for n, low in lowered) + put(cubin) + put(ptx)
+    return data + hash128(data).encode()
+
+
+def header_version(folder: str) -> str:
+    """The rest of the `#define CUDA_VERSION ` line of <folder>/cuda.h ("" without one), as the header reads it."""
+    try:
+        text = open(posixpath.join(folder, "cuda.h"), "rb").read()
+    except OSError:
+        return ""
+    at = text.find(b"#define CUDA_VERSION ")
+    if at < 0:
+        return ""
+    end = text.find(b"\n", at)
+    return text[at + 21:end if end >= 0 else len(text)].decode(errors="replace")
+
+
+def _take(data: bytes, end: int, at: int) -> tuple[bytes, int] | None:
+    if end - at < 8:
+        return None
+    (n,) = struct.unpack_from("<Q", data, at)
+    at += 8
+    if n > end - at:
+        return None
+    return data[at:at + n], at + n
+
+
+def decode(data: bytes, key: str) -> dict | None:
+    """An entry's {lowered, cubin, ptx}, or None where the layer would see it as corrupt."""
+    if len(data) < len(MAGIC) + 32 or not data.startswith(MAGIC):
+        return None
+    end = len(data) - 32
+    if hash128(data[:end]).encode() != data[end:]:
+        return None
+    fields, at = [], len(MAGIC)
+    for _ in range(3):
+        got = _take(data, end, at)
+        if got is None:
+            return None
+        fields.append(got[0])
+        at = got[1]
+    if fields[0] != str(FORMAT).encode() or fields[1] != key.encode():
+        return None
+    lowered = []
+    for _ in range(int(fields[2] or b"0")):
+        pair = []
+        for _ in range(2):
+            got = _take(data, end, at)
+            if got is None:
+                return None
+            pair.append(got[0].decode())
+            at = got[1]
+        lowered.append((pair[0], pair[1]))
+    cubin = _take(data, end, at)
+    ptx = _take(data, end, cubin[1]) if cubin else None
+    if ptx is None or ptx[1] != end:
+        return None
+    return {"lowered": lowered, "cubin": cubin[0], "ptx": ptx[0]}
