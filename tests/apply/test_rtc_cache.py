@@ -1,0 +1,282 @@
+"""The NVRTC layer's disk cache and per-variant compiles (layer feature `cache`, issue 17), on the
+host: the golden actlib's layer as `apply` patches it, compiled with g++ against a mock NVRTC and a
+mock CUDA runtime (fixtures/rtc_cache/), driven by fixtures/rtc_cache/driver.cpp in separate
+processes. The unpatched layer is built too: the lock test shows it blocking."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from codemod.apply.golden import GOLDEN
+from codemod.verify import rtc_cache
+
+from .patched_actlib import patch_actlib
+
+HERE = Path(__file__).resolve().parent
+FIXTURES = HERE / "fixtures" / "rtc_cache"
+CXX = shutil.which("g++")
+pytestmark = pytest.mark.skipif(CXX is None, reason="needs g++ (host build of the layer)")
+
+
+def _cuda_include() -> Path | None:
+    """Toolkit headers (cuda_runtime_api.h, nvrtc.h): the CUDA wheel, else a toolkit."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("nvidia")
+    roots = [Path(p) / sub for p in (spec.submodule_search_locations or []) for sub in ("cu13", "cu12")] if spec else []
+    roots += [Path(os.environ.get("CUDA_HOME", "/usr/local/cuda"))]
+    for r in roots:
+        if (r / "include" / "nvrtc.h").is_file() and (r / "include" / "cuda_runtime_api.h").is_file():
+            return r / "include"
+    return None
+
+
+def _build(root: Path, work: Path, name: str) -> Path:
+    inc = _cuda_include()
+    if inc is None:
+        pytest.skip("no CUDA headers (nvrtc.h)")
+    objs = []
+    for src in (root / "util/rtc.cpp", FIXTURES / "driver.cpp", FIXTURES / "mock_nvrtc.cpp", FIXTURES / "mock_cudart.cpp"):
+        obj = work / f"{name}_{src.stem}.o"
+        proc = subprocess.run([CXX, "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", "-c", str(src), "-I", str(root),
+                               "-I", str(root / "include"), "-I", str(inc), "-o", str(obj)],
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        objs.append(str(obj))
+    exe = work / name
+    proc = subprocess.run([CXX, "-pthread", *objs, "-o", str(exe)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return exe
+
+
+@pytest.fixture(scope="module")
+def drivers(tmp_path_factory):
+    work = tmp_path_factory.mktemp("rtc_cache")
+    root, _, _ = patch_actlib(work)
+    assert (root / "util/rtc_cache.h").is_file()
+    return {"patched": _build(root, work, "patched"), "original": _build(GOLDEN / "actlib" / "input", work, "original")}
+
+
+class Run:
+    """One cache folder and mock log; `start` runs the driver in a new process."""
+
+    def __init__(self, exe: Path, tmp: Path, **env: str):
+        tmp.mkdir(parents=True, exist_ok=True)
+        self.exe, self.dir, self.mock_log, self.events = exe, tmp / "cache", tmp / "mock.log", tmp / "events.log"
+        self.env = {**os.environ, "ACTLIB_RTC_CACHE_DIR": str(self.dir), "MOCK_NVRTC_LOG": str(self.mock_log),
+                    "ACTLIB_RTC_CACHE_LOG": str(self.events), **env}
+        for k in ("ACTLIB_RTC_CACHE_DISABLE", "ACTLIB_RTC_CACHE_MAX_SIZE", "ACTLIB_RTC_CACHE_RECORD"):
+            if k not in env:
+                self.env.pop(k, None)
+
+    def start(self, *args: str, **env: str) -> subprocess.Popen:
+        return subprocess.Popen([str(self.exe), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**self.env, **env})
+
+    def __call__(self, *args: str, **env: str) -> list[str]:
+        proc = self.start(*args, **env)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        return out.splitlines()
+
+    def compiles(self) -> list[str]:
+        """Name expressions the mock NVRTC compiled, in all processes so far."""
+        return [line.split()[1] for line in self.mock_log.read_text().splitlines()] if self.mock_log.exists() else []
+
+    def event_counts(self, event: str) -> int:
+        lines = self.events.read_text().splitlines() if self.events.exists() else []
+        return sum(1 for line in lines if line.split()[1] == event)
+
+    def entries(self) -> dict[str, bytes]:
+        return {p.name[:-4]: p.read_bytes() for p in self.dir.glob("*.bin")} if self.dir.is_dir() else {}
+
+
+def _ok(lines: list[str]) -> dict[str, float]:
+    out = {}
+    for line in lines:
+        name, status, rest = line.split(" ", 2)
+        assert status == "ok", line
+        out[name] = float(rest)
+    return out
+
+
+def test_second_process_loads_from_disk(drivers, tmp_path):
+    run = Run(drivers["patched"], tmp_path)
+    _ok(run("run", "a", "b:50"))
+    assert run.compiles() == ["&a", "&b"]
+    _ok(run("run", "a", "b:50"))                       # a new process
+    assert run.compiles() == ["&a", "&b"]              # nothing compiled again
+    assert run.event_counts("hit") == 2
+    entries = run.entries()
+    assert len(entries) == 2
+    for key, data in entries.items():
+        entry = rtc_cache.decode(data, key)
+        assert entry is not None and entry["cubin"].startswith(b"\x7fELF mock cubin")
+
+
+def test_cache_off_and_folder_untouched(drivers, tmp_path):
+    run = Run(drivers["patched"], tmp_path, ACTLIB_RTC_CACHE_DISABLE="1")
+    _ok(run("run", "a"))
+    _ok(run("run", "a"))
+    assert run.compiles() == ["&a", "&a"] and not run.dir.exists()
+
+
+def test_key_covers_nvrtc_version(drivers, tmp_path):
+    run = Run(drivers["patched"], tmp_path)
+    _ok(run("run", "a", MOCK_NVRTC_VERSION="13.0"))
+    _ok(run("run", "a", MOCK_NVRTC_VERSION="13.1"))
+    assert run.compiles() == ["&a", "&a"] and len(run.entries()) == 2
+
+
+def test_concurrent_processes_compile_once(drivers, tmp_path):
+    """Eight processes started together want the same slow variant: one compiles, the others wait
+    for it (no longer than that compile) and load its entry; one whole entry, no temporary files."""
+    run = Run(drivers["patched"], tmp_path)
+    procs = [run.start("run", "x:400") for _ in range(8)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1] for o in outs]
+    first_use = [_ok(o[0].splitlines())["x"] for o in outs]
+    assert run.compiles() == ["&x"]
+    assert run.event_counts("hit") == 7
+    assert max(first_use) < 400 + 600, first_use       # one compile plus process noise, not eight
+    entries = run.entries()
+    assert len(entries) == 1 and rtc_cache.decode(*next(iter(entries.items()))[::-1]) is not None
+    assert not [p for p in run.dir.iterdir() if ".tmp." in p.name]
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "empty"])
+def test_corrupt_entry_is_recompiled(drivers, tmp_path, damage):
+    run = Run(drivers["patched"], tmp_path)
+    _ok(run("run", "a"))
+    (key, data), = run.entries().items()
+    path = run.dir / f"{key}.bin"
+    if damage == "flip":
+        broken = bytearray(data)
+        broken[len(data) // 2] ^= 0x20
+        path.write_bytes(bytes(broken))
+    elif damage == "truncate":
+        path.write_bytes(data[:-40])
+    else:
+        path.write_bytes(b"")
+    _ok(run("run", "a"))
+    assert run.compiles() == ["&a", "&a"]
+    assert run.event_counts("corrupt") == 1
+    assert rtc_cache.decode(path.read_bytes(), key) is not None       # whole again
+    _ok(run("run", "a"))
+    assert run.compiles() == ["&a", "&a"]                             # and used
+
+
+def test_size_bound_evicts_least_recently_used(drivers, tmp_path):
+    run = Run(drivers["patched"], tmp_path)
+    _ok(run("run", "v0"))
+    size = len(next(iter(run.entries().values())))
+    bound = size * 4 + size // 2                      # room for four entries
+    for i in range(1, 10):
+        _ok(run("run", f"v{i}", "v0", ACTLIB_RTC_CACHE_MAX_SIZE=str(bound)))   # v0 used again each time
+        time.sleep(0.01)
+    entries = run.entries()
+    assert sum(len(d) for d in entries.values()) <= bound
+    assert run.event_counts("evict") >= 5
+    kept = {rtc_cache.decode(d, k)["lowered"][0][0] for k, d in entries.items()}
+    assert "&v0" in kept and "&v9" in kept            # recently used stay
+    assert "&v1" not in kept
+
+
+def test_slow_compile_blocks_no_launch_and_no_other_variant(drivers, tmp_path):
+    """While variant `slow` compiles (1.5 s) on one thread, another thread launches the compiled
+    `fast` and compiles and launches `fresh` at once. The unpatched layer holds its lock for the whole
+    compile: the same launch waits there (the test sees the difference)."""
+    for cache in ("on", "off"):
+        run = Run(drivers["patched"], tmp_path / cache, **({"ACTLIB_RTC_CACHE_DISABLE": "1"} if cache == "off" else {}))
+        launch, new, slow = _nolock(run)
+        assert launch < 200 and new < 200 and slow >= 1500, (cache, launch, new, slow)
+    launch, new, slow = _nolock(Run(drivers["original"], tmp_path / "original"))
+    assert launch > 1000, (launch, new, slow)   # (then `fresh` compiles after `slow`)
+
+
+def _nolock(run: Run) -> tuple[float, float, float]:
+    (line,) = run("nolock", "slow:1500", "fast", "fresh")
+    words = line.split()
+    assert words[0::2][:3] == ["launch", "new", "slow"] and "error" not in words, line
+    return float(words[1]), float(words[3]), float(words[5])
+
+
+def test_many_threads_one_compile(drivers, tmp_path):
+    for cache in ("on", "off"):
+        run = Run(drivers["patched"], tmp_path / cache, **({"ACTLIB_RTC_CACHE_DISABLE": "1"} if cache == "off" else {}))
+        assert run("threads", "16", "y:300") == ["ok 16"]
+        assert run.compiles() == ["&y"], cache
+
+
+def test_failed_compile_remembered_in_process(drivers, tmp_path):
+    run = Run(drivers["patched"], tmp_path)
+    lines = run("run", "f:fail", "f:fail", "g")
+    assert lines[0] == lines[1] and lines[0].startswith("f error ") and "NVRTC failed to compile f" in lines[0]
+    assert lines[2].startswith("g ok")
+    assert run.compiles() == ["&f", "&g"]              # the second call did not compile
+    assert [k for k, d in run.entries().items() if rtc_cache.decode(d, k)["lowered"][0][0] == "&f"] == []
+    run("run", "f:fail")
+    assert run.compiles() == ["&f", "&g", "&f"]        # per process: a new process tries again
+
+
+def test_record_key_matches_python(drivers, tmp_path):
+    """What the layer records for `codemod warm`: its key is the one Python computes from the recorded
+    inputs (same hash, same key material)."""
+    from codemod.verify import warm
+
+    lst = tmp_path / "list.jsonl"
+    run = Run(drivers["patched"], tmp_path, ACTLIB_RTC_CACHE_RECORD=str(lst))
+    _ok(run("run", "a", "b", "a"))
+    _ok(run("run", "a"))                               # a second process appends its line too
+    programs = warm.read_list(lst)
+    assert [p.names for p in programs] == [["&a"], ["&b"]]
+    assert len(lst.read_text().splitlines()) == 3
+    assert all(warm.key_of(p) == p.key for p in programs)
+    assert set(run.entries()) == {p.key for p in programs}
+    assert programs[0].headers == [("variant.h", b"#define VARIANT_HEADER 1\n")]
+
+
+def test_warm_fills_the_cache_with_real_nvrtc(drivers, tmp_path):
+    """`codemod warm LIST` compiles the recorded programs with the real NVRTC (the wheel) into a fresh
+    folder; a later process of the run loads them (no compile) and gets NVRTC's ELF cubin."""
+    from codemod.cli import main
+    from codemod.verify import nvrtc
+
+    try:
+        lib = nvrtc.load()
+    except nvrtc.NvrtcNotFound:
+        pytest.skip("no libnvrtc")
+    version = f"{lib.version[0]}.{lib.version[1]}"
+    lst = tmp_path / "list.jsonl"
+    recorder = Run(drivers["patched"], tmp_path / "rec", ACTLIB_RTC_CACHE_RECORD=str(lst),
+                   ACTLIB_RTC_CACHE_DISABLE="1", MOCK_NVRTC_VERSION=version)
+    _ok(recorder("run", "a", "b"))
+    cache = tmp_path / "warm"
+    assert main(["warm", str(lst), "--cache-dir", str(cache), "-j", "2", "--json", str(tmp_path / "w.json")]) == 0
+    assert main(["warm", str(lst), "--cache-dir", str(cache)]) == 0       # a second time: all present
+    run = Run(drivers["patched"], tmp_path / "use", MOCK_NVRTC_VERSION=version)
+    run.env["ACTLIB_RTC_CACHE_DIR"] = str(cache)
+    _ok(run("run", "a", "b"))
+    assert run.compiles() == [] and run.event_counts("hit") == 2
+    for path in cache.glob("*.bin"):
+        key, data = path.name[:-4], path.read_bytes()
+        entry = rtc_cache.decode(data, key)
+        assert entry["cubin"].startswith(b"\x7fELF") and b"mock" not in entry["cubin"]
+        assert entry["lowered"][0][0] in ("&a", "&b")
+
+
+def test_warm_refuses_another_nvrtc(drivers, tmp_path, capsys):
+    from codemod.cli import main
+
+    lst = tmp_path / "list.jsonl"
+    recorder = Run(drivers["patched"], tmp_path, ACTLIB_RTC_CACHE_RECORD=str(lst), MOCK_NVRTC_VERSION="9.9")
+    _ok(recorder("run", "a"))
+    assert main(["warm", str(lst), "--cache-dir", str(tmp_path / "w")]) == 2
+    err = capsys.readouterr().err
+    assert "recorded with NVRTC 9.9" in err and "Traceback" not in err and len(err.strip().splitlines()) <= 2
