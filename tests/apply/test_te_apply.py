@@ -94,3 +94,35 @@ def test_verify_compiles_a_covering_sample(te_patch, tmp_path):
     report = json.loads(out.read_text())
     assert report["programs"] and all(p["ok"] for p in report["programs"])
     assert {p["kernel"].split("::")[-1] for p in report["programs"] if p["ok"]} == set(KERNELS + GROUPED)
+
+
+def test_layer_gets_the_disk_cache_and_compiles(te_patch):
+    """The rule's `nvrtc_layer.cache`: util/rtc.cpp calls the program functions through rtc_cache::,
+    its compile lock is the per-variant CompileLock, util/rtc_cache.h is added, and the patched
+    rtc.cpp compiles with nvcc (toolkit headers from the wheel; cuBLAS/cuDNN and the CMake string
+    headers stubbed as for the analysis)."""
+    from codemod.frontend.toolchain import make_toolchain
+    from codemod.verify.host import find_nvcc
+
+    work, patch = te_patch
+    text = patch.read_text()
+    assert "+++ b/transformer_engine/common/util/rtc_cache.h" in text
+    assert "+  rtc_cache::CompileLock lock_guard_(lock_, kernel_label);" in text
+    assert "-  std::unique_lock<std::shared_mutex> lock_guard_(lock_);" in text
+    nvcc = find_nvcc()
+    if nvcc is None:
+        pytest.skip("no nvcc")
+    tree = work.parent / "te_applied"
+    if not tree.exists():
+        shutil.copytree(work, tree)
+        assert _git(tree, "apply", str(patch)).returncode == 0
+    common = tree / "transformer_engine/common"
+    rtc = (common / "util/rtc.cpp").read_text()
+    assert "rtc_cache::nvrtcCompileProgram(" in rtc
+    assert not re.findall(r"(?<!rtc_cache::)\bnvrtc(?:CreateProgram|CompileProgram|GetCUBIN|GetPTX|DestroyProgram)\(", rtc)
+    tc = make_toolchain(["cublas_v2.h", "cublasLt.h", "cudnn.h", "nccl.h", "string_code_util_math_h.h", "string_code_utils_cuh.h"])
+    proc = subprocess.run([nvcc, "-std=c++17", "-x", "cu", "-c", str(common / "util/rtc.cpp"), "-o",
+                           str(work.parent / "rtc.o"), "-I", str(common), "-I", str(common / "include"),
+                           "-I", str(tc.cuda_include), "-I", str(tc.cuda_include / "cccl"), "-I", str(tc.stub_dir)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
