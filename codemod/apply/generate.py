@@ -275,8 +275,11 @@ def _layer_cache(root: Path, spec, cs: ChangeSet, head: str, fmt) -> None:
     cs.new_files[cfg["header"]] = fmt(render("layer/rtc_cache.h.j2", banner=head, guard=_guard(cfg["header"]),
                                              layer_source=cfg["source"], namespace=cfg["namespace"],
                                              env=cfg["env"], default_dir=cfg["default_dir"]), cfg["header"])
-    cs.notes.append(f"{cfg['source']}: NVRTC layer with a disk cache ({cfg['env']['dir']}, off with "
-                    f"{cfg['env']['disable']}=1) and per-variant compiles ({cfg['header']})")
+    env = cfg["env"]
+    cs.notes.append(f"{cfg['source']}: NVRTC layer with a disk cache shared by the processes of a machine and "
+                    f"per-variant compiles ({cfg['header']}); environment: {env['dir']} (folder, default "
+                    f"$XDG_CACHE_HOME/{cfg['default_dir']}), {env['disable']}=1 (off), {env['max_size']} (bound, "
+                    f"default 1G), {env['record']} (list for `codemod warm`), {env['log']} (cache events)")
 
 
 def _extracted_header(root: Path, plan: Plan, ex, cs: ChangeSet) -> None:
