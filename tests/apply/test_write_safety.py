@@ -74,9 +74,10 @@ def _steps(tmp_path: Path, files) -> list[str]:
 def test_a_stop_at_every_write_step_is_untouched_migrated_or_recovered(tmp_path, states):
     files, before, after = states
     names = _steps(tmp_path, files)
-    # backups of the 5 edited files, the journal, temp + replace of each of the 17 files, commit, cleanup
-    assert len(names) == 5 + 1 + 2 * len(files) + 2
-    assert names[5] == "journal" and names[-2:] == ["commit", "cleanup"]
+    # backups of the 6 edited files (util/rtc.cpp: the layer's disk cache), the journal, temp + replace of
+    # each file, commit, cleanup
+    assert len(names) == 6 + 1 + 2 * len(files) + 2
+    assert names[6] == "journal" and names[-2:] == ["commit", "cleanup"]
     outcomes = {}
     for k, name in enumerate(names):
         root = _copy(tmp_path / f"stop{k}")
