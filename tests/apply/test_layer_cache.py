@@ -1,0 +1,98 @@
+"""Layer feature `cache` (codemod/apply/layer_cache.py): the edits on small layer sources, the shapes
+it refuses (one line naming file:line, nothing changed), detection of a layer that has it, and
+`codemod warm`'s refusals."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from codemod.apply import layer_cache
+from codemod.cli import main
+from codemod.errors import ApplyError
+from codemod.verify import rtc_cache
+
+LAYER = b"""#include "rtc.h"
+
+#include <nvrtc.h>
+
+namespace lib {
+void Manager::compile(const std::string &label, const std::string &name, const std::string &code) {
+  std::unique_lock<std::shared_mutex> guard(mutex_);
+  if (map_.count(label) > 0) return;
+  nvrtcProgram prog;
+  nvrtcCreateProgram(&prog, code.c_str(), "x.cu", 0, nullptr, nullptr);
+  nvrtcAddNameExpression(prog, name.c_str());
+  const char *opts[] = {"--std=c++17"};
+  CHECK(nvrtcCompileProgram(prog, 1, opts));
+  int major, minor;
+  nvrtcVersion(&major, &minor);
+  nvrtcDestroyProgram(&prog);
+}
+}  // namespace lib
+"""
+
+
+def _apply(data: bytes, edits) -> bytes:
+    for e in sorted(edits, key=lambda e: e.start, reverse=True):
+        data = data[:e.start] + e.text.encode() + data[e.end:]
+    return data
+
+
+def test_edits():
+    out = _apply(LAYER, layer_cache.layer_edits(LAYER, "util/rtc.cpp", "util/rtc.h", "util/rtc_cache.h")).decode()
+    assert '#include "rtc.h"\n#include "rtc_cache.h"\n' in out
+    assert "rtc_cache::CompileLock guard(mutex_, label);" in out and "unique_lock" not in out
+    for fn in ("nvrtcCreateProgram", "nvrtcAddNameExpression", "nvrtcCompileProgram", "nvrtcDestroyProgram"):
+        assert f"rtc_cache::{fn}(" in out
+    assert "  nvrtcVersion(&major" in out              # no program: left alone
+    assert layer_cache.present(out.encode(), "util/rtc_cache.h") and not layer_cache.present(LAYER, "util/rtc_cache.h")
+
+
+@pytest.mark.parametrize("change, message", [
+    (("  std::unique_lock<std::shared_mutex> guard(mutex_);\n", ""), "takes no lock at its top level"),
+    (("nvrtcVersion(&major, &minor);", "nvrtcGetLTOIRSize(prog, nullptr);"), "uses nvrtcGetLTOIRSize"),
+    (("nvrtcVersion(&major, &minor);", "auto f = &nvrtcCompileProgram;"), "uses nvrtcCompileProgram"),
+    (("  nvrtcDestroyProgram(&prog);\n", "  guard.unlock();\n  nvrtcDestroyProgram(&prog);\n"),
+     "the compile lock `guard` is used again"),
+    (('#include "rtc.h"\n', ""), "no #include of rtc.h"),
+])
+def test_refused_shapes(change, message):
+    data = LAYER.replace(change[0].encode(), change[1].encode())
+    with pytest.raises(ApplyError) as err:
+        layer_cache.layer_edits(data, "util/rtc.cpp", "util/rtc.h", "util/rtc_cache.h")
+    assert message in str(err.value) and "\n" not in str(err.value).split(" (hint")[0]
+
+
+def test_second_compile_function_refused():
+    data = LAYER.replace(b"}  // namespace lib", b"void other(nvrtcProgram p) { nvrtcCompileProgram(p, 0, nullptr); }\n"
+                         b"}  // namespace lib")
+    with pytest.raises(ApplyError, match=r"util/rtc.cpp:\d+: a second function calls nvrtcCompileProgram"):
+        layer_cache.layer_edits(data, "util/rtc.cpp", "util/rtc.h", "util/rtc_cache.h")
+
+
+def test_entry_round_trip_and_damage():
+    key = rtc_cache.hash128(b"material")
+    data = rtc_cache.encode(key, [("&k", "_Z1kv")], b"\x7fELF...", b"")
+    assert rtc_cache.decode(data, key) == {"lowered": [("&k", "_Z1kv")], "cubin": b"\x7fELF...", "ptx": b""}
+    assert rtc_cache.decode(data, rtc_cache.hash128(b"other")) is None
+    assert rtc_cache.decode(data[:-1], key) is None
+    assert rtc_cache.decode(data[:10] + b"X" + data[11:], key) is None
+
+
+def test_warm_refusals(tmp_path, capsys):
+    lst = tmp_path / "list.jsonl"
+    assert main(["warm", str(lst), "--cache-dir", str(tmp_path / "c")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    lst.write_text("{not json\n")
+    assert main(["warm", str(lst), "--cache-dir", str(tmp_path / "c")]) == 2
+    assert f"{lst}:1: not a recorded program" in capsys.readouterr().err
+    lst.write_text(json.dumps({"key": "k", "nvrtc": "13.0", "filename": "a.cu", "source": "0" * 32, "headers": [],
+                               "names": ["&a"], "options": []}) + "\n")
+    assert main(["warm", str(lst), "--cache-dir", str(tmp_path / "c")]) == 2
+    assert "is missing from" in capsys.readouterr().err
+    (tmp_path / "list.jsonl.sources").mkdir()
+    (tmp_path / "list.jsonl.sources" / ("0" * 32)).write_text("changed")
+    assert main(["warm", str(lst), "--cache-dir", str(tmp_path / "c")]) == 2
+    assert "does not hash to its name" in capsys.readouterr().err
