@@ -270,7 +270,13 @@ def _layer_cache(root: Path, spec, cs: ChangeSet, head: str, fmt) -> None:
     if layer_cache.present(data, cfg["header"]):
         cs.notes.append(f"{cfg['source']}: the NVRTC layer already has the disk cache ({cfg['header']})")
         return
-    for e in layer_cache.layer_edits(data, cfg["source"], spec.layer["header"], cfg["header"]):
+    # Edits other layer features made in the same source: their program calls go through the cache
+    # too, and the cache does not edit inside what they replace.
+    others = [e for e in cs.edits if e.path == cfg["source"]]
+    for e in others:
+        e.text = layer_cache.qualify_generated(e.text)
+    edits = layer_cache.layer_edits(data, cfg["source"], spec.layer["header"], cfg["header"])
+    for e in layer_cache.merge(edits, [(o.start, o.end) for o in others]):
         cs.edits.append(Edit(cfg["source"], e.start, e.end, e.text, e.why))
     cs.new_files[cfg["header"]] = fmt(render("layer/rtc_cache.h.j2", banner=head, guard=_guard(cfg["header"]),
                                              layer_source=cfg["source"], namespace=cfg["namespace"],

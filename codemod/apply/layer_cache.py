@@ -8,6 +8,7 @@ Also the cache's key and entry format in Python (`codemod warm` writes entries t
 from __future__ import annotations
 
 import posixpath
+import re
 from dataclasses import dataclass
 
 from ..errors import ApplyError
@@ -30,6 +31,21 @@ class LayerEdit:
     end: int
     text: str
     why: str
+
+
+_UNQUALIFIED_CALL = re.compile(r"(?<![\w:])(" + "|".join(PROGRAM_FUNCTIONS) + r")\s*\(")
+
+
+def qualify_generated(text: str) -> str:
+    """Program calls in code another layer feature generates into the same source (e.g. `extend`'s
+    compile helpers) go through the cache too: one program handle type in the whole layer."""
+    return _UNQUALIFIED_CALL.sub(r"rtc_cache::\1(", text)
+
+
+def merge(edits: list[LayerEdit], others: list[tuple[int, int]]) -> list[LayerEdit]:
+    """`edits` without those inside a range another feature's edit replaces (that edit's text
+    carries the call, qualified by qualify_generated)."""
+    return [e for e in edits if not any(start <= e.start < end for start, end in others)]
 
 
 def settings(layer: dict) -> dict | None:

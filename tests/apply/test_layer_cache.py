@@ -96,3 +96,19 @@ def test_warm_refusals(tmp_path, capsys):
     (tmp_path / "list.jsonl.sources" / ("0" * 32)).write_text("changed")
     assert main(["warm", str(lst), "--cache-dir", str(tmp_path / "c")]) == 2
     assert "does not hash to its name" in capsys.readouterr().err
+
+
+def test_with_another_layer_feature_in_the_same_source():
+    """A feature that replaces a program call by a helper it generates (norm13's `extend` does so for
+    compile's headers and options): the cache leaves that call to it and qualifies the helper's."""
+    at = LAYER.index(b"nvrtcCreateProgram(")
+    other = (at, at + len(b"nvrtcCreateProgram("), "helper_create(extra, ")
+    helper = "nvrtcResult helper_create(int extra, nvrtcProgram *p) { return nvrtcCreateProgram(p, \"\", 0, 0, 0, 0); }"
+    edits = layer_cache.merge(layer_cache.layer_edits(LAYER, "util/rtc.cpp", "util/rtc.h", "util/rtc_cache.h"),
+                              [other[:2]])
+    out = _apply(LAYER, edits + [layer_cache.LayerEdit(*other, "x")]).decode()
+    assert "helper_create(extra, &prog" in out and "rtc_cache::nvrtcCreateProgram" not in out
+    assert "rtc_cache::nvrtcCompileProgram(" in out
+    assert layer_cache.qualify_generated(helper).count("rtc_cache::nvrtcCreateProgram(p,") == 1
+    assert layer_cache.qualify_generated("rtc_cache::nvrtcGetCUBIN(p, b); x.nvrtcVersion();") == \
+        "rtc_cache::nvrtcGetCUBIN(p, b); x.nvrtcVersion();"
