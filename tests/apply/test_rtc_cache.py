@@ -37,12 +37,15 @@ def _cuda_include() -> Path | None:
     return None
 
 
-def _build(root: Path, work: Path, name: str) -> Path:
+def _build(root: Path, work: Path, name: str, nvrtc_lib: Path | None = None) -> Path:
+    """The driver over `root`'s layer with the mock CUDA runtime and the mock NVRTC (or the real
+    library `nvrtc_lib`)."""
     inc = _cuda_include()
     if inc is None:
         pytest.skip("no CUDA headers (nvrtc.h)")
     objs = []
-    for src in (root / "util/rtc.cpp", FIXTURES / "driver.cpp", FIXTURES / "mock_nvrtc.cpp", FIXTURES / "mock_cudart.cpp"):
+    nvrtc_obj = FIXTURES / ("real_nvrtc_glue.cpp" if nvrtc_lib else "mock_nvrtc.cpp")
+    for src in (root / "util/rtc.cpp", FIXTURES / "driver.cpp", nvrtc_obj, FIXTURES / "mock_cudart.cpp"):
         obj = work / f"{name}_{src.stem}.o"
         proc = subprocess.run([CXX, "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", "-c", str(src), "-I", str(root),
                                "-I", str(root / "include"), "-I", str(inc), "-o", str(obj)],
@@ -50,7 +53,8 @@ def _build(root: Path, work: Path, name: str) -> Path:
         assert proc.returncode == 0, proc.stderr[-4000:]
         objs.append(str(obj))
     exe = work / name
-    proc = subprocess.run([CXX, "-pthread", *objs, "-o", str(exe)], capture_output=True, text=True)
+    libs = [f"-L{nvrtc_lib.parent}", f"-l:{nvrtc_lib.name}", f"-Wl,-rpath,{nvrtc_lib.parent}"] if nvrtc_lib else []
+    proc = subprocess.run([CXX, "-pthread", *objs, *libs, "-o", str(exe)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return exe
 
@@ -280,3 +284,26 @@ def test_warm_refuses_another_nvrtc(drivers, tmp_path, capsys):
     assert main(["warm", str(lst), "--cache-dir", str(tmp_path / "w")]) == 2
     err = capsys.readouterr().err
     assert "recorded with NVRTC 9.9" in err and "Traceback" not in err and len(err.strip().splitlines()) <= 2
+
+
+def test_real_nvrtc_compiles_once_then_loads(tmp_path):
+    """The patched layer over the real NVRTC (the wheel): the first process compiles with NVRTC and
+    stores ELF cubins; a second process loads them (`hit`, no compile) and launches."""
+    from codemod.verify import nvrtc
+
+    try:
+        lib = nvrtc.find_library()
+    except nvrtc.NvrtcNotFound:
+        pytest.skip("no libnvrtc")
+    root, _, _ = patch_actlib(tmp_path / "tree")
+    exe = _build(root, tmp_path, "real", nvrtc_lib=Path(lib))
+    # libnvrtc loads its builtins library by name: the wheel's folder on the search path
+    run = Run(exe, tmp_path / "run", LD_LIBRARY_PATH=str(Path(lib).parent))
+    cold = _ok(run("run", "a", "b"))
+    assert run.event_counts("compile") == 2 and run.event_counts("hit") == 0
+    warm_first = _ok(run("run", "a", "b"))
+    assert run.event_counts("compile") == 2 and run.event_counts("hit") == 2
+    assert warm_first["b"] < cold["b"]
+    for key, data in run.entries().items():
+        entry = rtc_cache.decode(data, key)
+        assert entry["cubin"].startswith(b"\x7fELF") and entry["lowered"][0][1].startswith("_Z")
