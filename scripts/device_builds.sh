@@ -9,6 +9,8 @@
 #   scripts/device_builds.sh start-seq WORK ORIGINAL_SRC MIGRATED_SRC  # one after the other, all cores
 #   scripts/device_builds.sh wait WORK SECONDS [OUT]                # progress; copies results to OUT
 #
+# `PIN=0 ... start` does not pin: both builds share every core (builds for parity only, whose
+# times are not compared; several WORK folders can then build several libraries at once).
 # `start-seq` is for a machine too small for two builds at once: the original, then the migrated
 # tree, each with every core (one setsid chain, same logs and status files as `start`).
 # `start` runs each build through scripts/device_bg.sh (setsid: it outlives the call that started
@@ -42,6 +44,8 @@ start)
     orig=${3:?ORIGINAL_SRC}; migr=${4:?MIGRATED_SRC}
     : "${BUILD_CMD:?BUILD_CMD is required (with {src} and {build})}"
     read -r cpus_a cpus_b < <(cpu_sets)
+    all=$(python3 -c 'import os; print(",".join(map(str, sorted(os.sched_getaffinity(0)))))')
+    if [ "${PIN:-1}" = 0 ]; then cpus_a=$all; cpus_b=$all; fi
     echo "cpus original: $cpus_a"; echo "cpus migrated: $cpus_b"
     lscpu > "$work/lscpu.txt" 2>&1
     for side in original migrated; do
