@@ -15,7 +15,7 @@ import jinja2
 from .. import __version__
 from ..errors import ApplyError, UnsupportedConstruct
 from ..frontend.treesitter import scan_bytes
-from . import kernel_api, layer_cache, source, stdnames, stdshim
+from . import kernel_api, layer, layer_cache, source, stdnames, stdshim, zero_length
 from .. import strict_json
 from .extract import header_guard
 from .style import (FALLBACK_STYLE, C_FILE, TargetStyle, find_clang_format, leading_comment, license_header,
@@ -199,6 +199,8 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
             line = data[:start].count(b"\n") + 1
             cs.notes.append(f"{repo_path}:{line}: host-only definitions guarded by #ifndef {RTC_GUARD}")
 
+    _zero_length_arrays(root, plan, cs, shipped, std_cfg, added_banner(spec.rule_id, version))
+
     if std_cfg:
         _std_names(root, plan, cs, shipped, std_cfg, std_used)
 
@@ -234,6 +236,7 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
             options=spec.options["kernels"].get(kp.kernel.id, [])))
     stub_path = f"{out}/kernels.h"
     guard = _guard(stub_path)
+    kernels_features = kernel_api.stub_features(s for kp in plan.kernels for s in kp.sites)
     cs.new_files[stub_path] = fmt(render(
         "kernels.h.j2", banner=head, guard=guard, layer=spec.layer,
         layer_header=relative_include(spec.layer["header"], stub_path),
@@ -243,7 +246,15 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
         copy_hash_base=COPY_HASH_BASE,
         legacy_option=spec.legacy_option, namespace=spec.namespace, type_names=sorted(type_names),
         function_names=sorted(fn_names), options=spec.options, kernels=kernels_ctx,
-        features=kernel_api.stub_features(s for kp in plan.kernels for s in kp.sites)), stub_path)
+        features=kernels_features), stub_path)
+
+    # The library's NVRTC layer, where it lacks what the stubs call (nvrtc_layer.extend).
+    if "extend" in spec.layer:
+        edits, added, present = layer.extend(root, spec.layer, kernels_features, render, added_banner(spec.rule_id, version))
+        cs.edits += [Edit(e.path, e.start, e.end, e.text, e.why) for e in edits]
+        if added:
+            cs.notes.append(f"{spec.layer['header']}: the NVRTC layer lacked {', '.join(added)}: added "
+                            f"(nvrtc_layer.extend){'; already present: ' + ', '.join(present) if present else ''}")
 
     # The NVRTC layer's features the rule asks for (disk cache, per-variant compiles).
     _layer_cache(root, spec, cs, head, fmt)
@@ -427,6 +438,33 @@ def _std_names(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str], s
     if defined:
         cs.edits.append(Edit(header, at, at, text, "<cstdint> names for NVRTC"))
         cs.notes.append(f"{header}: {', '.join(defined)} defined for NVRTC (global, as <cstdint> has them)")
+
+
+def _zero_length_arrays(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str], std_cfg: dict | None,
+                        added: str) -> None:
+    """Class templates of the shipped headers with a member array that can be zero-length get a
+    specialization without it (zero_length.py): NVRTC rejects what nvcc accepts as a GNU extension."""
+    out = plan.spec.output_dir + "/"
+    for repo_path in sorted(shipped):
+        if repo_path.startswith(out) or repo_path in cs.new_files:
+            continue
+        data = (root / repo_path).read_bytes()
+        edits, skipped = zero_length.find(data)
+        for e in edits:
+            text = render("zero_length.h.j2", banner=added, **e.special_ctx)
+            param = e.param_text
+            if std_cfg:      # the names are the header's own std uses, which _std_names defines
+                text, _ = stdnames.respell(text, std_cfg["namespace"])
+                param, _ = stdnames.respell(param, std_cfg["namespace"])
+            cs.edits.append(Edit(repo_path, e.param_at, e.param_at, param,
+                                 "flag: the member array is non-empty (NVRTC rejects zero-length arrays)"))
+            cs.edits.append(Edit(repo_path, e.special_at, e.special_at, text,
+                                 "specialization without the zero-length array"))
+            cs.notes.append(f"{repo_path}:{e.line}: {e.class_name}::{e.field} can be a zero-length array (NVRTC "
+                            f"rejects it): specialized without it when empty")
+        for sk in skipped:
+            cs.notes.append(f"{repo_path}:{sk.line}: {sk.class_name}: a member array may be zero-length, left as "
+                            f"is ({sk.reason}); NVRTC rejects the variants where it is")
 
 
 def _guard(path: str) -> str:
