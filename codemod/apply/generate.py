@@ -451,7 +451,7 @@ def _zero_length_arrays(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str
         data = (root / repo_path).read_bytes()
         edits, skipped = zero_length.find(data)
         for e in edits:
-            text = render("zero_length.h.j2", banner=added, **e.special_ctx)
+            text = render("zero_length.h.j2", banner=added, **e.special_ctx).rstrip("\n")
             param = e.param_text
             if std_cfg:      # the names are the header's own std uses, which _std_names defines
                 text, _ = stdnames.respell(text, std_cfg["namespace"])
