@@ -107,18 +107,20 @@ def _include_dirs(unit: HostUnit) -> list[Path]:
 
 
 def select_units(units: list[HostUnit], manifests: list[Manifest]) -> list[HostUnit]:
-    """Units that are generated (inside an output_dir) or that include a rewritten launch site,
-    directly or through other headers of the tree (the frontend's include graph, with the unit's
-    own include dirs)."""
+    """Units that are generated (inside an output_dir), that the patch edited, or that include a
+    rewritten launch site or an edited file (the NVRTC layer's header, a kernel header), directly
+    or through other headers of the tree (the frontend's include graph, with the unit's own
+    include dirs)."""
     from ..frontend.parse import IncludeGraph
 
     out_dirs = [(m.root / m.output_dir).resolve() for m in manifests]
     targets = {(m.root / site.split(":")[0]).resolve() for m in manifests for k in m.kernels for site in k.sites}
+    targets |= {(m.root / f).resolve() for m in manifests for f in m.edited}
     graphs = {root: IncludeGraph(root) for root in {m.root.resolve() for m in manifests}}
     chosen = []
     for unit in units:
         path = Path(unit.directory, unit.file).resolve()
-        if any(path.is_relative_to(d) for d in out_dirs):
+        if any(path.is_relative_to(d) for d in out_dirs) or path in targets:
             chosen.append(unit)
             continue
         dirs = tuple(_include_dirs(unit))

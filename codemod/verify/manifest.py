@@ -52,6 +52,7 @@ class Manifest:
     legacy_option: str | None
     kernels: list[KernelEntry]
     overlay: dict[str, str] = field(default_factory=dict)   # path -> text not written yet (apply)
+    edited: list[str] = field(default_factory=list)          # library files the patch edits (`files`)
 
     def read(self, relative: str) -> str:
         """Text of a file named by a manifest path; VerifyError naming the manifest if missing."""
@@ -104,7 +105,9 @@ def parse_manifest(text: str, path: Path, root: Path | None = None, overlay: dic
             root = root.parent
     kernels = [_kernel(k, f"{where}: kernels[{i}]") for i, k in enumerate(_get(doc, "kernels", list, where))]
     return Manifest(path=path, root=root, rule=_get(doc, "rule", str, where), output_dir=output_dir,
-                    legacy_option=doc.get("legacy_option"), kernels=kernels, overlay=dict(overlay or {}))
+                    legacy_option=doc.get("legacy_option"), kernels=kernels, overlay=dict(overlay or {}),
+                    edited=sorted(k for k, v in (doc.get("files") or {}).items()
+                                  if isinstance(v, dict) and v.get("before") is not None))
 
 
 def _kernel(doc: dict, where: str) -> KernelEntry:
