@@ -88,12 +88,15 @@ def additions(header: str, data: bytes, target: str, names: set[str]) -> tuple[i
     close = _namespace_close(data, target)
     if close >= 0:
         return close, f"\n{note}\n{body}\n\n", defined
+    # NOTE: a new namespace goes at the top of the parent's first block: the header's own uses,
+    # respelled into it, may come anywhere after (TE 6377ca161's utils.cuh uses is_same_v in
+    # abs_val, 80 lines before its namespace block ends: at the end, nvcc failed on the host build).
     parent, _, last = target.rpartition("::")
-    close = _namespace_close(data, parent) if parent else -1
-    if close < 0:
+    start = _namespace_close(data, parent, opening=True) if parent else -1
+    if start < 0:
         raise ApplyError(f"{header}: no `namespace` block of {parent or target} to add {', '.join(defined)} to",
                          where=header, hint="check migrate/kernel_strings/std_names in the rule")
-    return close, f"\n{note}\nnamespace {last} {{\n\n{body}\n\n}}  // namespace {last}\n\n", defined
+    return start, f"\n{note}\nnamespace {last} {{\n\n{body}\n\n}}  // namespace {last}\n\n", defined
 
 
 def _declared_in(data: bytes, target: str) -> set[str]:
@@ -143,9 +146,10 @@ def _closure(names: list[str], have: set[str]) -> list[str]:
     return out
 
 
-def _namespace_close(data: bytes, target: str) -> int:
+def _namespace_close(data: bytes, target: str, opening: bool = False) -> int:
     """Offset of the start of the line holding the closing brace of the first block of namespace
-    `target` (nested `namespace a { namespace b {` or `namespace a::b {`); -1 when none."""
+    `target` (nested `namespace a { namespace b {` or `namespace a::b {`); with `opening`, of the
+    line after its opening brace; -1 when none."""
     parts = target.split("::")
 
     def visit(container, depth_parts: list[str]) -> int:
@@ -165,6 +169,8 @@ def _namespace_close(data: bytes, target: str) -> int:
             if body is None:
                 continue
             if not rest:
+                if opening:
+                    return data.find(b"\n", body.start_byte) + 1
                 return data.rfind(b"\n", 0, body.end_byte - 1) + 1
             r = visit(body, rest)
             if r >= 0:

@@ -79,6 +79,21 @@ def test_a_missing_namespace_is_opened_in_its_parent_else_refused():
         stdnames.additions("utils.h", HEADER, "elsewhere::detail", {"min"})
 
 
+def test_a_new_namespace_comes_before_the_headers_own_uses():
+    """TE 6377ca161's utils.cuh: `std::is_same_v` used in a function of `namespace
+    transformer_engine` long before the block ends; respelled `detail::is_same_v`, the new
+    `namespace detail` must precede it (at the block's end nvcc failed: no member is_same_v)."""
+    header = (b"namespace lib {\n\nstruct early {};\n\ntemplate <typename T>\n__device__ bool f() {\n"
+              b"  return std::is_same_v<T, float>;\n}\n\n}  // namespace lib\n")
+    use = stdnames.uses(header)[0]
+    at, text, _ = stdnames.additions("utils.h", header, "lib::detail", {"is_same_v"})
+    assert at < use[0]
+    edited = header[:use[0]] + stdnames.replacement("lib::detail", use[3], False, "is_same_v").encode() + header[use[1]:]
+    out = edited[:at].decode() + text + edited[at:].decode()
+    assert out.index("namespace detail {") < out.index("detail::is_same_v<T, float>")
+    assert out.index("namespace lib {") < out.index("namespace detail {")
+
+
 def test_a_second_rule_adds_only_what_is_missing():
     """Two rules applied one after the other to one tree: the second must not redefine min."""
     at, text, _ = stdnames.additions("utils.h", HEADER, "lib::detail", {"min"})
