@@ -64,7 +64,7 @@ def test_units_are_selected_through_quoted_and_angle_includes(tmp_path):
                       "src/inc/other.h": "#include <vector>\n", "rtc/stub.cpp": "\n"}.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
-    manifest = SimpleNamespace(root=root, output_dir="rtc",
+    manifest = SimpleNamespace(root=root, output_dir="rtc", edited=[],
                                kernels=[SimpleNamespace(sites=["include/lib/site.h:1:1"])])
 
     def unit(rel):
@@ -74,3 +74,9 @@ def test_units_are_selected_through_quoted_and_angle_includes(tmp_path):
     assert [u.file for u in chosen] == ["src/a.cu", "rtc/stub.cpp"]
     no_dirs = HostUnit(file="src/a.cu", arguments=["nvcc", "-c", "src/a.cu"], directory=str(root))
     assert select_units([no_dirs], [manifest]) == []        # <lib/site.h> is not reachable without -I
+    # a file the patch edited (the NVRTC layer's header, here other.h) selects its includers too
+    manifest.edited = ["src/inc/other.h"]
+    chosen = select_units([unit("src/a.cu"), unit("src/d.cu"), unit("rtc/stub.cpp")], [manifest])
+    assert [u.file for u in chosen] == ["src/a.cu", "src/d.cu", "rtc/stub.cpp"]
+    manifest.edited = ["src/d.cu"]                            # and an edited unit itself
+    assert [u.file for u in select_units([unit("src/d.cu")], [manifest])] == ["src/d.cu"]

@@ -1,0 +1,48 @@
+"""rules/normalization on the parent of TE's own norm NVRTC migration (aef96db0c^): all 12 kernel
+templates migrate from the rule alone; the RMSNorm backward union loses its zero-length padding by
+specialization, and TE's NVRTC layer (util/rtc.{h,cpp}) gains exactly the features the stubs call.
+Runs only with TE_NORM_SOURCE_DIR (the checkout's repository root)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from codemod.cli import main
+
+SOURCE = os.environ.get("TE_NORM_SOURCE_DIR")
+pytestmark = pytest.mark.skipif(not SOURCE, reason="TE_NORM_SOURCE_DIR is not set")
+
+
+def test_all_twelve_kernels_migrate_with_the_layer_extended(tmp_path):
+    repo = tmp_path / "te"
+    shutil.copytree(Path(SOURCE) / "transformer_engine", repo / "transformer_engine",
+                    ignore=shutil.ignore_patterns(".git", "build", "*.so"))
+    for cmd in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "b"]):
+        subprocess.run(["git", *cmd], cwd=repo, check=True, capture_output=True)
+    patch, report = tmp_path / "n.patch", tmp_path / "n.md"
+    assert main(["apply", "--target", "normalization", str(repo / "transformer_engine/common"),
+                 "--diff", str(patch), "--report", str(report), "--quiet"]) == 0
+    text, rep = patch.read_text(), report.read_text()
+    assert "12 kernels migrated" in rep and "Left static\n\n- nothing" in rep
+    assert "dx_add_t::_padding can be a zero-length array" in rep
+    assert ("the NVRTC layer lacked compile_headers, function_for, set_function_attribute, occupancy, "
+            "launch_cooperative: added (nvrtc_layer.extend)") in rep
+    assert "union dx_add_t<Ivec, Ovec, FusedAdd, false> {" in text
+    # the layer's own compile keeps its body: two calls go through the helpers, nothing else moves
+    rtc_cpp = text[text.index("diff --git a/transformer_engine/common/util/rtc.cpp"):]
+    rtc_cpp = rtc_cpp[:rtc_cpp.index("\ndiff --git") if "\ndiff --git" in rtc_cpp else None]
+    removed = [line for line in rtc_cpp.splitlines() if line.startswith("-") and not line.startswith("---")]
+    assert len(removed) <= 6 and all(any(k in line for k in ("KernelManager::compile(", "filename)", "nvrtcCreateProgram",
+                                                             "include_names));", "nvrtcCompileProgram"))
+                                     for line in removed), removed
+    # a second apply on the migrated tree adds nothing to the layer
+    assert subprocess.run(["git", "apply", str(patch)], cwd=repo).returncode == 0
+    again = tmp_path / "again.patch"
+    main(["apply", "--target", "normalization", str(repo / "transformer_engine/common"), "--diff", str(again),
+          "--quiet", "--allow-dirty"])
+    assert "util/rtc" not in (again.read_text() if again.exists() else "")
