@@ -147,8 +147,7 @@ def find(data: bytes) -> tuple[list[ZeroLengthEdit], list[Skipped]]:
             defs[alias] = _substitute(node, data, defs)
         flag = f"CodemodHas{field_name if field_name.startswith('_') else '_' + field_name}"
         if flag in {p[1] for p in params}:
-            skipped.append(Skipped(cname, line, f"a template parameter is already named {flag}"))
-            continue
+            continue          # done by an earlier apply: the specialization follows the template
         semi = t.next_sibling
         special_at = semi.end_byte if semi is not None and semi.type == ";" else t.end_byte
         keep_body = (data[body.start_byte:field.start_byte].rstrip(b" \t")

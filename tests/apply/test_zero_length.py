@@ -56,6 +56,10 @@ def test_found_with_the_flag_spelled_through_the_member_aliases():
     assert "_pad" not in special.split("{", 1)[1] and "b_t b;" in special
 
 
+def test_an_edited_template_is_not_edited_again():
+    assert zero_length.find(_edited(SOURCE).encode()) == ([], [])
+
+
 def test_no_array_or_a_nonzero_array_is_left_alone():
     assert zero_length.find(b"template <int N> struct s { char a[N ? N : 1]; };") == ([], [])
     assert zero_length.find(b"template <int N> struct s { char a[N]; };") == ([], [])
@@ -64,7 +68,7 @@ def test_no_array_or_a_nonzero_array_is_left_alone():
 def test_a_size_naming_a_data_member_is_skipped_with_the_reason():
     edits, skipped = zero_length.find(
         b"template <int N> struct s { static constexpr int k = N; char a[k > 1 ? k : 0]; int k2; };")
-    assert edits == [] and skipped[0].reason == "the size names a data member (k)" or skipped[0].reason.startswith("the size")
+    assert edits == [] and [s.reason for s in skipped] == ["the size names a data member (k)"]
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
