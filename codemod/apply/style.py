@@ -193,11 +193,54 @@ def format_edits(files: dict[str, tuple[str | None, str]], style: TargetStyle) -
         if old is not None and C_FILE.search(path):
             ranges = changed_lines(old, new)
             if ranges:
-                new = style.format(new, path, ranges)
+                new = _with_file_alignment(style, old).format(new, path, ranges)
         elif old is None and C_FILE.search(path):
             new = style.format(new, path)      # a new library file (device code moved out of a unit)
         out[path] = (old, new)
     return {p: v for p, v in out.items() if v[0] != v[1]}
+
+
+_LEFT = re.compile(r"[\w>][*&]+ [A-Za-z_]")       # `Kernel& k`, `char* p`
+_RIGHT = re.compile(r"[\w>] [*&]+[A-Za-z_]")       # `Kernel &k`, `char *p`
+
+
+def _with_file_alignment(style: TargetStyle, old: str) -> TargetStyle:
+    """With `DerivePointerAlignment: true`, clang-format takes `*`/`&` placement from the majority
+    of the file: added lines written the other way can flip it, and the target's hook then flags
+    the file's untouched lines (TE's util/rtc.cpp writes `Kernel&`; codemod's layer code `Kernel &`).
+    The edited lines are formatted with the alignment the original file has (a copy of the style
+    with DerivePointerAlignment off)."""
+    if not style.style.startswith("file:"):
+        return style
+    config = Path(style.style[len("file:"):])
+    text = config.read_text()
+    if not re.search(r"(?m)^DerivePointerAlignment:\s*true", text):
+        return style
+    left, right = len(_LEFT.findall(old)), len(_RIGHT.findall(old))
+    if left == right:
+        return style
+    fixed = re.sub(r"(?m)^DerivePointerAlignment:.*$", "DerivePointerAlignment: false", text)
+    align = "Left" if left > right else "Right"
+    fixed = (re.sub(r"(?m)^PointerAlignment:.*$", f"PointerAlignment: {align}", fixed)
+             if re.search(r"(?m)^PointerAlignment:", fixed) else fixed.rstrip("\n.") + f"\nPointerAlignment: {align}\n")
+    out = _derived_style_file(fixed)
+    return TargetStyle(style.exe, style.version, f"file:{out}", style.pinned, style.source, style.warning,
+                       style.column_limit)
+
+
+@lru_cache(maxsize=None)
+def _derived_style_file(text: str) -> Path:
+    import hashlib
+    import tempfile
+
+    folder = Path(tempfile.gettempdir()) / f"codemod-style-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+    folder.mkdir(exist_ok=True)
+    path = folder / ".clang-format"
+    if not path.is_file() or path.read_text() != text:
+        tmp = folder / f".clang-format.{os.getpid()}"
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    return path
 
 
 # ---------------------------------------------------------------------------------------------

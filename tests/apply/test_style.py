@@ -93,3 +93,25 @@ def test_a_new_library_file_is_formatted_whole_only_with_a_target_style(tmp_path
     (tmp_path / ".clang-format").write_text("BasedOnStyle: Google\n")
     out = style.format_edits(files, style.target_style(tmp_path))
     assert out["moved.cuh"][1] == "int f(int a) { return a; }\n" and out["notes.txt"] == files["notes.txt"]
+
+
+def test_added_lines_keep_the_files_derived_pointer_alignment(tmp_path):
+    """DerivePointerAlignment: added lines written `T &x` in a file written `T& x` are formatted
+    `T& x`: otherwise they outnumber the file's own and the target's hook flags untouched lines."""
+    exe, _ = style.find_clang_format(None)
+    if exe is None:
+        pytest.skip("clang-format not installed")
+    (tmp_path / ".clang-format").write_text("BasedOnStyle: Google\nDerivePointerAlignment: true\n"
+                                            "PointerAlignment: Left\nColumnLimit: 100\n")
+    target = style.TargetStyle(exe, None, f"file:{tmp_path / '.clang-format'}")
+    old = "void f(const int& a);\nvoid g(int& b);\n"
+    added = "".join(f"void h{i}(const std::string &x{i}, int *p{i});\n" for i in range(5))
+    out = style.format_edits({"a.cpp": (old, old + added)}, target)["a.cpp"][1]
+    assert "const std::string& x0, int* p0" in out and "const int& a" in out
+    checked = subprocess.run([exe, f"--style=file:{tmp_path / '.clang-format'}", "--dry-run", "-Werror",
+                              "--assume-filename=a.cpp"], input=out, capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
+    # and a file written `T &x` keeps that
+    right = "void f(const int &a);\nvoid g(int &b);\n"
+    out = style.format_edits({"b.cpp": (right, right + "void k(int& c);\n")}, target)["b.cpp"][1]
+    assert "void k(int &c);" in out
