@@ -296,7 +296,8 @@ def _layer_cache(root: Path, spec, cs: ChangeSet, head: str, fmt) -> None:
     cs.notes.append(f"{cfg['source']}: NVRTC layer with a disk cache shared by the processes of a machine and "
                     f"per-variant compiles ({cfg['header']}); environment: {env['dir']} (folder, default "
                     f"$XDG_CACHE_HOME/{cfg['default_dir']}), {env['disable']}=1 (off), {env['max_size']} (bound, "
-                    f"default 1G), {env['record']} (list for `codemod warm`), {env['log']} (cache events)")
+                    f"default 1G), {env['record']} (list for `codemod warm`), {env['warm']} (a list compiled by "
+                    f"{env['warm_threads']} background threads), {env['log']} (cache events)")
 
 
 def _extracted_header(root: Path, plan: Plan, ex, cs: ChangeSet) -> None:

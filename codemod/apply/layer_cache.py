@@ -22,7 +22,8 @@ PROGRAM_FUNCTIONS = ("nvrtcCreateProgram", "nvrtcDestroyProgram", "nvrtcAddNameE
 # NVRTC functions without a program: left as they are.
 PROGRAM_FREE = ("nvrtcVersion", "nvrtcGetErrorString", "nvrtcGetNumSupportedArchs", "nvrtcGetSupportedArchs")
 LOCK_TYPES = ("std::unique_lock", "std::lock_guard", "std::scoped_lock")
-ENV_SUFFIXES = {"dir": "DIR", "disable": "DISABLE", "max_size": "MAX_SIZE", "record": "RECORD", "log": "LOG"}
+ENV_SUFFIXES = {"dir": "DIR", "disable": "DISABLE", "max_size": "MAX_SIZE", "record": "RECORD", "log": "LOG",
+                "warm": "WARM", "warm_threads": "WARM_THREADS"}
 
 
 @dataclass

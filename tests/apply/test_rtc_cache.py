@@ -307,3 +307,23 @@ def test_real_nvrtc_compiles_once_then_loads(tmp_path):
     for key, data in run.entries().items():
         entry = rtc_cache.decode(data, key)
         assert entry["cubin"].startswith(b"\x7fELF") and entry["lowered"][0][1].startswith("_Z")
+
+
+def test_in_process_warm_up_compiles_the_list_in_parallel(drivers, tmp_path):
+    """`<prefix>_WARM=LIST`: at a process's first compile, background threads compile the recorded
+    programs missing from the cache, in parallel with the layer's own compiles (the file lock keeps
+    each to one compile); three 400 ms variants used one after the other then cost about one compile,
+    not three. The threads are joined at exit."""
+    lst = tmp_path / "list.jsonl"
+    specs = ("p:400", "q:400", "r:400")
+    recorder = Run(drivers["patched"], tmp_path / "rec", ACTLIB_RTC_CACHE_RECORD=str(lst), ACTLIB_RTC_CACHE_DISABLE="1")
+    _ok(recorder("run", *specs))
+    run = Run(drivers["patched"], tmp_path / "use", ACTLIB_RTC_CACHE_WARM=str(lst), ACTLIB_RTC_CACHE_WARM_THREADS="3")
+    t0 = time.monotonic()
+    times = _ok(run("run", *specs))
+    wall = time.monotonic() - t0
+    assert sorted(run.compiles()) == ["&p", "&q", "&r"]          # each once, by a warm thread or the layer
+    assert run.event_counts("warm") >= 2
+    assert sum(times.values()) < 800 and wall < 2.0, (times, wall)
+    cold = Run(drivers["patched"], tmp_path / "cold")
+    assert sum(_ok(cold("run", *specs)).values()) > 1150          # the same without the list
