@@ -167,6 +167,7 @@ class KernelSignature:
     template_params: str        # `<int nvec, ...>`
     param_types: list[str]      # `const InputType *`, ...
     param_decls: list[str]      # `const InputType *in`, ...
+    declaration: str = ""       # the text from `template` to the parameter list's `)`, as written
 
 
 _TOP_QUALIFIERS = re.compile(r"\b(const|volatile|__restrict__|__restrict)\b")
@@ -216,7 +217,8 @@ def kernel_signature(data: bytes, start: int, end: int) -> KernelSignature:
         else:
             cut = full
         types.append(value_type(" ".join(cut.split()).strip()))
-    return KernelSignature(" ".join(text[tparams.start_byte:tparams.end_byte].decode().split()), types, decls)
+    return KernelSignature(" ".join(text[tparams.start_byte:tparams.end_byte].decode().split()), types, decls,
+                           text[:plist.end_byte].decode())
 
 
 def template_ids(data: bytes, names: set[str]) -> list[tuple[int, int, str]]:

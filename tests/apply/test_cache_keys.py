@@ -48,9 +48,10 @@ def labels(tmp_path_factory) -> tuple[dict, dict[str, list[str]], Path]:
     for fast in ("0", "1"):
         exe = work / f"labels_{fast}"
         builds[fast] = (exe, subprocess.Popen(
-            ["nvcc", "-std=c++17", "-x", "cu", "-I", str(root), "-I", str(root / "include"), "-I", str(strings),
+            ["nvcc", "-std=c++17", "-I", str(root), "-I", str(root / "include"), "-I", str(strings),
              "-I", str(work), "-DACTLIB_BUILD_LEGACY_STATIC_ACTIVATION=0",
              f"-DACTLIB_BUILD_ACTIVATION_WITH_FAST_MATH={fast}", str(HERE / "fixtures/cache_labels.cu"),
+             str(root / "rtc/activation/kernels.cpp"),
              "-o", str(exe)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     out = {}
     for fast, (exe, proc) in builds.items():

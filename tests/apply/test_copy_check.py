@@ -1,4 +1,4 @@
-"""The prelude's copies cannot drift (issue 15, acceptance 3): kernels.h holds a static_assert per
+"""The prelude's copies cannot drift (issue 15, acceptance 3): kernels.cpp holds a static_assert per
 copied declaration that the embedded text of its header still contains it (copy_check.h.j2), so a
 changed header stops the build. Compiled with the host C++ compiler."""
 
@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from codemod.apply.generate import COPY_HASH_BASE, copy_hash, render
+from codemod.apply.generate import COPY_HASH_BASE, copy_hash, grouped_checks, render
 
 DECL = "template <typename T>\nstruct is_fp8 : std::false_type {};"
 HEADER = f"// lib/common.h\nnamespace lib {{\nusing fp32 = float;\n\n{DECL}\n}}  // namespace lib\n"
@@ -22,12 +22,13 @@ def _string_header(name: str, text: str) -> str:
 
 def _compile(tmp_path, header_text: str) -> subprocess.CompletedProcess:
     length, h = copy_hash(DECL)
-    check = render("copy_check.h.j2", namespace="lib::rtc", copy_hash_base=COPY_HASH_BASE, copy_checks=[dict(
-        file="common.h", symbol="string_code_common_h", prelude="rtc/prelude/common.h", name="is_fp8",
-        length=length, hash=h)])
+    check = render("copy_check.h.j2", namespace="lib::rtc", copy_hash_base=COPY_HASH_BASE, copy_checks=grouped_checks([
+        dict(file="common.h", symbol="string_code_common_h", length=length, hash=h, name="is_fp8",
+             what="what rtc/prelude/common.h copies")]))
     src = tmp_path / "check.cpp"
     src.write_text(_string_header("string_code_common_h", header_text) + check + "int main() { return 0; }\n")
-    return subprocess.run(["g++", "-std=c++17", "-fsyntax-only", str(src)], capture_output=True, text=True)
+    return subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-include", "initializer_list", str(src)],
+                          capture_output=True, text=True)
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="no g++")
@@ -36,7 +37,50 @@ def test_an_unchanged_copy_compiles_and_a_changed_header_stops_the_build(tmp_pat
     assert _compile(tmp_path, "// moved to the end\n" + HEADER).returncode == 0       # elsewhere in it: fine
     r = _compile(tmp_path, HEADER.replace("std::false_type", "std::true_type"))
     assert r.returncode != 0
-    assert "rtc/prelude/common.h copies is_fp8 from common.h, which changed it: re-run codemod apply" in r.stderr
+    assert "common.h changed is_fp8: re-run codemod apply" in r.stderr
     assert _compile(tmp_path, "#").returncode != 0                                       # shorter than the copy
     # the analysis' stub of a string header CMake has not made yet is an empty string: let through
     assert _compile(tmp_path, "").returncode == 0
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (host compile of kernels.cpp)")
+def test_a_changed_kernel_parameter_stops_the_build(tmp_path):
+    """kernels.h declares the static kernels again and its factories take their parameter lists
+    from those declarations: kernels.cpp checks that each header still declares its kernels so.
+    A parameter type changed in the header (as a later edit of the library would) fails the build
+    of kernels.cpp, naming the kernel; the unchanged tree builds."""
+    from .patched_actlib import patch_actlib
+
+    root, strings, _ = patch_actlib(tmp_path)
+
+    def build() -> subprocess.CompletedProcess:
+        return subprocess.run(["nvcc", "-std=c++17", "-I", str(root), "-I", str(root / "include"), "-I",
+                               str(strings), "-DACTLIB_BUILD_LEGACY_STATIC_ACTIVATION=0",
+                               "-DACTLIB_BUILD_ACTIVATION_WITH_FAST_MATH=0", "-c",
+                               str(root / "rtc/activation/kernels.cpp"), "-o", str(tmp_path / "kernels.o")],
+                              capture_output=True, text=True, timeout=600)
+
+    assert build().returncode == 0, build().stderr[-3000:]
+    header = strings / "string_code_util_vectorized_pointwise_h.h"
+    text = header.read_text()
+    old = "ComputeType *scale_inv, Param p, size_t n) {"
+    assert text.count(old) == 2     # unary_kernel, then unary_grad_kernel
+    header.write_text(text.replace(old, old.replace("size_t n)", "int n)"), 1))
+    r = build()
+    assert r.returncode != 0
+    assert "util/vectorized_pointwise.h changed a kernel kernels.h declares: re-run codemod apply" in r.stderr, \
+        r.stderr[-3000:]
+
+
+def test_spellings_stringized_as_generated():
+    """kernels.h spells each template argument once, through `#__VA_ARGS__`: a formatter line break
+    between two tokens that had no blank would change the stringized spelling, so apply then
+    keeps the block out of clang-format's reach (generate._spellings_kept)."""
+    from codemod.apply.generate import _spellings_kept
+
+    kept = ("CODEMOD_SPELLING(type_arg, __half)\nCODEMOD_SPELLING(\n    type_arg,\n"
+            "    ::lib::Traits<__nv_bfloat16, float,\n                  float>)\n")
+    names = {"__half", "::lib::Traits<__nv_bfloat16, float, float>"}
+    assert _spellings_kept(kept, names)
+    assert not _spellings_kept(kept.replace("Traits<__nv", "Traits<\n    __nv"), names)
+    assert not _spellings_kept(kept, names | {"float"})

@@ -1,7 +1,8 @@
-"""The generated runtime (rtc/<rule>/kernels.h) on the host, over a mock NVRTC layer and a mock CUDA
-runtime (fixtures/rtc_mock.cu): a failed NVRTC compile is remembered per variant and device and
-reported again without compiling or taking the layer's lock; CUDA errors of the compile step are
-labelled CUDA; the options of a translation unit are its own (no macro-dependent inline body)."""
+"""The generated runtime (util/rtc_stubs.h, with the rule's rtc/<rule>/kernels.{h,cpp}) on the host,
+over a mock NVRTC layer and a mock CUDA runtime (fixtures/rtc_mock.cu): a failed NVRTC compile is
+remembered per variant and device and reported again without compiling or taking the layer's lock;
+CUDA errors of the compile step are labelled CUDA; the CMake options and CUDA_VERSION are read in
+the rule's one kernels.cpp, never in a header (no macro-dependent inline body)."""
 
 from __future__ import annotations
 
@@ -27,8 +28,10 @@ def patched(tmp_path_factory):
     return work, root, strings
 
 
-def _nvcc(root: Path, strings: Path, *args: str) -> None:
-    proc = subprocess.run(["nvcc", "-std=c++17", "-x", "cu", "-I", str(root), "-I", str(root / "include"),
+def _nvcc(root: Path, strings: Path, *args: str, lang: tuple[str, ...] = ("-x", "cu")) -> None:
+    """nvcc with the patched tree's include folders; a .cpp (kernels.cpp) as the build compiles it:
+    `lang=()`, host C++."""
+    proc = subprocess.run(["nvcc", "-std=c++17", *lang, "-I", str(root), "-I", str(root / "include"),
                            "-I", str(strings), "-DACTLIB_BUILD_LEGACY_STATIC_ACTIVATION=0", *args],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
@@ -45,8 +48,11 @@ def mock(patched):
     assert proc.returncode == 0, proc.stderr[-4000:]
     _nvcc(root, strings, "-DACTLIB_BUILD_ACTIVATION_WITH_FAST_MATH=0", "-c", str(HERE / "fixtures/rtc_mock.cu"),
           "-o", str(work / "rtc_mock.o"))
+    _nvcc(root, strings, "-DACTLIB_BUILD_ACTIVATION_WITH_FAST_MATH=0", "-c", str(root / "rtc/activation/kernels.cpp"),
+          "-o", str(work / "kernels.o"), lang=())
     # shared libcudart: the mock's CUDA runtime functions interpose over it
-    proc = subprocess.run(["nvcc", "-cudart", "shared", str(work / "rtc_mock.o"), str(cudart), "-o", str(exe)],
+    proc = subprocess.run(["nvcc", "-cudart", "shared", str(work / "rtc_mock.o"), str(work / "kernels.o"), str(cudart),
+                           "-o", str(exe)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
 
@@ -105,39 +111,21 @@ def test_pending_error_of_the_caller_is_kept_and_not_blamed(mock):
     assert counters["last_error"] == 100 + 1            # cudaErrorInvalidDevice, still the caller's
 
 
-def test_each_unit_keeps_its_own_options(patched):
-    """The fast-math option is 0 in one unit and 1 in the other: each variant's key has the
-    options of the unit that uses it (the linker keeping one body of an inline function would
-    give both the same)."""
-    work, root, strings = patched
-    objs = []
-    for fast in ("0", "1"):
-        obj = work / f"odr_{fast}.o"
-        _nvcc(root, strings, f"-DACTLIB_BUILD_ACTIVATION_WITH_FAST_MATH={fast}", "-Xcompiler", "-O0", "-c",
-              str(HERE / "fixtures/odr_tus.cu"), "-o", str(obj))
-        objs.append(str(obj))
-    exe = work / "odr"
-    proc = subprocess.run(["nvcc", *objs, "-o", str(exe)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    plain, fast = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()
-    assert plain.startswith("actlib::reduce_dbias_kernel,IType=__half,") and "--use_fast_math" not in plain
-    assert fast.startswith("actlib::reduce_dbias_kernel,IType=__nv_bfloat16,") and ",--use_fast_math," in fast
-
-
-def test_no_inline_body_reads_a_macro(patched):
-    """Every `#if` of the generated header, and every use of a macro a unit may set otherwise (the
-    CMake options, CUDA_VERSION), is in TU-local (static) code or a template, never in an inline
-    non-template function or class member."""
+def test_no_header_reads_an_option_macro(patched):
+    """The CMake options and CUDA_VERSION are read in kernels.cpp, the rule's one unit that holds the
+    kernels' options (an inline function reading them would have one body in the whole program,
+    whatever each unit's values); the headers read only the legacy option, into a constant of
+    internal linkage, and rtc_stubs.h (shared by every rule) reads none."""
     _, root, _ = patched
-    text = (root / "rtc/activation/kernels.h").read_text()
-    body = text[text.index("namespace actlib::rtc_activation {"):]
-    code = [re.sub(r'"(?:\\.|[^"\\])*"', '""', ln.split("//")[0]) for ln in body.splitlines()]
     macros = re.compile(r"\b(ACTLIB_BUILD_LEGACY_STATIC_ACTIVATION|ACTLIB_BUILD_ACTIVATION_WITH_FAST_MATH"
                         r"|CUDA_VERSION)\b")
-    starts = ("template ", "static ", "inline ", "class ", "struct ", "constexpr ")
-    uses = [i for i, ln in enumerate(code) if ln.startswith("#if ") or macros.search(ln)]
-    assert len(uses) > 3
-    for i in uses:
-        # the enclosing top-level declaration: the last line before it opening one at column 0
-        head = [ln for ln in code[:i] if ln.startswith(starts)][-1]
-        assert head.startswith(("static ", "template ")), (head, code[i])
+
+    def uses(path: str) -> list[str]:
+        code = [re.sub(r'"(?:\\.|[^"\\])*"', '""', ln.split("//")[0]) for ln in (root / path).read_text().splitlines()]
+        return [ln for ln in code if macros.search(ln)]
+
+    assert uses("util/rtc_stubs.h") == []
+    assert uses("rtc/activation/kernels.h") == ["#if ACTLIB_BUILD_LEGACY_STATIC_ACTIVATION"]
+    assert "constexpr bool legacy_build = true;" in (root / "rtc/activation/kernels.h").read_text()
+    cpp = uses("rtc/activation/kernels.cpp")
+    assert "#if ACTLIB_BUILD_ACTIVATION_WITH_FAST_MATH" in cpp and any("CUDA_VERSION" in ln for ln in cpp)

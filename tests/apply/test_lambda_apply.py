@@ -44,15 +44,15 @@ def test_lambdas_get_the_stub_object_and_the_helper_is_unchanged(tmp_path, capsy
     assert main(["apply", "--target", str(RULE), str(root), "--write", "-q", "--no-precheck"]) == 0, \
         capsys.readouterr().err
     unit = (root / "src" / "topk.cu").read_text()
-    assert "launch(::routerlib::rtc_router::topk_forward_kernel<T, 0, M>());" in unit
-    assert "launch_simple(::routerlib::rtc_router::topk_simple_kernel<T, true>());" in unit
-    assert "launch(::routerlib::rtc_router::topk_backward_kernel<T, 2>());" in unit
+    assert "launch(rtc_router::topk_forward_kernel<T, 0, M>());" in unit
+    assert "launch_simple(rtc_router::topk_simple_kernel<T, true>());" in unit
+    assert "launch(rtc_router::topk_backward_kernel<T, 2>());" in unit
     assert "kernel.launch(grid, kThreads, shmem, stream, logits, probs" in unit
     assert "kernel.set_attribute(cudaFuncAttributeMaxDynamicSharedMemorySize," in unit
     assert "persistent_grid(kernel, kThreads, shmem, total_blocks);" in unit
     assert "<<<" not in unit.split("topk_debug_dump")[0]       # only the unmigrated debug launch keeps <<<
     assert (root / "src" / "common.h").read_text() == helper
-    stubs = (root / "src" / "rtc" / "kernels.h").read_text()
+    stubs = (root / "util" / "rtc_stubs.h").read_text()     # the shared runtime holds the ADL overloads
     assert ("cudaError_tcudaOccupancyMaxActiveBlocksPerMultiprocessor(int*num_blocks,constRtcKernel<Params...>&kernel,"
             in "".join(stubs.split()))
 
@@ -75,7 +75,7 @@ def test_a_qualified_call_in_the_helper_keeps_its_kernels_static(tmp_path, capsy
     assert "| `routerlib::topk_simple_kernel` |" in report
     diff = (tmp_path / "d.diff").read_text()
     assert "kernel.launch(total_blocks, kThreads, 0, stream" in diff
-    assert "+    kernel.launch(grid" not in diff and "launch(::routerlib::rtc_router::topk_forward" not in diff
+    assert "+    kernel.launch(grid" not in diff and "launch(rtc_router::topk_forward" not in diff
 
 
 def _plan(kid: str, lambda_line: int, passed: list[str]):

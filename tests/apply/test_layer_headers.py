@@ -29,9 +29,8 @@ def _apply(tmp_path, headers: str, capsys) -> tuple[int, str, str]:
 
 
 def _stub_header_names(diff: str) -> list[list[str]]:
-    """Per kernel, the include names its stub hands to the layer."""
-    lists = re.findall(r"_headers\(\) \{\n\+\s+static const std::vector<[^>]+> headers = \{\n(.*?)\n\+\s+\};",
-                       diff, re.S)
+    """Per NVRTC program (kernels.cpp's stubs::Program), the include names the stubs hand to the layer."""
+    lists = re.findall(r"static const stubs::Program \w+\{(.*?)\}\};", diff, re.S)
     return [re.findall(r'\{string_code_\w+, "([^"]+)"\}', block) for block in lists]
 
 

@@ -272,11 +272,11 @@ def test_check_says_pending_when_a_generated_file_differs(migrated, capsys):
 
 def test_check_says_pending_when_a_launch_site_is_not_rewritten(migrated, capsys):
     shutil.copy(GOLDEN / "actlib/input" / SITE_HEADER, migrated / SITE_HEADER)
-    (migrated / "rtc/activation/unary_kernel.cu").unlink()
+    (migrated / "rtc/activation/vectorized_pointwise.cu").unlink()
     code, err = _cli(capsys, migrated, "--check")
     assert code == 1
     assert f"{SITE_HEADER} (not rewritten: still the original)" in err
-    assert "rtc/activation/unary_kernel.cu (missing)" in err
+    assert "rtc/activation/vectorized_pointwise.cu (missing)" in err
 
 
 def test_check_accepts_later_edits_of_library_files(migrated, capsys):

@@ -22,6 +22,7 @@ FIELDS = [
     (("nvrtc_layer", "disable_env"), True),
     (("nvrtc_layer", "error_macro"), False),
     (("nvrtc_layer", "manager"), False),
+    (("nvrtc_layer", "enabled"), False),
     (("nvrtc_layer", "header_type"), False),
     (("nvrtc_layer", "header"), False),
     (("nvrtc_layer", "error_header"), False),

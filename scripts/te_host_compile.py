@@ -1,0 +1,119 @@
+"""Host compile cost of TransformerEngine translation units that include the headers a migration
+rewrites (issue 15, acceptance 4): for each tree (an original or patched TE checkout) and TU, the
+string headers are made as TE's CMake makes them (`make_string_header_from_file`), the TU is
+compiled with `nvcc -c` for one architecture with `--time`, and the row lists the host phases
+(preprocessing, cudafe++, host compile), the total, and the kernel-string bytes the TU includes.
+
+    python scripts/te_host_compile.py --tree before=/tmp/te_before --tree after=/tmp/te_after \
+        --tu recipe/current_scaling.cu --tu /tmp/probe.cu --repeat 3 --json docs/results/te_host_compile.json
+
+Paths of TUs are relative to transformer_engine/common, or absolute (a probe unit compiled with
+each tree's include folders). CPU seconds are nvcc's and its tools' (user + system, from the
+children's rusage), less disturbed than wall time on a shared host. With --repeat N the trees
+take turns N times per TU and each row keeps the run with the least CPU (every run is recorded). Include folders for the CUDA
+libraries TE needs besides the toolkit (cuDNN, cuBLAS, NCCL headers) come from --include."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from codemod.impact.nvcc_time import parse  # noqa: E402
+
+_CALL = re.compile(r"(?m)^\s*make_string_header_from_file\(\s*(\S+)\s+(\S+)\s*\)")
+
+
+def string_headers(common: Path, out: Path) -> int:
+    """The string headers TE's CMakeLists.txt makes from files, written to `out`; how many."""
+    template = (common / "util/string_header.h.in").read_text()
+    calls = _CALL.findall((common / "CMakeLists.txt").read_text())
+    out.mkdir(parents=True, exist_ok=True)
+    for path, symbol in calls:
+        text = template.replace("@STRING_NAME@", symbol).replace("@STRING@", (common / path).read_text())
+        (out / f"{symbol}.h").write_text(text)
+    (out / "string_path_cuda_include.h").write_text(
+        template.replace("@STRING_NAME@", "string_path_cuda_include").replace("@STRING@", "/usr/local/cuda/include"))
+    return len(calls)
+
+
+def compile_tu(common: Path, tu: str, strings: Path, includes: list[str], arch: str, work: Path) -> dict:
+    flags = ["-std=c++17", "--expt-relaxed-constexpr", "-O3", f"-arch={arch}",
+             "-I", str(common / "include"), "-I", str(common), "-I", str(common.parent), "-I", str(strings),
+             *(a for inc in includes for a in ("-I", inc)),
+             "-DNVTE_BUILD_LEGACY_STATIC_ACTIVATION=0", "-DNVTE_BUILD_ACTIVATION_WITH_FAST_MATH=0"]
+    source = common / tu      # an absolute `tu` stays as it is
+    deps = subprocess.run(["nvcc", *flags, "-M", str(source)], capture_output=True, text=True)
+    if deps.returncode != 0:
+        raise SystemExit(f"{tu}: nvcc -M failed:\n{deps.stderr[-3000:]}")
+    included = sorted({Path(p) for p in deps.stdout.replace("\\\n", " ").split()[1:] if "string_code_" in p})
+    csv = work / (tu.replace("/", "_") + ".csv")
+    csv.unlink(missing_ok=True)
+    start, cpu = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.run(["nvcc", *flags, "-c", str(source), "-o", str(work / "tu.o"), "--time", str(csv)],
+                          capture_output=True, text=True)
+    wall = time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = after.ru_utime + after.ru_stime - cpu.ru_utime - cpu.ru_stime   # nvcc and every tool it ran
+    if proc.returncode != 0:
+        raise SystemExit(f"{tu}: nvcc failed:\n{proc.stderr[-3000:]}")
+    with csv.open() as f:
+        invocations, _ = parse(f, str(csv))
+    phases: dict[str, float] = {}
+    for inv in invocations:
+        for row in inv.rows:
+            phases[row.kind] = phases.get(row.kind, 0.0) + row.ms / 1000
+    return {"tu": tu, "wall_s": round(wall, 2), "cpu_s": round(cpu_s, 2),
+            "host_s": round(sum(phases.get(k, 0.0) for k in ("host_preprocess", "cudafe", "host_compile")), 2),
+            "phases_s": {k: round(v, 2) for k, v in sorted(phases.items())},
+            "string_headers_included": len(included),
+            "string_bytes_included": sum(p.stat().st_size for p in included)}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tree", action="append", required=True, help="LABEL=TE repository root")
+    ap.add_argument("--tu", action="append", required=True)
+    ap.add_argument("--include", action="append", default=[])
+    ap.add_argument("--arch", default="sm_90")
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--json", required=True)
+    args = ap.parse_args(argv)
+    nvcc = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    doc = {"nvcc": nvcc, "arch": args.arch, "repeat": args.repeat, "trees": {}}
+    trees = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for spec in args.tree:
+            label, _, root = spec.partition("=")
+            common = Path(root) / "transformer_engine/common"
+            made = string_headers(common, Path(tmp) / label / "string_headers")
+            trees[label] = common
+            doc["trees"][label] = {"string_headers_made": made, "tus": []}
+        for tu in args.tu:
+            runs: dict[str, list[dict]] = {label: [] for label in trees}
+            for _ in range(args.repeat):
+                for label, common in trees.items():
+                    row = compile_tu(common, tu, Path(tmp) / label / "string_headers", args.include, args.arch,
+                                     Path(tmp) / label)
+                    runs[label].append(row)
+                    print(label, json.dumps(row), flush=True)
+            for label, rows in runs.items():
+                best = min(rows, key=lambda r: r["cpu_s"])
+                best = dict(best, tu=Path(tu).name if Path(tu).is_absolute() else tu,
+                            cpu_s_runs=[r["cpu_s"] for r in rows], wall_s_runs=[r["wall_s"] for r in rows],
+                            host_s_runs=[r["host_s"] for r in rows])
+                doc["trees"][label]["tus"].append(best)
+    Path(args.json).write_text(json.dumps(doc, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
