@@ -126,3 +126,54 @@ def test_layer_gets_the_disk_cache_and_compiles(te_patch):
                            "-I", str(tc.cuda_include), "-I", str(tc.cuda_include / "cccl"), "-I", str(tc.stub_dir)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
+
+
+def test_kernel_strings_only_in_kernels_cpp_and_its_checks_hold(te_patch):
+    """Issue 15, acceptance 3 and 4 on TE: the rewritten headers include the stubs (kernels.h, the
+    shared util/rtc_stubs.h) and no string header; activation/rtc/kernels.cpp includes them and
+    compiles with nvcc against the string headers made as TE's CMake makes them, so its checks
+    (the prelude's copies, kernels.h's 8 kernel declarations) hold on the real headers; with one
+    parameter of unary_kernel changed in the embedded header, the build stops."""
+    from codemod.frontend.toolchain import make_toolchain
+    from codemod.verify.host import find_nvcc
+
+    work, patch = te_patch
+    tree = work.parent / "te_applied"
+    if not tree.exists():
+        shutil.copytree(work, tree)
+        assert _git(tree, "apply", str(patch)).returncode == 0
+    common = tree / "transformer_engine/common"
+    for header in ("util/vectorized_pointwise.h", "cast/fp8/group_quantize_fp8.cuh", "activation/rtc/kernels.h",
+                   "util/rtc_stubs.h"):
+        assert "string_code_" not in (common / header).read_text(), header
+    assert '#include "string_code_util_vectorized_pointwise_h.h"' in (common / "activation/rtc/kernels.cpp").read_text()
+    nvcc = find_nvcc()
+    if nvcc is None:
+        pytest.skip("no nvcc")
+    strings = work.parent / "string_headers"
+    strings.mkdir(exist_ok=True)
+    template = (common / "util/string_header.h.in").read_text()
+    calls = re.findall(r"(?m)^\s*make_string_header_from_file\(\s*(\S+)\s+(\S+)\s*\)", (common / "CMakeLists.txt").read_text())
+    assert ("activation/rtc/vectorized_pointwise.cu", "string_code_activation_rtc_vectorized_pointwise_cu") in calls
+    for path, symbol in calls:
+        (strings / f"{symbol}.h").write_text(template.replace("@STRING_NAME@", symbol).replace(
+            "@STRING@", (common / path).read_text()))
+    tc = make_toolchain(["cublas_v2.h", "cublasLt.h", "cudnn.h", "nccl.h"])
+
+    def build() -> subprocess.CompletedProcess:
+        return subprocess.run([nvcc, "-std=c++17", "-x", "cu", "-c", str(common / "activation/rtc/kernels.cpp"),
+                               "-o", str(work.parent / "kernels.o"), "-I", str(common), "-I", str(common / "include"),
+                               "-I", str(strings), "-I", str(tc.cuda_include), "-I", str(tc.cuda_include / "cccl"),
+                               "-I", str(tc.stub_dir), "-DNVTE_BUILD_ACTIVATION_WITH_FAST_MATH=0"],
+                              capture_output=True, text=True, timeout=600)
+
+    proc = build()
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    header = strings / "string_code_util_vectorized_pointwise_h.h"
+    text = header.read_text()
+    assert text.count("Param p, const size_t N, const size_t num_aligned_elements)") >= 1
+    header.write_text(text.replace("Param p, const size_t N, const size_t num_aligned_elements)",
+                                   "Param p, const int N, const size_t num_aligned_elements)", 1))
+    proc = build()
+    assert proc.returncode != 0
+    assert "util/vectorized_pointwise.h changed a kernel kernels.h declares: re-run codemod apply" in proc.stderr
