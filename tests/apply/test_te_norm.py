@@ -42,6 +42,7 @@ def test_all_twelve_kernels_migrate_with_the_layer_extended(tmp_path):
     removed = [line for line in rtc_cpp.splitlines() if line.startswith("-") and not line.startswith("---")]
     assert all(any(k in line for k in ("KernelManager::compile(", "filename)", "nvrtc", "include_names));", "lock_guard"))
                for line in removed), removed
+    assert "rtc_cache::CompileLock lock_guard_(lock_, kernel_label);" in added   # nvrtc_layer.cache
     # a second apply on the migrated tree adds nothing to the layer
     assert subprocess.run(["git", "apply", str(patch)], cwd=repo).returncode == 0
     again = tmp_path / "again.patch"
