@@ -23,6 +23,9 @@ def add_parser(sub) -> None:
     mode.add_argument("--diff", type=Path, metavar="FILE", help="write the diff to FILE (report beside it)")
     mode.add_argument("--write", action="store_true", help="apply the changes to the tree (all or nothing)")
     mode.add_argument("--check", action="store_true", help="exit 1 when changes are pending")
+    p.add_argument("--update", action="store_true",
+                   help="on a migrated tree: regenerate the migration (after a kernel or rule change) and show, "
+                        "write (--write) or check (--check) only the files that change")
     p.add_argument("--only", nargs="+", default=None, metavar="K", help="migrate only these kernels")
     p.add_argument("--exclude", nargs="+", default=None, metavar="K", help="leave these kernels static")
     p.add_argument("-i", "--interactive", action="store_true",
@@ -54,10 +57,13 @@ def add_parser(sub) -> None:
 
 def compute(root: Path, target: str, only=None, exclude=None, version: str | None = None, progress=None,
             review=None, formatted: bool = True, build_log: Path | None = None, nvcc_times=(),
-            jobs: int | None = None, policy: str | None = None):
-    """(files, report text, plan) for a tree; files is empty when it is already migrated (the
-    manifest of this rule exists and every file it records holds the migrated content; otherwise
-    PartlyMigrated names the files that do not).
+            jobs: int | None = None, policy: str | None = None, update: bool = False):
+    """(files, report text, plan) for a tree; `plan.manifest` is the migration's manifest, kept
+    outside the tree (`write_migration`). On a migrated tree (its manifest found, or its generated
+    code recognised): with the manifest and without `update`, files is empty when every file it
+    records holds the migrated content (otherwise PartlyMigrated names those that do not); else the
+    migration is regenerated from the tree un-migrated (`_regenerate`) and files holds what differs
+    (`update`), or PartlyMigrated names it.
     `review(views) -> {kernel id: reason}` decides per kernel change set (--interactive); the
     declined kernels leave the plan the way --exclude does. `build_log` (with `nvcc_times`, `jobs`,
     `policy`): predict the build and add the rule's build-order edit (build_order.py)."""
@@ -78,19 +84,25 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     rule = load_rule(target)
     spec = migrate_spec(rule)
     check_selection(spec, only, exclude)
-    manifest = root / spec.output_dir / "codemod_manifest.json"
-    if manifest.is_file():
-        where = manifest.relative_to(root).as_posix()
-        doc = migrated.read_manifest(manifest, root)
-        if doc.get("rule") == spec.rule_id:
-            problems, note = migrated.check(root, doc, where)
-            if problems:
-                raise PartlyMigrated(
-                    f"partly migrated: {where} exists but {len(problems)} file(s) do not hold the migration it "
-                    "records: " + ", ".join(problems),
-                    hint="return those files (or the whole migration) to their state before it, e.g. with "
-                         "`git checkout`/`git clean`, and apply again; `codemod verify` checks a finished one")
-            return {}, f"already migrated: {where} exists and holds the recorded content{note}\n", None
+    found = migrated.find(root, spec)
+    stubs = migrated.recognised(root, spec)
+    if update and review is not None:
+        raise UsageError("--update regenerates the whole migration; --interactive chooses a new one",
+                         hint="use --update alone (or with --only/--exclude)")
+    if found and not update:
+        _, where, doc = found
+        problems, note = migrated.check(root, doc, where)
+        if problems:
+            raise PartlyMigrated(
+                f"partly migrated: {where} records the migration of rule {spec.rule_id}, but {len(problems)} "
+                "file(s) do not hold what it records: " + ", ".join(problems),
+                hint="`codemod apply --update` regenerates them; or return those files (or the whole migration) "
+                     "to their state before it, e.g. with `git checkout`/`git clean`, and apply again")
+        return {}, f"already migrated: {where} records the migration and the tree holds it{note}\n", None
+    if found or stubs:
+        return _regenerate(root, target, spec, found[2] if found else None, update, stubs,
+                           dict(only=only, exclude=exclude, version=version, progress=progress, formatted=formatted,
+                                build_log=build_log, nvcc_times=nvcc_times, jobs=jobs, policy=policy))
     order = build_order.settings(spec) if build_log is not None else None
     cmake = build_order.check_cmake(root, spec, order["variable"]) if order else None   # refuse before analysing
     analysis = analyze(root, [rule], progress=progress)
@@ -116,8 +128,8 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
                                             list(nvcc_times), jobs, policy, cmake)
         build_order.add_edit(spec, plan.build_order, cs, version)
     # formatted before the manifest records each file's hash
-    files = migrated.record(format_edits(apply_edits(root, cs), target_style(root, formatted)),
-                            f"{spec.output_dir}/codemod_manifest.json")
+    files = format_edits(apply_edits(root, cs), target_style(root, formatted))
+    plan.manifest = migrated.record(files, cs.manifest)
     rewritten = {path for path, (old, _) in files.items() if old is not None}
     if rewritten:
         analyzed = {tu.file for tu in analysis.translation_units}
@@ -126,6 +138,82 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
         plan.outside_units = [u for u in units_reaching(root, rewritten, spec.include_dirs, skip=spec.output_dir)
                               if u not in analyzed]
     return files, render_report(plan, cs, files), plan
+
+
+def _regenerate(root: Path, target: str, spec, doc: dict | None, update: bool, stubs: str | None, kwargs: dict):
+    """The migration of a migrated tree, regenerated: the tree un-migrated (migrated.unmigrated: the
+    manifest's record, else git's), copied to a scratch folder, migrated there as a fresh tree would
+    be. Files: what differs from the tree now (`update`: to write; else PartlyMigrated names them,
+    or nothing when the tree holds exactly the regenerated migration)."""
+    import shutil
+    import tempfile
+
+    from . import migrated
+
+    overlay, source = migrated.unmigrated(root, spec, doc)
+    progress = kwargs.get("progress")
+    if progress:
+        progress(f"apply: regenerating the migration of rule {spec.rule_id} from the tree un-migrated ({source})")
+    base = _scratch_base(root, spec)
+    with tempfile.TemporaryDirectory(prefix="codemod-update-") as tmp:
+        copy = Path(tmp) / "tree"
+        shutil.copytree(base, copy, symlinks=True,
+                        ignore=shutil.ignore_patterns(".git", ".codemod", "__pycache__", ".codemod-cache"))
+        scratch = copy / root.resolve().relative_to(base)
+        for path, text in overlay.items():
+            target_path = scratch / path
+            if text is None:
+                target_path.unlink(missing_ok=True)
+            else:
+                target_path.parent.mkdir(parents=True, exist_ok=True)
+                target_path.write_text(text)
+        fresh, report, plan = compute(scratch, target, **kwargs)
+    desired = {path: new for path, (_, new) in fresh.items()}
+    dropped = sorted(p for p, text in overlay.items() if text is None and p not in desired and (root / p).exists())
+    if dropped:
+        raise ApplyError(f"the regenerated migration no longer creates {len(dropped)} file(s) the tree holds: "
+                         + ", ".join(dropped), hint="remove them (they are generated), then run `codemod apply "
+                         "--update` again")
+    for path, text in overlay.items():
+        if text is not None and path not in desired:
+            desired[path] = text          # edited by the old migration, not by the new one
+    files = {}
+    for path, want in sorted(desired.items()):
+        have = (root / path).read_text() if (root / path).is_file() else None
+        if have != want:
+            files[path] = (have, want)
+    if not update:
+        where = stubs or spec.output_dir
+        if files:
+            raise PartlyMigrated(
+                f"migrated by rule {spec.rule_id} ({where}), but regenerating the migration ({source}) changes "
+                f"{len(files)} file(s): " + ", ".join(files),
+                hint="`codemod apply --update` shows the regenerated files; with --write it writes them")
+        return {}, (f"already migrated: {where} is generated by rule {spec.rule_id}, and regenerating the "
+                    f"migration ({source}) gives the tree's content\n"), plan
+    return files, report, plan
+
+
+def _scratch_base(root: Path, spec) -> Path:
+    """The folder to copy for a regeneration: the root and every include folder of the rule."""
+    import os
+
+    top = root.resolve()
+    dirs = [top] + [(top / d).resolve() for d in spec.include_dirs]
+    return Path(os.path.commonpath([str(d) for d in dirs]))
+
+
+def write_migration(root: Path, files: dict, plan, force: bool = False) -> Path | None:
+    """Write the migration's files (all or nothing, patch.write_all), then its manifest outside the
+    tree (tool_state.manifest_path); the manifest's path, None when there is none to store."""
+    from . import migrated
+    from .patch import write_all
+
+    if files:
+        write_all(root, files, force=force)
+    if plan is None or not plan.manifest:
+        return None
+    return migrated.write(root, plan.spec.rule_id, plan.manifest)
 
 
 def _answers(args):
@@ -230,7 +318,7 @@ def _recover_and_lock(root: Path, write: bool, held: contextlib.ExitStack) -> No
 
 
 def _run(args, root: Path) -> int:
-    from .patch import unified_diff, write_all
+    from .patch import unified_diff
     from .review import review
 
     outputs = _output_paths(args)
@@ -249,14 +337,15 @@ def _run(args, root: Path) -> int:
     try:
         files, report, plan = compute(root, args.target, args.only, args.exclude, progress=progress,
                                       review=chooser, formatted=not args.no_format, build_log=args.build_log,
-                                      nvcc_times=args.nvcc_time, jobs=args.jobs, policy=args.policy)
+                                      nvcc_times=args.nvcc_time, jobs=args.jobs, policy=args.policy,
+                                      update=args.update)
     except PartlyMigrated as exc:
         if not args.check:
             raise
         print(f"pending: {exc.render()}", file=sys.stderr)
         return 1
     if files and not args.check and not args.no_precheck:
-        _precheck(root, files, progress)
+        _precheck(root, files, plan, progress)
     top, prefix = repo_location(root)
     diff = unified_diff(files, prefix)
     report_path = outputs.get("--report")
@@ -267,14 +356,17 @@ def _run(args, root: Path) -> int:
         print(summary if files else "nothing to do", file=sys.stderr)
         return 1 if files else 0
     if args.write:
+        stored = write_migration(root, files, plan, force=args.force)
+        kept = f"; manifest: {stored}" if stored else ""
         if not files:
-            print(f"{summary}; nothing written", file=sys.stderr)
+            print(f"{summary}; nothing written{kept}", file=sys.stderr)
             return 0
-        write_all(root, files, force=args.force)
-        print(f"{summary}; written. Next: build, then `codemod verify {root}`.", file=sys.stderr)
+        print(f"{summary}; written{kept}. Next: build, then `codemod verify {root}`.", file=sys.stderr)
         return 0
     if args.diff:
         _write_output("--diff", args.diff, diff)
+        if plan is not None and plan.manifest:
+            _write_output("--diff", manifest_beside(args.diff), plan.manifest)
         print(f"{summary}; diff: {args.diff}" + (f". Next: {_apply_hint(top, args.diff)}" if files else ""),
               file=sys.stderr)
     else:
@@ -290,13 +382,21 @@ def _apply_hint(top: Path | None, diff: Path) -> str:
     return f"git -C {top} apply --check {diff.resolve()} && git -C {top} apply {diff.resolve()}"
 
 
-def _precheck(root: Path, files: dict, progress) -> None:
+def manifest_beside(diff: Path) -> Path:
+    """Where `--diff FILE` puts the migration's manifest (verify reads it with --manifest)."""
+    return diff.with_suffix(diff.suffix + ".manifest.json")
+
+
+def _precheck(root: Path, files: dict, plan, progress) -> None:
     """Refuse (nothing written) when a generated kernel string does not compile under NVRTC."""
+    from ..tool_state import manifest_path
     from .precheck import precheck
 
+    if plan is None or not plan.manifest:
+        return
     if progress:
         progress("apply: compiling the generated kernel strings with NVRTC (sm_90, the name expressions of a cover of the variants)")
-    problems, note = precheck(root, files)
+    problems, note = precheck(root, files, [(manifest_path(root, plan.spec.rule_id), plan.manifest)])
     if note:
         print(f"note: {note}", file=sys.stderr)
     if problems:

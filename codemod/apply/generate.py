@@ -1,4 +1,4 @@
-"""Plan -> change set: generated files (kernel strings, stubs, prelude, shims, manifest), edits of
+"""Plan -> change set: generated files (kernel strings, stubs, prelude, shims), the manifest, edits of
 library sources (launch rewrites, NVRTC guards, stub includes) and CMake lines. Text comes from the
 jinja2 templates under codemod/templates/apply/; generated C++ is formatted with clang-format."""
 
@@ -40,6 +40,7 @@ class ChangeSet:
     new_files: dict[str, str] = field(default_factory=dict)
     edits: list[Edit] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    manifest: str = ""          # kept outside the tree (migrated.py), not one of the new files
 
 
 @lru_cache(maxsize=1)
@@ -323,8 +324,8 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
     _cmake(root, plan, cs, added_banner(spec.rule_id, version), sorted(set(shipped) | set(programs.values())
                                                                       | {c["file"] for c in copy_checks}), cpp_path)
 
-    # Manifest.
-    cs.new_files[f"{out}/codemod_manifest.json"] = manifest(plan, version)
+    # Manifest: data for codemod (verify, apply --update), kept outside the tree.
+    cs.manifest = manifest(plan, version)
     _license_headers(root, spec, cs)
     if style.warning:
         cs.notes.append(f"warning: {style.warning}")

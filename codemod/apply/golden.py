@@ -1,14 +1,17 @@
 """Golden patch for a case: `python -m codemod.apply.golden CASE [--update]` prints the diff
-against golden/<case>/expected/apply.patch; --update rewrites it (review the printed diff). The
+against golden/<case>/expected/apply.patch and apply.manifest.json (the manifest apply keeps
+outside the tree); --update rewrites them (review the printed diff). The
 case's rule is golden/<case>/rule.yaml, else golden/<case>/activation.yaml."""
 
 from __future__ import annotations
 
 import argparse
 import difflib
+import json
 import sys
 from pathlib import Path
 
+from .. import strict_json
 from .command import compute
 from .patch import unified_diff
 
@@ -16,13 +19,16 @@ GOLDEN = Path(__file__).resolve().parents[2] / "golden"
 VERSION = "<version>"
 
 
-def golden_patch(case: str) -> tuple[str, str]:
+def golden_patch(case: str) -> tuple[str, str, str]:
+    """(patch, report, manifest): the manifest without its `edited` texts (the patch shows those)."""
     root = GOLDEN / case / "input"
     rule = GOLDEN / case / "rule.yaml"
     if not rule.is_file():
         rule = GOLDEN / case / "activation.yaml"
-    files, report, _ = compute(root, str(rule), version=VERSION)
-    return unified_diff(files), report
+    files, report, plan = compute(root, str(rule), version=VERSION)
+    doc = json.loads(plan.manifest)
+    doc.pop("edited", None)
+    return unified_diff(files), report, strict_json.dumps(doc, "manifest", indent=1) + "\n"
 
 
 def main(argv=None) -> int:
@@ -30,16 +36,21 @@ def main(argv=None) -> int:
     ap.add_argument("case")
     ap.add_argument("--update", action="store_true")
     args = ap.parse_args(argv)
-    patch, report = golden_patch(args.case)
-    expected = GOLDEN / args.case / "expected" / "apply.patch"
-    old = expected.read_text() if expected.is_file() else ""
-    sys.stdout.writelines(difflib.unified_diff(old.splitlines(True), patch.splitlines(True),
-                                               str(expected), "generated"))
+    patch, report, manifest = golden_patch(args.case)
+    folder = GOLDEN / args.case / "expected"
+    same = True
+    for name, text in (("apply.patch", patch), ("apply.manifest.json", manifest)):
+        expected = folder / name
+        old = expected.read_text() if expected.is_file() else ""
+        sys.stdout.writelines(difflib.unified_diff(old.splitlines(True), text.splitlines(True),
+                                                   str(expected), "generated"))
+        same = same and old == text
+        if args.update:
+            folder.mkdir(parents=True, exist_ok=True)
+            expected.write_text(text)
     if args.update:
-        expected.parent.mkdir(parents=True, exist_ok=True)
-        expected.write_text(patch)
-        (expected.parent / "apply.report.md").write_text(report)
-    return 0 if old == patch or args.update else 1
+        (folder / "apply.report.md").write_text(report)
+    return 0 if same or args.update else 1
 
 
 if __name__ == "__main__":

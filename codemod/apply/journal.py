@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .. import strict_json
 from ..errors import ApplyError
+from ..tool_state import state_dir
 
 JOURNAL = "journal.json"
 BACKUPS = "backup"
@@ -59,31 +60,10 @@ class State:
         return self.folder / BACKUPS
 
 
-def _git_dir(root: Path) -> tuple[Path, Path] | None:
-    """(git dir, work-tree top) of the repository holding root, found by walking up (a `.git` folder,
-    or a `.git` file naming it as worktrees and submodules have); None outside git."""
-    for top in (root, *root.parents):
-        dot = top / ".git"
-        if dot.is_dir():
-            return dot, top
-        if dot.is_file():
-            text = dot.read_text(errors="replace").strip()
-            if text.startswith("gitdir:"):
-                gd = (top / text[len("gitdir:"):].strip()).resolve()
-                if gd.is_dir():
-                    return gd, top
-            return None
-    return None
-
-
 def state(root: Path) -> State:
     """`<git dir>/codemod` in a git work tree (one writer per repository: never in `git status`),
     else `<root>/.codemod`."""
-    root = root.resolve()
-    found = _git_dir(root)
-    if found:
-        return State(found[0] / "codemod", found[1])
-    return State(root / ".codemod", root)
+    return State(*state_dir(root))
 
 
 # --- the lock --------------------------------------------------------------------------------------

@@ -79,6 +79,8 @@ class Plan:
     build_order: object | None = None
     # translation unit -> the header its kernels' device code moves into (extract.Extraction)
     extractions: dict = field(default_factory=dict)
+    # the migration manifest (JSON text, migrated.record): stored outside the tree
+    manifest: str | None = None
 
     def read(self, root: Path, path: str) -> bytes:
         """A library file as the patch leaves it for NVRTC: an extracted header's new text."""

@@ -9,33 +9,34 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ..verify.manifest import MANIFEST_NAME, parse_manifest
+from ..verify.manifest import parse_manifest
 from ..verify.programs import plan, run_program
 
 ARCH = "sm_90"
 
 
-def precheck(root: Path, files: dict[str, tuple[str | None, str]]) -> tuple[list[str], str | None]:
-    """(problems, note) for the files `apply` would write (path -> (old, new)). A problem names the
+def precheck(root: Path, files: dict[str, tuple[str | None, str]],
+             manifests: list[tuple[Path, str]]) -> tuple[list[str], str | None]:
+    """(problems, note) for the files `apply` would write (path -> (old, new)) and the manifests
+    (where each will be kept, its text), the tree's other files as they are. A problem names the
     kernel and gives the head of NVRTC's log with the include path to a header it could not open;
     the note says why the check was skipped (no NVRTC)."""
     from ..errors import CodemodError
     from ..verify import nvrtc
     from ..verify.report import hint_for
 
-    paths = [p for p in files if p.endswith("/" + MANIFEST_NAME) or p == MANIFEST_NAME]
-    if not paths:
+    if not manifests:
         return [], None
     try:
         nvrtc.load()
     except CodemodError as exc:
         return [], f"kernel strings not compiled before writing: {exc.render()}"
     overlay = {path: new for path, (_, new) in files.items()}
-    manifests = [parse_manifest(overlay[p], root / p, root, overlay) for p in paths]
+    parsed = [parse_manifest(text, path, root, overlay) for path, text in manifests]
     # verify's programs, default options only, with the name expressions of verify's cover of the
     # variants: a program that compiles only because `#if CUDA_VERSION >= N` (or any other guard)
     # emptied it fails here, not on first use
-    programs = [p for p in plan(manifests, [ARCH]) if p.config == "default"]
+    programs = [p for p in plan(parsed, [ARCH]) if p.config == "default"]
     # NOTE: NVRTC compiles distinct programs concurrently (thread-safe API) and ctypes releases
     # the GIL during the call, so threads use every core.
     with ThreadPoolExecutor(max_workers=max(1, min(len(programs), os.cpu_count() or 1))) as pool:

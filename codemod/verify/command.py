@@ -28,9 +28,9 @@ def add_parser(sub) -> None:
                        description="Compile every migrated kernel of a patched library with NVRTC (no GPU needed) "
                                    "and its generated host code with the library's flags.")
     p.add_argument("directory", nargs="?", default=".", type=Path,
-                   help="patched library root holding codemod_manifest.json files (default: .)")
+                   help="patched library root (default: .); its manifests are those `codemod apply --write` stored")
     p.add_argument("--manifest", action="append", type=Path, default=[], metavar="FILE",
-                   help="a manifest written by `codemod apply` (repeatable; default: every one under DIR)")
+                   help="a manifest written by `codemod apply` (repeatable; default: every one stored for DIR)")
     p.add_argument("--arch", action="append", default=[], metavar="ARCH",
                    help=f"target architecture, repeatable (default: {' '.join(ARCHS)})")
     p.add_argument("--all-variants", action="store_true",
@@ -70,7 +70,7 @@ def _check_archs(archs: list[str], supported: list[int]) -> None:
 
 def run(args) -> int:
     from . import host, nvrtc, programs
-    from .manifest import find_manifests, load_manifest
+    from .manifest import find_manifests, load_manifest, root_for
     from .report import VerifyReport, render
 
     start = time.perf_counter()
@@ -80,14 +80,16 @@ def run(args) -> int:
         raise UsageError(f"not a directory: {root}")
     paths = args.manifest or find_manifests(root)
     if not paths:
-        raise UsageError(f"no codemod_manifest.json under {root}",
-                         hint="run `codemod apply --target NAME --write` first, or pass --manifest FILE")
+        raise UsageError(f"no migration manifest for {root}",
+                         hint="run `codemod apply --target NAME --write` first (it keeps the manifest outside the "
+                              "tree), pass --manifest FILE (`apply --diff FILE` writes FILE.manifest.json), or "
+                              "`codemod apply --target NAME --write` on the migrated tree to store it again")
     for path in paths:
         if not path.is_file():
             raise UsageError(f"manifest not found: {path}")
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    manifests = [load_manifest(p) for p in paths]
+    manifests = [load_manifest(p, root_for(p, root)) for p in paths]
     known = {k.id for m in manifests for k in m.kernels}
     unknown = [k for k in args.kernel if k not in known]
     if unknown:

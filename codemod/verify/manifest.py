@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UsageError, VerifyError
+from ..tool_state import manifest_paths
 
 SCHEMA = "codemod-manifest/1"
 MANIFEST_NAME = "codemod_manifest.json"
@@ -67,10 +68,18 @@ class Manifest:
 
 
 def find_manifests(root: Path) -> list[Path]:
-    """Every manifest under `root` (one per applied rule), in a stable order."""
-    skip = {".git", "build", "node_modules"}
+    """Every manifest of the library at `root` (one per applied rule), in a stable order: those
+    `codemod apply --write` keeps outside the tree (tool_state.manifest_path), then any an older
+    codemod wrote into the tree."""
+    skip = {".git", "build", "node_modules", ".codemod"}
     found = [p for p in sorted(root.rglob(MANIFEST_NAME)) if not skip.intersection(p.relative_to(root).parts)]
-    return found
+    return manifest_paths(root) + found
+
+
+def root_for(path: Path, root: Path) -> Path | None:
+    """The library root to read a manifest's paths against: derived from its place (None) when it lies
+    in the tree, as an older codemod wrote it; `root` for one kept outside the tree or beside a diff."""
+    return None if path.resolve().is_relative_to(root.resolve()) and path.name == MANIFEST_NAME else root
 
 
 def load_manifest(path: Path, root: Path | None = None) -> Manifest:

@@ -7,10 +7,10 @@ import json
 import shutil
 from pathlib import Path
 
-from codemod.apply.command import compute
+from codemod.apply.command import compute, write_migration
 from codemod.apply.golden import GOLDEN
-from codemod.apply.patch import write_all
 from codemod.apply.plan import symbol_for
+from codemod.tool_state import manifest_path
 
 
 def patch_actlib(work: Path, rule_text: str | None = None) -> tuple[Path, Path, dict]:
@@ -19,8 +19,9 @@ def patch_actlib(work: Path, rule_text: str | None = None) -> tuple[Path, Path, 
     shutil.copytree(GOLDEN / "actlib" / "input", root)
     rule = work / "rule.yaml"
     rule.write_text(rule_text if rule_text is not None else (GOLDEN / "actlib" / "activation.yaml").read_text())
-    write_all(root, compute(root, str(rule))[0])
-    manifest = json.loads((root / "rtc/activation/codemod_manifest.json").read_text())
+    files, _, plan = compute(root, str(rule))
+    write_migration(root, files, plan)
+    manifest = json.loads(manifest_path(root, "activation").read_text())
     strings = work / "strings"
     strings.mkdir()
     template = (root / "util/string_header.h.in").read_text()

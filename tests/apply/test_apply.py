@@ -14,6 +14,7 @@ import pytest
 from codemod.apply.command import compute
 from codemod.apply.golden import GOLDEN, golden_patch
 from codemod.apply.patch import write_all
+from codemod.tool_state import manifest_path
 from codemod.cli import main
 from codemod.errors import ApplyError, UnsupportedConstruct
 
@@ -34,7 +35,8 @@ def actlib_copy(tmp_path_factory) -> Path:
 
 
 def test_golden_patch_matches_expected():
-    patch, _ = golden_patch("actlib")
+    patch, _, manifest = golden_patch("actlib")
+    assert manifest == (GOLDEN / "actlib" / "expected" / "apply.manifest.json").read_text()
     expected = (GOLDEN / "actlib" / "expected" / "apply.patch").read_text()
     if patch != expected:
         diff = "".join(difflib.unified_diff(expected.splitlines(True), patch.splitlines(True),
@@ -63,7 +65,8 @@ def test_injected_failure_leaves_tree_unchanged(actlib_copy):
 def test_check_write_then_idempotent(actlib_copy):
     assert main(["apply", "--target", RULE, str(actlib_copy), "--check", "--quiet"]) == 1
     assert main(["apply", "--target", RULE, str(actlib_copy), "--write", "--quiet"]) == 0
-    assert (actlib_copy / "rtc/activation/codemod_manifest.json").is_file()
+    assert manifest_path(actlib_copy, "activation").is_file()
+    assert not list(actlib_copy.rglob("codemod_manifest.json"))   # no data file in the tree
     assert main(["apply", "--target", RULE, str(actlib_copy), "--check", "--quiet"]) == 0
     files, _, _ = compute(actlib_copy, RULE)
     assert files == {}
@@ -72,10 +75,9 @@ def test_check_write_then_idempotent(actlib_copy):
 def test_manifest_variants_are_fully_qualified():
     import json
 
-    patch, _ = golden_patch("actlib")
-    start = patch.index("+++ b/rtc/activation/codemod_manifest.json")
-    body = patch[start:].split("\n", 2)[2].split("\ndiff --git")[0]
-    doc = json.loads("\n".join(l[1:] for l in body.splitlines() if l.startswith("+")))
+    patch, _, manifest = golden_patch("actlib")
+    assert "codemod_manifest" not in patch
+    doc = json.loads(manifest)
     assert doc["schema"] == "codemod-manifest/1"
     unary = next(k for k in doc["kernels"] if k["id"] == "actlib::unary_kernel")
     names = {v["name_expression"] for v in unary["variants"]}

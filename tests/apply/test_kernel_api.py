@@ -99,7 +99,8 @@ def test_normlib_golden_patch_matches_expected():
     """Before: apply left the cooperatively launched and occupancy-queried kernels static."""
     from codemod.apply.golden import GOLDEN, golden_patch
 
-    patch, report = golden_patch("normlib")
+    patch, report, manifest = golden_patch("normlib")
+    assert manifest == (GOLDEN / "normlib" / "expected" / "apply.manifest.json").read_text()
     assert patch == (GOLDEN / "normlib" / "expected" / "apply.patch").read_text(), \
         "golden patch drifted (regenerate with `python -m codemod.apply.golden normlib --update`)"
     assert "4 kernels migrated" in report and "Left static\n\n- nothing" in report

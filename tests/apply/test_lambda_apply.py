@@ -30,7 +30,8 @@ def test_routerlib_golden_patch_matches_expected():
 
     from codemod.apply.golden import golden_patch
 
-    patch, _ = golden_patch("routerlib")
+    patch, _, manifest = golden_patch("routerlib")
+    assert manifest == (GOLDEN / "routerlib" / "expected" / "apply.manifest.json").read_text()
     expected = (GOLDEN / "routerlib" / "expected" / "apply.patch").read_text()
     if patch != expected:
         diff = "".join(difflib.unified_diff(expected.splitlines(True), patch.splitlines(True), n=2))

@@ -72,7 +72,9 @@ def test_host_includes_hide_an_include_from_nvrtc(tmp_path, capsys, hidden):
     patched = math_h.read_text()
     spelled = "<cuda.h>" if hidden == "cuda.h" else '"host_api.h"'
     assert f"#ifndef __CUDACC_RTC__\n#include {spelled}\n#endif  // __CUDACC_RTC__\n" in patched
-    manifest = (root / "rtc" / "activation" / "codemod_manifest.json").read_text()
+    from codemod.tool_state import manifest_path
+
+    manifest = manifest_path(root, "activation").read_text()
     assert "host_api.h" not in manifest
     # A second apply finds nothing to do (the guard is recognised as the library's own).
     assert main(["apply", "--target", str(rule), str(root), "--check", "-q"]) == 0

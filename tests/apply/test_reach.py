@@ -80,7 +80,10 @@ def test_kernel_in_an_unnamed_namespace_is_spelled_through_its_enclosing_namespa
     assert code == []
     assert "namespace actlib {\nnamespace {\ntemplate <int nvec" in stubs
     assert "&::actlib::unary_kernel<nvec, aligned" in stubs
-    manifest = json.loads((out / "codemod_manifest.json").read_text())
+    from codemod.tool_state import manifest_path
+
+    manifest_file = manifest_path(root, "activation")
+    manifest = json.loads(manifest_file.read_text())
     unary = next(k for k in manifest["kernels"] if k["id"] == "actlib::(anonymous namespace)::unary_kernel")
     names = [v["name_expression"] for v in unary["variants"]]
     assert names and all(n.startswith("&::actlib::unary_kernel<") for n in names)
@@ -88,7 +91,7 @@ def test_kernel_in_an_unnamed_namespace_is_spelled_through_its_enclosing_namespa
     from codemod.verify import nvrtc
     from codemod.verify.manifest import parse_manifest
 
-    parsed = parse_manifest((out / "codemod_manifest.json").read_text(), out / "codemod_manifest.json", root, {})
+    parsed = parse_manifest(manifest_file.read_text(), manifest_file, root, {})
     entry = next(k for k in parsed.kernels if k.id == unary["id"])
     result = nvrtc.compile(parsed.read(entry.program_path), entry.program_path,
                            {i: parsed.read(p) for i, p in entry.headers.items()}, entry.nvrtc_options,
@@ -160,7 +163,8 @@ def test_tulib_golden_patch_matches_expected():
 
     from codemod.apply.golden import golden_patch
 
-    patch, _ = golden_patch("tulib")
+    patch, _, manifest = golden_patch("tulib")
+    assert manifest == (GOLDEN / "tulib" / "expected" / "apply.manifest.json").read_text()
     expected = (GOLDEN / "tulib" / "expected" / "apply.patch").read_text()
     if patch != expected:
         diff = "".join(difflib.unified_diff(expected.splitlines(True), patch.splitlines(True), n=2))

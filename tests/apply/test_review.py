@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from codemod.apply.golden import GOLDEN
 from codemod.apply.patch import unified_diff, write_all
 from codemod.apply.review import DECLINED, NOT_REVIEWED, change_sets
 from codemod.cli import main
+from codemod.tool_state import manifest_path
 
 RULE = str(GOLDEN / "actlib" / "activation.yaml")
 KERNELS = ["actlib::cast_fp8_kernel", "actlib::dgated_act_kernel", "actlib::gated_act_kernel",
@@ -43,10 +45,8 @@ def _apply(capsys, monkeypatch, stdin, *argv):
 
 
 def _manifest_kernels(diff: str) -> list[str]:
-    start = diff.index("+++ b/rtc/activation/codemod_manifest.json")
-    body = diff[start:].split("\n", 2)[2].split("\ndiff --git")[0]
-    doc = json.loads("\n".join(line[1:] for line in body.splitlines() if line.startswith("+")))
-    return [k["id"] for k in doc["kernels"]]
+    """The kernels a diff migrates: one new kernel string `rtc/activation/<name>.cu` each."""
+    return sorted(f"actlib::{m}" for m in re.findall(r"(?m)^\+\+\+ b/rtc/activation/(\w+)\.cu$", diff))
 
 
 def _edited_lines(diff: str) -> set[tuple[str, str]]:
@@ -93,7 +93,7 @@ def test_terminal_help_then_accept_all_writes_everything(tmp_path, capsys, monke
     assert "d - show this change set's diff" in err                     # an unknown key shows the help
     assert "review: 6 of 7 change sets accepted, 1 declined" in err
     assert out == ""
-    manifest = json.loads((root / "rtc/activation/codemod_manifest.json").read_text())
+    manifest = json.loads(manifest_path(root, "activation").read_text())
     assert [k["id"] for k in manifest["kernels"]] == KERNELS[1:]
     assert (root / "rtc/activation/vectorized_pointwise.cu").is_file()
     assert "cast_fp8_kernel" not in (root / "rtc/activation/kernels.cpp").read_text()

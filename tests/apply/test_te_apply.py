@@ -87,7 +87,7 @@ def test_verify_compiles_a_covering_sample(te_patch, tmp_path):
     assert r.returncode == 0, r.stderr
     out = tmp_path / "verify.json"
     rc = main(["verify", str(applied / "transformer_engine/common"), "--arch", "sm_90", "--no-host",
-               "-j", "2", "-q", "--json", str(out)])
+               "--manifest", str(patch) + ".manifest.json", "-j", "2", "-q", "--json", str(out)])
     assert rc == 0
     import json
 

@@ -18,15 +18,15 @@ from pathlib import Path
 import pytest
 
 from codemod.apply import journal
-from codemod.apply.command import compute
+from codemod.apply.command import compute, write_migration
 from codemod.apply.golden import GOLDEN
 from codemod.apply.patch import write_all
 from codemod.cli import main
 from codemod.errors import ApplyError, RuleError
+from codemod.tool_state import manifest_path
 
 RULE = str(GOLDEN / "actlib" / "activation.yaml")
 REPO = Path(__file__).resolve().parents[2]
-MANIFEST = "rtc/activation/codemod_manifest.json"
 SITE_HEADER = "util/vectorized_pointwise.h"      # launch sites the migration rewrites (written last)
 MID = "rtc/activation/kernels.h"                 # written 9th of 17: after 4 edited and 4 new files
 
@@ -57,10 +57,10 @@ def states(tmp_path_factory):
     """(files of the migration, digest before, digest after) of the actlib input."""
     base = tmp_path_factory.mktemp("states")
     root = _copy(base / "input")
-    files, _, _ = compute(root, RULE)
+    files, _, plan = compute(root, RULE)
     before = _digest(root)
     write_all(root, files)
-    return files, before, _digest(root)
+    return files, before, _digest(root), plan
 
 
 def _steps(tmp_path: Path, files) -> list[str]:
@@ -72,7 +72,7 @@ def _steps(tmp_path: Path, files) -> list[str]:
 # --- a stop at every write step ------------------------------------------------------------------
 
 def test_a_stop_at_every_write_step_is_untouched_migrated_or_recovered(tmp_path, states):
-    files, before, after = states
+    files, before, after, _ = states
     names = _steps(tmp_path, files)
     # backups of the 6 edited files (util/rtc.cpp: the layer's disk cache), the journal, temp + replace of
     # each file, commit, cleanup
@@ -109,7 +109,7 @@ def test_a_stop_at_every_write_step_is_untouched_migrated_or_recovered(tmp_path,
 
 
 def test_the_next_apply_rolls_back_and_says_so(actlib_git, states, capsys):
-    files, before, _ = states
+    files, before, _, _ = states
     stop_at = f"replace {MID}"
 
     def stop(step):
@@ -131,7 +131,7 @@ def test_the_next_apply_rolls_back_and_says_so(actlib_git, states, capsys):
 
 
 def test_a_write_never_runs_over_a_journal(tmp_path, states):
-    files, _, _ = states
+    files, _, _, _ = states
     root = _copy(tmp_path / "input")
     with pytest.raises(journal.SimulatedCrash):
         write_all(root, files, step=lambda s: (_ for _ in ()).throw(journal.SimulatedCrash(s)) if s == "journal" else None)
@@ -163,7 +163,7 @@ def _start_paused(root: Path, step: str, *extra) -> subprocess.Popen:
     ("commit", True),
 ])
 def test_kill_9_mid_write_then_the_next_apply_recovers(tmp_path, states, step, committed, capsys):
-    files, before, after = states
+    files, before, after, _ = states
     root = _copy(tmp_path / "input")
     proc = _start_paused(root, step)
     os.kill(proc.pid, signal.SIGKILL)
@@ -179,7 +179,7 @@ def test_kill_9_mid_write_then_the_next_apply_recovers(tmp_path, states, step, c
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_between_replace_and_bookkeeping_loses_no_backup(tmp_path, states, sig):
-    files, before, _ = states
+    files, before, _, _ = states
     root = _copy(tmp_path / "input")
     proc = _start_paused(root, "replace cast/dispatch.cuh")       # an edited file: its backup matters
     proc.send_signal(sig)
@@ -190,7 +190,7 @@ def test_a_signal_between_replace_and_bookkeeping_loses_no_backup(tmp_path, stat
 
 
 def test_a_second_writer_exits_2_naming_the_holder(tmp_path, states, capsys):
-    _, _, after = states
+    _, _, after, _ = states
     root = _copy(tmp_path / "input")
     first = _start_paused(root, "journal")
     try:
@@ -209,7 +209,7 @@ def test_a_second_writer_exits_2_naming_the_holder(tmp_path, states, capsys):
 
 
 def test_writers_started_together_leave_one_whole_migration(tmp_path, states):
-    _, _, after = states
+    _, _, after, _ = states
     root = _copy(tmp_path / "input")
     cmd = [sys.executable, "-m", "codemod", "apply", "--target", RULE, str(root), "--write", "--no-precheck", "-q"]
     procs = [subprocess.Popen(cmd, cwd=REPO, stderr=subprocess.PIPE, text=True) for _ in range(3)]
@@ -248,9 +248,9 @@ def test_the_lock_is_exclusive_and_released(tmp_path):
 
 @pytest.fixture
 def migrated(tmp_path, states):
-    files, _, _ = states
+    files, _, _, plan = states
     root = _copy(tmp_path / "input")
-    write_all(root, files)
+    write_migration(root, files, plan)
     return root
 
 
@@ -264,7 +264,8 @@ def test_check_says_pending_when_a_generated_file_differs(migrated, capsys):
     stub.write_text(stub.read_text() + "// edited\n")
     code, err = _cli(capsys, migrated, "--check")
     assert code == 1
-    assert err.startswith(f"pending: partly migrated: {MANIFEST} exists but 1 file(s) do not hold the migration")
+    assert err.startswith(f"pending: partly migrated: {manifest_path(migrated, 'activation')} records the migration "
+                          "of rule activation, but 1 file(s) do not hold what it records")
     assert "rtc/activation/kernels.h (differs from what apply generated)" in err
     code, err = _cli(capsys, migrated, "--write", "--allow-dirty")
     assert code == 2 and err.startswith("codemod: error: partly migrated: ") and "git checkout" in err
@@ -285,14 +286,15 @@ def test_check_accepts_later_edits_of_library_files(migrated, capsys):
     code, err = _cli(capsys, migrated, "--report", str(migrated.parent / "r.md"))
     assert code == 0
     assert (migrated.parent / "r.md").read_text() == (
-        f"already migrated: {MANIFEST} exists and holds the recorded content (1 edited file(s) changed since "
-        "the migration: not checked)\n")
+        f"already migrated: {manifest_path(migrated, 'activation')} records the migration and the tree holds it "
+        "(1 edited file(s) changed since the migration: not checked)\n")
 
 
 def test_the_manifest_records_every_file_it_wrote(states):
-    files, _, _ = states
-    doc = json.loads(files[MANIFEST][1])
-    assert sorted(doc["files"]) == sorted(p for p in files if p != MANIFEST)
+    files, _, _, plan = states
+    doc = json.loads(plan.manifest)
+    assert sorted(doc["files"]) == sorted(files)
+    assert sorted(doc["edited"]) == sorted(p for p, (old, _) in files.items() if old is not None)
     assert doc["files"]["CMakeLists.txt"]["before"] == hashlib.sha256(files["CMakeLists.txt"][0].encode()).hexdigest()
     assert doc["files"]["rtc/activation/kernels.h"]["before"] is None
 
@@ -302,9 +304,9 @@ def test_the_manifest_records_every_file_it_wrote(states):
     ("[1, 2]", "the manifest is not a JSON object (found list)"),
 ])
 def test_a_malformed_manifest_is_a_clear_error(migrated, capsys, text, message):
-    (migrated / MANIFEST).write_text(text)
+    manifest_path(migrated, "activation").write_text(text)
     code, err = _cli(capsys, migrated, "--check")
-    assert code == 2 and err.startswith(f"codemod: error: {MANIFEST}: {message}")
+    assert code == 2 and err.startswith(f"codemod: error: {manifest_path(migrated, 'activation')}: {message}")
     assert "internal error" not in err
 
 
@@ -345,7 +347,7 @@ def test_cmake_file_leaving_the_tree_is_refused(tmp_path):
 
 
 def test_symlinks_out_of_the_tree_are_refused_before_writing(tmp_path, states, capsys):
-    files, before, _ = states
+    files, before, _, _ = states
     root = _copy(tmp_path / "input")
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -367,7 +369,7 @@ def test_symlinks_out_of_the_tree_are_refused_before_writing(tmp_path, states, c
 # --- modes, read-only and CRLF files -------------------------------------------------------------
 
 def test_file_modes_are_kept(tmp_path, states):
-    files, _, _ = states
+    files, _, _, _ = states
     root = _copy(tmp_path / "input")
     os.chmod(root / SITE_HEADER, 0o755)
     os.chmod(root / "CMakeLists.txt", 0o640)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from codemod.cli import main
+from codemod.tool_state import manifest_path
 from codemod.verify import sass
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "actlib"
@@ -168,6 +169,9 @@ def patched_actlib(tmp_path_factory) -> Path:
     shutil.copytree(GOLDEN / "input", root)
     proc = subprocess.run(["git", "apply", str(PATCH)], cwd=root, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+    manifest = manifest_path(root, "activation")      # where `codemod apply --write` keeps it
+    manifest.parent.mkdir(parents=True)
+    shutil.copy(GOLDEN / "expected" / "apply.manifest.json", manifest)
     return root
 
 
