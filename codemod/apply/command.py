@@ -85,6 +85,8 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     spec = migrate_spec(rule)
     check_selection(spec, only, exclude)
     found = migrated.find(root, spec)
+    if found and migrated.untouched(root, found[2]):
+        found = None                    # stored before a write that did not happen: no migration here
     stubs = migrated.recognised(root, spec)
     if update and review is not None:
         raise UsageError("--update regenerates the whole migration; --interactive chooses a new one",
@@ -204,16 +206,19 @@ def _scratch_base(root: Path, spec) -> Path:
 
 
 def write_migration(root: Path, files: dict, plan, force: bool = False) -> Path | None:
-    """Write the migration's files (all or nothing, patch.write_all), then its manifest outside the
-    tree (tool_state.manifest_path); the manifest's path, None when there is none to store."""
+    """Store the migration's manifest outside the tree (tool_state.manifest_path), then write its
+    files (all or nothing, patch.write_all); the manifest's path, None when there is none. The
+    manifest goes first: a write interrupted or refused after it leaves the tree original, and a
+    manifest none of whose files the tree holds is ignored (migrated.untouched)."""
     from . import migrated
     from .patch import write_all
 
+    stored = None
+    if plan is not None and plan.manifest:
+        stored = migrated.write(root, plan.spec.rule_id, plan.manifest)
     if files:
         write_all(root, files, force=force)
-    if plan is None or not plan.manifest:
-        return None
-    return migrated.write(root, plan.spec.rule_id, plan.manifest)
+    return stored
 
 
 def _answers(args):
@@ -357,11 +362,11 @@ def _run(args, root: Path) -> int:
         return 1 if files else 0
     if args.write:
         stored = write_migration(root, files, plan, force=args.force)
-        kept = f"; manifest: {stored}" if stored else ""
+        kept = f" Manifest (outside the tree): {stored}." if stored else ""
         if not files:
-            print(f"{summary}; nothing written{kept}", file=sys.stderr)
+            print(f"{summary}; nothing written" + (f".{kept}" if kept else ""), file=sys.stderr)
             return 0
-        print(f"{summary}; written{kept}. Next: build, then `codemod verify {root}`.", file=sys.stderr)
+        print(f"{summary}; written.{kept} Next: build, then `codemod verify {root}`.", file=sys.stderr)
         return 0
     if args.diff:
         _write_output("--diff", args.diff, diff)

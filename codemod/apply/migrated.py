@@ -114,6 +114,22 @@ def check(root: Path, doc: dict, where: str) -> tuple[list[str], str]:
     return problems, note
 
 
+def untouched(root: Path, doc: dict) -> bool:
+    """Whether the tree holds none of the migration a manifest records (each file it created absent,
+    each file it edited at its original content): a manifest stored before a write that was then
+    refused or rolled back, which describes no migration of this tree."""
+    recorded = doc.get("files")
+    if not isinstance(recorded, dict) or not recorded:
+        return False
+    top = root.resolve()
+    for path, hashes in recorded.items():
+        if not isinstance(hashes, dict) or not (top / path).resolve().is_relative_to(top):
+            return False
+        if file_sha256(top / path) != hashes.get("before"):
+            return False
+    return True
+
+
 # --- un-migrating (apply --update) ------------------------------------------------------------------
 
 def unmigrated(root: Path, spec, doc: dict | None) -> tuple[dict[str, str | None], str]:
