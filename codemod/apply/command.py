@@ -57,13 +57,13 @@ def add_parser(sub) -> None:
 
 def compute(root: Path, target: str, only=None, exclude=None, version: str | None = None, progress=None,
             review=None, formatted: bool = True, build_log: Path | None = None, nvcc_times=(),
-            jobs: int | None = None, policy: str | None = None, update: bool = False):
+            jobs: int | None = None, policy: str | None = None, update: bool = False, regenerate: bool = False):
     """(files, report text, plan) for a tree; `plan.manifest` is the migration's manifest, kept
     outside the tree (`write_migration`). On a migrated tree (its manifest found, or its generated
     code recognised): with the manifest and without `update`, files is empty when every file it
     records holds the migrated content (otherwise PartlyMigrated names those that do not); else the
-    migration is regenerated from the tree un-migrated (`_regenerate`) and files holds what differs
-    (`update`), or PartlyMigrated names it.
+    migration is regenerated from the tree un-migrated (`_regenerate`; also with the manifest when
+    `regenerate`, as --check does) and files holds what differs (`update`), or PartlyMigrated names it.
     `review(views) -> {kernel id: reason}` decides per kernel change set (--interactive); the
     declined kernels leave the plan the way --exclude does. `build_log` (with `nvcc_times`, `jobs`,
     `policy`): predict the build and add the rule's build-order edit (build_order.py)."""
@@ -91,7 +91,7 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     if update and review is not None:
         raise UsageError("--update regenerates the whole migration; --interactive chooses a new one",
                          hint="use --update alone (or with --only/--exclude)")
-    if found and not update:
+    if found:
         _, where, doc = found
         problems, note = migrated.check(root, doc, where)
         if problems:
@@ -100,7 +100,8 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
                 "file(s) do not hold what it records: " + ", ".join(problems),
                 hint="`codemod apply --update` regenerates them; or return those files (or the whole migration) "
                      "to their state before it, e.g. with `git checkout`/`git clean`, and apply again")
-        return {}, f"already migrated: {where} records the migration and the tree holds it{note}\n", None
+        if not (update or regenerate):
+            return {}, f"already migrated: {where} records the migration and the tree holds it{note}\n", None
     if found or stubs:
         return _regenerate(root, target, spec, found[2] if found else None, update, stubs,
                            dict(only=only, exclude=exclude, version=version, progress=progress, formatted=formatted,
@@ -343,7 +344,7 @@ def _run(args, root: Path) -> int:
         files, report, plan = compute(root, args.target, args.only, args.exclude, progress=progress,
                                       review=chooser, formatted=not args.no_format, build_log=args.build_log,
                                       nvcc_times=args.nvcc_time, jobs=args.jobs, policy=args.policy,
-                                      update=args.update)
+                                      update=args.update, regenerate=args.check)
     except PartlyMigrated as exc:
         if not args.check:
             raise

@@ -1,0 +1,122 @@
+"""`apply --update` on a migrated golden actlib tree (issue 15, acceptance 2): after a kernel change it
+rewrites exactly the generated files a fresh migration of the changed library differs in, with the
+manifest kept outside the tree or moved away (then git's record of the migration is used); without
+the manifest, --check still validates every generated file's content."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from codemod.apply.command import compute
+from codemod.apply.golden import GOLDEN
+from codemod.cli import main
+from codemod.tool_state import manifest_path
+
+RULE = str(GOLDEN / "actlib" / "activation.yaml")
+KERNEL_HEADER = "util/vectorized_pointwise.h"
+# unary_kernel's last parameter and the first line of its body (the header's first kernel)
+PARAM = ("ComputeType *amax, ComputeType *scale_inv, Param p, size_t n) {\n"
+         "  const ComputeType s = scale != nullptr ? *scale : 1.0f;")
+CHANGES = {
+    "parameter": (PARAM, PARAM.replace("Param p, size_t n)", "Param p, unsigned long n)")),
+    "body": (PARAM, PARAM.replace("1.0f;", "1.0f;  // no scale: identity")),
+}
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root, check=True,
+                   capture_output=True)
+
+
+def _digest(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file() and ".git" not in p.relative_to(root).parts}
+
+
+def _change(path: Path, change: str) -> None:
+    old, new = CHANGES[change]
+    text = path.read_text()
+    assert text.count(old) == 1
+    path.write_text(text.replace(old, new))
+
+
+@pytest.fixture
+def migrated(actlib_git):
+    """The golden actlib, migrated with --write and committed on its own."""
+    assert main(["apply", "--target", RULE, str(actlib_git), "--write", "--no-precheck", "-q"]) == 0
+    _git(actlib_git, "add", "-A")
+    _git(actlib_git, "commit", "-qm", "migrate the activation kernels to NVRTC")
+    return actlib_git
+
+
+def _fresh(tmp_path: Path, change: str | None) -> dict[str, str]:
+    """What a fresh migration of the (changed) original library writes: path -> text."""
+    root = tmp_path / "fresh"
+    shutil.copytree(GOLDEN / "actlib" / "input", root)
+    if change:
+        _change(root / KERNEL_HEADER, change)
+    files, _, _ = compute(root, RULE)
+    return {path: new for path, (_, new) in files.items()}
+
+
+@pytest.mark.parametrize("manifest", ["kept", "moved away"])
+@pytest.mark.parametrize("change", ["parameter", "body"])
+def test_update_rewrites_exactly_what_the_kernel_change_changes(migrated, tmp_path, capsys, change, manifest):
+    if manifest == "moved away":
+        manifest_path(migrated, "activation").rename(tmp_path / "elsewhere.json")
+    _change(migrated / KERNEL_HEADER, change)
+    before = _digest(migrated)
+    fresh = _fresh(tmp_path, change)
+    expected = sorted(p for p, text in fresh.items() if (migrated / p).read_text() != text)
+    assert (expected != []) == (change == "parameter")     # a body change reaches no generated file
+    args = ["apply", "--target", RULE, str(migrated), "--no-precheck", "-q"]
+    assert main([*args, "--check"]) == (1 if expected else 0)
+    capsys.readouterr()
+    assert main([*args, "--update", "--write", "--allow-dirty"]) == 0, capsys.readouterr().err
+    after = _digest(migrated)
+    written = sorted(p for p in after if after[p] != before.get(p))
+    assert written == expected
+    for path, text in fresh.items():                       # the tree now holds the fresh migration
+        assert (migrated / path).read_text() == text, path
+    assert manifest_path(migrated, "activation").is_file()   # stored again
+    assert main([*args, "--check"]) == 0
+
+
+def test_parameter_change_reaches_the_stub_declaration(migrated, tmp_path):
+    """The parameter case above is not vacuous: the stubs header declares the changed parameter."""
+    _change(migrated / KERNEL_HEADER, "parameter")
+    files, _, _ = compute(migrated, RULE, update=True)
+    assert "rtc/activation/kernels.h" in files
+    assert "unsigned long n" in files["rtc/activation/kernels.h"][1]
+    assert KERNEL_HEADER not in files                       # the library's own change is kept as it is
+
+
+def test_without_the_manifest_check_validates_every_generated_file(migrated, capsys):
+    manifest_path(migrated, "activation").unlink()
+    args = ["apply", "--target", RULE, str(migrated), "--no-precheck", "-q"]
+    assert main([*args, "--check"]) == 0
+    kernel_string = migrated / "rtc/activation/unary_kernel.cu"
+    kernel_string.write_text(kernel_string.read_text() + "// a hand edit\n")
+    capsys.readouterr()
+    assert main([*args, "--check"]) == 1
+    err = capsys.readouterr().err
+    assert "rtc/activation/unary_kernel.cu" in err and "--update" in err
+    assert main([*args, "--update", "--write", "--allow-dirty"]) == 0
+    assert "a hand edit" not in kernel_string.read_text()
+
+
+def test_without_manifest_or_git_record_the_refusal_names_both(tmp_path, capsys):
+    root = tmp_path / "input"
+    shutil.copytree(GOLDEN / "actlib" / "input", root)
+    args = ["apply", "--target", RULE, str(root), "--no-precheck", "-q"]
+    assert main([*args, "--write"]) == 0
+    manifest_path(root, "activation").unlink()
+    capsys.readouterr()
+    assert main([*args, "--check"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") <= 2 and "neither its manifest nor a git commit" in err
