@@ -100,12 +100,20 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
                 "file(s) do not hold what it records: " + ", ".join(problems),
                 hint="`codemod apply --update` regenerates them; or return those files (or the whole migration) "
                      "to their state before it, e.g. with `git checkout`/`git clean`, and apply again")
+        done = f"already migrated: {where} records the migration and the tree holds it{note}"
         if not (update or regenerate):
-            return {}, f"already migrated: {where} records the migration and the tree holds it{note}\n", None
+            return {}, done + "\n", None
     if found or stubs:
-        return _regenerate(root, target, spec, found[2] if found else None, update, stubs,
-                           dict(only=only, exclude=exclude, version=version, progress=progress, formatted=formatted,
-                                build_log=build_log, nvcc_times=nvcc_times, jobs=jobs, policy=policy))
+        try:
+            return _regenerate(root, target, spec, found[2] if found else None, update, stubs,
+                               dict(only=only, exclude=exclude, version=version, progress=progress,
+                                    formatted=formatted, build_log=build_log, nvcc_times=nvcc_times, jobs=jobs,
+                                    policy=policy))
+        except migrated.Unmigratable as exc:
+            if update or not found:
+                raise
+            # --check with the manifest: its hashes hold; regenerating needs the tree un-migrated
+            return {}, f"{done}; not regenerated: {exc.render()}\n", None
     order = build_order.settings(spec) if build_log is not None else None
     cmake = build_order.check_cmake(root, spec, order["variable"]) if order else None   # refuse before analysing
     analysis = analyze(root, [rule], progress=progress)

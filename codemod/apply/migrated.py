@@ -14,6 +14,10 @@ from ..errors import ApplyError
 from ..tool_state import manifest_path
 from .journal import atomic_write, file_sha256, sha256
 
+class Unmigratable(ApplyError):
+    """The tree cannot be un-migrated to regenerate its migration (a merge conflict)."""
+
+
 LEGACY_NAME = "codemod_manifest.json"   # in <output_dir>, where codemod before 0.2 wrote it
 STUBS = "kernels.h"                      # every migration generates <output_dir>/kernels.h
 
@@ -208,7 +212,7 @@ def _merge(path: str, current: str, written: str, original: str) -> str:
         except OSError as exc:
             raise ApplyError(f"cannot run git merge-file: {exc.strerror}", where=path) from None
     if proc.returncode != 0:
-        raise ApplyError("changes made since the migration overlap the lines it rewrote; cannot un-migrate "
+        raise Unmigratable("changes made since the migration touch the lines it rewrote; cannot un-migrate "
                          "this file to regenerate the migration", where=path,
                          hint="move those changes out of the rewritten lines, or revert the migration and apply "
                               "the rule again")
