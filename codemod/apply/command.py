@@ -70,9 +70,12 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     from .. import __version__
     from ..analysis.analyze import analyze
     from ..rule import load_rule
+    from dataclasses import replace
+
     from .generate import generate
+    from .generate import manifest as generate_manifest
     from .patch import apply_edits
-    from .plan import build_plan, check_selection, units_reaching
+    from .plan import build_plan, check_selection, outside_variants, units_reaching
     from .report import render_report
     from .review import change_sets
     from .spec import migrate_spec
@@ -140,7 +143,6 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
         build_order.add_edit(spec, plan.build_order, cs, version)
     # formatted before the manifest records each file's hash
     files = format_edits(apply_edits(root, cs), target_style(root, formatted))
-    plan.manifest = migrated.record(files, cs.manifest)
     rewritten = {path for path, (old, _) in files.items() if old is not None}
     if rewritten:
         analyzed = {tu.file for tu in analysis.translation_units}
@@ -148,6 +150,15 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
             progress(f"apply: finding the translation units that include {len(rewritten)} rewritten file(s)")
         plan.outside_units = [u for u in units_reaching(root, rewritten, spec.include_dirs, skip=spec.output_dir)
                               if u not in analyzed]
+    if plan.outside_units:
+        # their variants whose arguments the stubs can name reach NVRTC too: verify must compile them
+        if progress:
+            progress(f"apply: analysing {len(plan.outside_units)} translation unit(s) outside the rule for "
+                     "variants that reach NVRTC")
+        outside = analyze(root, [replace(rule, translation_units=list(plan.outside_units))], progress=progress)
+        plan.outside_reach = outside_variants(root, outside, plan, cs.domain)
+        cs.manifest = generate_manifest(plan, version, plan.outside_reach)
+    plan.manifest = migrated.record(files, cs.manifest)
     return files, render_report(plan, cs, files), plan
 
 

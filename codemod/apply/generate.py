@@ -41,6 +41,8 @@ class ChangeSet:
     edits: list[Edit] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     manifest: str = ""          # kept outside the tree (migrated.py), not one of the new files
+    # the spellings the stubs' TypeName / FunctionName tables hold: (types, functions)
+    domain: tuple = (frozenset(), frozenset())
 
 
 @lru_cache(maxsize=1)
@@ -281,6 +283,7 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
             param_names=", ".join(params), params=params,
             axes=[_axis_expr(kinds[p], p, enums.get(p)) for p in params], program=program,
             options=spec.options["kernels"].get(kp.kernel.id, [])))
+    cs.domain = (frozenset(type_names), frozenset(fn_names))
     kernels_features = _stub_features(root, stubs_path, plan)
     cs.new_files[stubs_path] = fmt(render(
         "rtc_stubs.h.j2", banner=shared_banner(version), guard=_guard(stubs_path), layer=spec.layer,
@@ -952,9 +955,12 @@ def _cmake(root: Path, plan: Plan, cs: ChangeSet, added: str, strings: list[str]
                                                        defines=defines, cpp=cpp), "options seen by the stubs"))
 
 
-def manifest(plan: Plan, version: str = __version__) -> str:
+def manifest(plan: Plan, version: str = __version__, outside: dict | None = None) -> str:
+    """The manifest's text. `outside`: kernel id -> variants only translation units outside the
+    analysis launch (plan.outside_variants), listed with `"outside": true` so verify compiles each."""
     spec, out = plan.spec, plan.spec.output_dir
     programs = program_paths(plan)
+    outside = outside or {}
     doc = {
         "schema": "codemod-manifest/1", "rule": spec.rule_id, "tool_version": version,
         "output_dir": out, "legacy_option": spec.legacy_option,
@@ -968,7 +974,9 @@ def manifest(plan: Plan, version: str = __version__) -> str:
             "conditional_options": [dict(c) for c in spec.options["conditional"]],
             "sites": sorted(s.id for s in kp.sites),
             "variants": [{"name_expression": v.name_expression(kp.kernel.id), "axes": v.axes,
-                          "sites": sorted(v.sites)} for v in kp.variants],
+                          "sites": sorted(v.sites)} for v in kp.variants]
+                        + [{"name_expression": v.name_expression(kp.kernel.id), "axes": v.axes, "outside": True,
+                            "sites": sorted(v.sites)} for v in outside.get(kp.kernel.id, [])],
         } for kp in plan.kernels],
     }
     return strict_json.dumps(doc, "manifest", indent=1) + "\n"

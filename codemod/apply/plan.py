@@ -81,6 +81,8 @@ class Plan:
     extractions: dict = field(default_factory=dict)
     # the migration manifest (JSON text, migrated.record): stored outside the tree
     manifest: str | None = None
+    # kernel id -> variants only outside_units launch that reach NVRTC (outside_variants)
+    outside_reach: dict = field(default_factory=dict)
 
     def read(self, root: Path, path: str) -> bytes:
         """A library file as the patch leaves it for NVRTC: an extracted header's new text."""
@@ -402,6 +404,43 @@ def _type_headers(root: Path, spec: MigrateSpec, kernel: Kernel, source_file: st
         return [], (f"its name expressions spell {what}: {where} it; declare it in a header NVRTC can read, "
                     "or exclude the kernel")
     return found, None
+
+
+def outside_variants(root: Path, analysis, plan: Plan, domain: tuple[set[str], set[str]]) -> dict[str, list[Variant]]:
+    """kernel id -> the variants that translation units outside the rule's analysis (`analysis`: of
+    `plan.outside_units`) launch through the rewritten sites and that reach NVRTC at run time: every
+    type and function argument in the stubs' domain (`domain`: the type and function spellings the
+    stubs name; nullptr is always in it, value arguments are rendered whatever they are), and not
+    already a variant of the plan. Variants with an argument outside the domain keep the static
+    kernel (type_in_domain / fn_in_domain) and are not listed; neither are unspellable ones."""
+    types, functions = domain
+    out: dict[str, list[Variant]] = {}
+    by_id = {s.id: s for s in analysis.sites}
+    for kp in plan.kernels:
+        kinds = {p.name: p.kind for p in kp.kernel.params}
+        known = {tuple(v.axes.items()) for v in kp.variants}
+        found: dict[tuple, Variant] = {}
+        for site in kp.sites:
+            outside = by_id.get(site.id)
+            if site.kind != "launch" or outside is None:
+                continue
+            try:
+                spelled = _variants(outside, kp.kernel, plan.spec)
+            except Unspellable:
+                continue
+            for axes in spelled:
+                if any(kinds[p] == "type" and v not in types or kinds[p] == "function_pointer" and v != "nullptr"
+                       and v not in functions for p, v in axes.items()):
+                    continue
+                key = tuple(axes.items())
+                if key in known:
+                    continue
+                found.setdefault(key, Variant(dict(axes), []))
+                if site.id not in found[key].sites:
+                    found[key].sites.append(site.id)
+        if found:
+            out[kp.kernel.id] = [found[k] for k in sorted(found)]
+    return out
 
 
 def _one_spelling_per_type(root: Path, spec: MigrateSpec, kernel: Kernel, source_file: str,

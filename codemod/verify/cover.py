@@ -15,17 +15,20 @@ def axis_values(variants: Sequence[Mapping[str, object]]) -> set[tuple[str, str]
     return {(axis, str(value)) for variant in variants for axis, value in variant.items()}
 
 
-def greedy_cover(variants: Sequence[Mapping[str, object]]) -> list[int]:
-    """Indices (ascending) of a subset of `variants` covering every (axis, value) pair.
+def greedy_cover(variants: Sequence[Mapping[str, object]], required: Sequence[int] = ()) -> list[int]:
+    """Indices (ascending) of a subset of `variants` covering every (axis, value) pair, holding
+    every index in `required` (variants that must be compiled themselves).
 
     Greedy set cover: at most H(n) times the optimum, and for axes that form a full cross
     product it picks max(|domain|) variants, the minimum.
     """
     pairs = [{(axis, str(value)) for axis, value in variant.items()} for variant in variants]
     uncovered = set().union(*pairs) if pairs else set()
-    chosen: list[int] = []
+    chosen: list[int] = sorted(set(required))
+    for index in chosen:
+        uncovered -= pairs[index]
     # A variant with no axes (a non-template kernel) still has to be compiled once.
-    if variants and not uncovered:
+    if variants and not uncovered and not chosen:
         return [0]
     while uncovered:
         best, best_gain = -1, 0

@@ -20,6 +20,7 @@ class Variant:
     name_expression: str
     axes: dict[str, str]
     sites: list[str] = field(default_factory=list)
+    outside: bool = False       # launched only by translation units outside the rule's analysis
 
 
 @dataclass
@@ -131,7 +132,7 @@ def _kernel(doc: dict, where: str) -> KernelEntry:
             raise VerifyError("expected an object", where=vw)
         variants.append(Variant(name_expression=_get(v, "name_expression", str, vw),
                                 axes={str(k): str(x) for k, x in _get(v, "axes", dict, vw).items()},
-                                sites=list(v.get("sites", []))))
+                                sites=list(v.get("sites", [])), outside=v.get("outside") is True))
     conditional = [ConditionalOption(option=_get(c, "option", str, where), cmake_option=_get(c, "cmake_option", str, where))
                    for c in doc.get("conditional_options", [])]
     return KernelEntry(id=_get(doc, "id", str, where), program_path=_get(string, "path", str, where + ".kernel_string"),

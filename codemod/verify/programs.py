@@ -159,7 +159,8 @@ def plan(manifests: list[Manifest], archs: list[str], all_variants: bool = False
         for kernel in manifest.kernels:
             if only and kernel.id not in only:
                 continue
-            chosen = range(len(kernel.variants)) if all_variants else greedy_cover([v.axes for v in kernel.variants])
+            chosen = range(len(kernel.variants)) if all_variants else greedy_cover(
+                [v.axes for v in kernel.variants], [i for i, v in enumerate(kernel.variants) if v.outside])
             names = [kernel.variants[i].name_expression for i in chosen]
             source = manifest.read(kernel.program_path)
             headers = {include: manifest.read(path) for include, path in kernel.headers.items()}

@@ -48,3 +48,11 @@ def test_kernel_without_axes_still_compiles_once():
 def test_values_compare_by_text():
     variants = [{"N": 4}, {"N": "4"}, {"N": 8}]
     assert greedy_cover(variants) == [0, 2]
+
+
+def test_required_variants_are_always_chosen():
+    """Variants only reached from outside the analysis are compiled themselves, not just covered."""
+    variants = [{"a": "1", "b": "x"}, {"a": "2", "b": "y"}, {"a": "1", "b": "y"}]
+    assert greedy_cover(variants) == [0, 1]
+    assert greedy_cover(variants, required=[2]) == [0, 1, 2]
+    assert greedy_cover([{}], required=[0]) == [0]
