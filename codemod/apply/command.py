@@ -176,12 +176,8 @@ def _regenerate(root: Path, target: str, spec, doc: dict | None, update: bool, s
     progress = kwargs.get("progress")
     if progress:
         progress(f"apply: regenerating the migration of rule {spec.rule_id} from the tree un-migrated ({source})")
-    base = _scratch_base(root, spec)
     with tempfile.TemporaryDirectory(prefix="codemod-update-") as tmp:
-        copy = Path(tmp) / "tree"
-        shutil.copytree(base, copy, symlinks=True,
-                        ignore=shutil.ignore_patterns(".git", ".codemod", "__pycache__", ".codemod-cache"))
-        scratch = copy / root.resolve().relative_to(base)
+        scratch = _scratch(root, spec, Path(tmp) / "tree")
         for path, text in overlay.items():
             target_path = scratch / path
             if text is None:
@@ -216,13 +212,25 @@ def _regenerate(root: Path, target: str, spec, doc: dict | None, update: bool, s
     return files, report, plan
 
 
-def _scratch_base(root: Path, spec) -> Path:
-    """The folder to copy for a regeneration: the root and every include folder of the rule."""
+def _scratch(root: Path, spec, copy: Path) -> Path:
+    """A copy of what a migration reads, for a regeneration: the folder holding the root and every
+    include folder of the rule, and the files above it the rule edits (migrate.docs), at their places
+    below `copy`; the root's path in the copy."""
     import os
+    import shutil
 
     top = root.resolve()
     dirs = [top] + [(top / d).resolve() for d in spec.include_dirs]
-    return Path(os.path.commonpath([str(d) for d in dirs]))
+    base = Path(os.path.commonpath([str(d) for d in dirs]))
+    extra = [(top / p).resolve() for p in spec.repo_files()]
+    anchor = Path(os.path.commonpath([str(base)] + [str(f.parent) for f in extra]))
+    shutil.copytree(base, copy / base.relative_to(anchor), symlinks=True,
+                    ignore=shutil.ignore_patterns(".git", ".codemod", "__pycache__", ".codemod-cache"))
+    for f in extra:
+        if f.is_file() and not f.is_relative_to(base):
+            (copy / f.relative_to(anchor)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(f, copy / f.relative_to(anchor))
+    return copy / top.relative_to(anchor)
 
 
 def write_migration(root: Path, files: dict, plan, force: bool = False) -> Path | None:

@@ -327,6 +327,9 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
     _cmake(root, plan, cs, added_banner(spec.rule_id, version), sorted(set(shipped) | set(programs.values())
                                                                       | {c["file"] for c in copy_checks}), cpp_path)
 
+    # The target's documentation of the option and the switch (migrate.docs).
+    _docs(root, plan, cs, version)
+
     # Manifest: data for codemod (verify, apply --update), kept outside the tree.
     cs.manifest = manifest(plan, version)
     _license_headers(root, spec, cs)
@@ -362,6 +365,57 @@ def _layer_cache(root: Path, spec, cs: ChangeSet, head: str, fmt) -> None:
                     f"$XDG_CACHE_HOME/{cfg['default_dir']}), {env['disable']}=1 (off), {env['max_size']} (bound, "
                     f"default 1G), {env['record']} (list for `codemod warm`), {env['warm']} (a list compiled by "
                     f"{env['warm_threads']} background threads), {env['log']} (cache events)")
+
+
+def _docs(root: Path, plan: Plan, cs: ChangeSet, version: str) -> None:
+    """`migrate.docs.envvars`: in the target's Sphinx page of `.. envvar::` entries, an entry for the
+    legacy option after the rule's `after` entry, and a sentence on the migrated kernels appended to
+    the description of the layer's disable switch (an entry of its own when the page has none)."""
+    spec = plan.spec
+    cfg = spec.docs.get("envvars")
+    if not cfg:
+        return
+    path = spec.repo_path(cfg["file"])
+    where = "migrate/docs/envvars"
+    try:
+        text = (root / path).read_bytes().decode()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ApplyError(f"{path}: cannot read the page {where}/file names ({exc})", where=path,
+                         hint="check migrate/repo_root and migrate/docs/envvars/file in the rule") from None
+    lines = text.splitlines(keepends=True)
+    after = _envvar_block(lines, cfg["after"])
+    if after is None:
+        raise ApplyError(f"{path} has no `.. envvar:: {cfg['after']}` entry ({where}/after)", where=path,
+                         hint="name an entry of the page for the legacy option to follow")
+    if any(line.rstrip() == f".. envvar:: {spec.legacy_option}" for line in lines):
+        return                                                  # documented already (by hand or before)
+    names = [kp.kernel.id.rsplit("::", 1)[-1] for kp in plan.kernels]
+    ctx = dict(banner=added_banner(spec.rule_id, version), rule=spec.rule_id, legacy_option=spec.legacy_option,
+               disable_env=spec.layer.get("disable_env"), kernels=[f"``{n}``" for n in names])
+    entry = render("envvar_entry.rst.j2", **ctx)
+    at = sum(len(line) for line in lines[:after[1]])
+    disable = ctx["disable_env"]
+    switch = _envvar_block(lines, disable) if disable else None
+    if disable and switch is None:
+        entry += "\n" + render("envvar_disable.rst.j2", new_entry=True, **ctx)
+    cs.edits.append(Edit(path, at, at, entry + "\n", "documentation of the legacy option"))
+    if switch is not None:
+        last = max(i for i in range(switch[0], switch[1]) if lines[i].strip())
+        end = sum(len(line) for line in lines[:last]) + len(lines[last].rstrip("\r\n"))
+        cs.edits.append(Edit(path, end, end, render("envvar_disable.rst.j2", new_entry=False, **ctx).rstrip("\n"),
+                             "the disable switch's effect on the migrated kernels"))
+
+
+def _envvar_block(lines: list[str], name: str) -> tuple[int, int] | None:
+    """(first line, line after) of the `.. envvar:: name` entry: its directive line and the blank or
+    indented lines that follow it; None when the page has no such entry."""
+    for i, line in enumerate(lines):
+        if line.rstrip() == f".. envvar:: {name}":
+            j = i + 1
+            while j < len(lines) and (not lines[j].strip() or lines[j].startswith((" ", "\t"))):
+                j += 1
+            return i, j
+    return None
 
 
 def _extracted_header(root: Path, plan: Plan, ex, cs: ChangeSet) -> None:

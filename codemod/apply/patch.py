@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import posixpath
 from pathlib import Path, PurePosixPath
 
 from ..errors import ApplyError
@@ -66,7 +67,8 @@ def unified_diff(files: dict[str, tuple[str | None, str]], prefix: str = "") -> 
     in `/`, or "") is put before every path, so the diff applies from the repository root."""
     chunks = []
     for rel, (old, new) in files.items():
-        path = prefix + rel
+        # a file outside the library root (migrate.repo_root: docs) is `../..`-relative to it
+        path = posixpath.normpath(prefix + rel) if rel.startswith("../") else prefix + rel
         a = [] if old is None else old.splitlines(keepends=True)
         b = new.splitlines(keepends=True)
         header = f"diff --git a/{path} b/{path}\n" + ("new file mode 100644\n" if old is None else "")
@@ -108,7 +110,9 @@ def plan_writes(root: Path, files: dict[str, tuple[str | None, str]], force: boo
     readonly = []
     for path, (old, new) in files.items():
         target = (top / path).resolve()
-        if PurePosixPath(path).is_absolute() or not target.is_relative_to(top):
+        # files above the library root (migrate.repo_root: its docs) stay inside the git work tree
+        inside = base if path.startswith("../") else top
+        if PurePosixPath(path).is_absolute() or not target.is_relative_to(inside):
             raise ApplyError(f"resolves outside the tree ({target}); nothing written", where=path,
                              hint="a symlink or a rule path leads out of the library root; fix it and re-run")
         if target in seen:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass, field
 
@@ -35,6 +36,17 @@ class MigrateSpec:
     include_dirs: list[str] = field(default_factory=list)
     license: dict | None = None
     raw: dict = field(default_factory=dict)
+    repo_root: str = "."        # the repository root as seen from the library root
+    docs: dict = field(default_factory=dict)
+
+    def repo_path(self, path: str) -> str:
+        """A path relative to `repo_root` as a path relative to the library root (`../../docs/x`)."""
+        return posixpath.normpath(posixpath.join(self.repo_root, path))
+
+    def repo_files(self) -> list[str]:
+        """The library-root-relative paths of the files outside `output_dir` the rule's docs edit."""
+        envvars = self.docs.get("envvars")
+        return [self.repo_path(envvars["file"])] if envvars else []
 
     @property
     def legacy_option(self) -> str:
@@ -87,6 +99,8 @@ def _tree_paths(m: dict):
         if key in m["nvrtc_layer"].get("cache", {}):
             yield ["nvrtc_layer", "cache", key], m["nvrtc_layer"]["cache"][key]
     yield ["cmake", "file"], m["cmake"]["file"]
+    if "envvars" in m.get("docs", {}):
+        yield ["docs", "envvars", "file"], m["docs"]["envvars"]["file"]     # below repo_root
 
 
 def _escape(value: str) -> str | None:
@@ -137,4 +151,4 @@ def migrate_spec(rule: Rule) -> MigrateSpec:
                  "conditional": m.get("options", {}).get("conditional", []),
                  "kernels": _kernel_options(rule, m)},
         cmake=m["cmake"], include_dirs=list(rule.raw.get("analyze", {}).get("include_dirs", [])),
-        license=m.get("license"), raw=m)
+        license=m.get("license"), raw=m, repo_root=m.get("repo_root", "."), docs=dict(m.get("docs", {})))

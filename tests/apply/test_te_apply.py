@@ -177,3 +177,25 @@ def test_kernel_strings_only_in_kernels_cpp_and_its_checks_hold(te_patch):
     proc = build()
     assert proc.returncode != 0
     assert "util/vectorized_pointwise.h changed a kernel kernels.h declares: re-run codemod apply" in proc.stderr
+
+
+def test_variants_reached_from_outside_the_rule_are_verified(te_patch):
+    """Issue 15, acceptance 5: cast/cast_grouped.cu is outside the rule's translation units, but its
+    nvte_group_quantize reaches group_cast_fp8_kernel<false, Empty, nullptr, ...> through the
+    rewritten site with arguments the stubs can name, so it compiles through NVRTC at run time. The
+    manifest lists it (`outside`), and verify's cover compiles it (tests/apply/test_outside_reach.py)."""
+    import json
+
+    from codemod.verify.cover import greedy_cover
+
+    _, patch = te_patch
+    doc = json.loads(Path(str(patch) + ".manifest.json").read_text())
+    group = next(k for k in doc["kernels"] if k["id"].endswith("::group_cast_fp8_kernel"))
+    outside = [v for v in group["variants"] if v.get("outside")]
+    assert any(v["name_expression"].startswith(
+        "&::transformer_engine::dispatch::fp8::group_quantize_kernel::group_cast_fp8_kernel<false, "
+        "::transformer_engine::Empty, nullptr, ") for v in outside), [v["name_expression"] for v in outside][:5]
+    variants = group["variants"]
+    chosen = greedy_cover([v["axes"] for v in variants], [i for i, v in enumerate(variants) if v.get("outside")])
+    assert {i for i, v in enumerate(variants) if v.get("outside")} <= set(chosen)
+    assert len(json.dumps(doc)) > 0 and "codemod_manifest" not in patch.read_text()
