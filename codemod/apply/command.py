@@ -150,12 +150,16 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
             progress(f"apply: finding the translation units that include {len(rewritten)} rewritten file(s)")
         plan.outside_units = [u for u in units_reaching(root, rewritten, spec.include_dirs, skip=spec.output_dir)
                               if u not in analyzed]
-    if plan.outside_units:
-        # their variants whose arguments the stubs can name reach NVRTC too: verify must compile them
+    site_files = {s.file for kp in plan.kernels for s in kp.sites}
+    reaching = [u for u in units_reaching(root, site_files, spec.include_dirs, skip=spec.output_dir)
+                if u in plan.outside_units] if plan.outside_units else []
+    if reaching:
+        # those that include a rewritten launch site: their variants whose arguments the stubs can
+        # name reach NVRTC too, so verify must compile them
         if progress:
-            progress(f"apply: analysing {len(plan.outside_units)} translation unit(s) outside the rule for "
-                     "variants that reach NVRTC")
-        outside = analyze(root, [replace(rule, translation_units=list(plan.outside_units))], progress=progress)
+            progress(f"apply: analysing {len(reaching)} translation unit(s) outside the rule that include a "
+                     "rewritten launch site, for variants that reach NVRTC")
+        outside = analyze(root, [replace(rule, translation_units=reaching)], progress=progress)
         plan.outside_reach = outside_variants(root, outside, plan, cs.domain)
         cs.manifest = generate_manifest(plan, version, plan.outside_reach)
     plan.manifest = migrated.record(files, cs.manifest)

@@ -389,7 +389,7 @@ def _docs(root: Path, plan: Plan, cs: ChangeSet, version: str) -> None:
                          hint="name an entry of the page for the legacy option to follow")
     if any(line.rstrip() == f".. envvar:: {spec.legacy_option}" for line in lines):
         return                                                  # documented already (by hand or before)
-    names = [kp.kernel.id.rsplit("::", 1)[-1] for kp in plan.kernels]
+    names = sorted(kp.kernel.id.rsplit("::", 1)[-1] for kp in plan.kernels)
     ctx = dict(banner=added_banner(spec.rule_id, version), rule=spec.rule_id, legacy_option=spec.legacy_option,
                disable_env=spec.layer.get("disable_env"), kernels=[f"``{n}``" for n in names])
     entry = render("envvar_entry.rst.j2", **ctx)
