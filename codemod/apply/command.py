@@ -121,6 +121,7 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     cmake = build_order.check_cmake(root, spec, order["variable"]) if order else None   # refuse before analysing
     analysis = analyze(root, [rule], progress=progress)
     plan = build_plan(root, analysis, spec, only=only, exclude=exclude)
+    plan.entry_points = list(analysis.entry_points)
     version = version or __version__
     if review is not None and plan.kernels:
         if progress:
@@ -128,6 +129,7 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
         declined = review(change_sets(root, plan, version, formatted))
         if declined:
             plan = build_plan(root, analysis, spec, only=only, exclude=exclude, declined=declined)
+            plan.entry_points = list(analysis.entry_points)
     if not plan.kernels:
         from .generate import ChangeSet
         return {}, render_report(plan, ChangeSet(), {}), plan

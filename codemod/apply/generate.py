@@ -329,6 +329,7 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
 
     # The target's documentation of the option and the switch (migrate.docs).
     _docs(root, plan, cs, version)
+    _operator_test(root, plan, cs, version, fmt)
 
     # Manifest: data for codemod (verify, apply --update), kept outside the tree.
     cs.manifest = manifest(plan, version)
@@ -404,6 +405,68 @@ def _docs(root: Path, plan: Plan, cs: ChangeSet, version: str) -> None:
         end = sum(len(line) for line in lines[:last]) + len(lines[last].rstrip("\r\n"))
         cs.edits.append(Edit(path, end, end, render("envvar_disable.rst.j2", new_entry=False, **ctx).rstrip("\n"),
                              "the disable switch's effect on the migrated kernels"))
+
+
+def _operator_test(root: Path, plan: Plan, cs: ChangeSet, version: str, fmt) -> None:
+    """`migrate.tests.operator`: a googletest file in the target's operator-test layout that calls the
+    rule's entry points (those of the two tensor-in/tensor-out forms that reach a migrated kernel),
+    its line in the executable's source list, and two ctest entries: the NVRTC run recording each
+    output, then the static-fallback run (the disable switch set) comparing with the record."""
+    from .c_api import prototypes
+
+    spec = plan.spec
+    cfg = spec.raw.get("tests", {}).get("operator")
+    if not cfg:
+        return
+    disable = spec.layer.get("disable_env")
+    if not disable:
+        raise ApplyError("migrate/tests/operator needs nvrtc_layer/disable_env (the fallback run sets it)",
+                         hint="name the library's switch that disables NVRTC in the rule")
+    protos = {}
+    for header in cfg["api_headers"]:
+        try:
+            protos.update(prototypes(root / header, header))
+        except OSError as exc:
+            raise ApplyError(f"cannot read {header} ({exc.strerror})", where="migrate/tests/operator/api_headers",
+                             hint="name public headers of the library, relative to its root") from None
+    migrated = {kp.kernel.id for kp in plan.kernels}
+    gated = set(cfg.get("gated", []))
+    tensor, entries = cfg["tensor"], []
+    for ep in sorted(plan.entry_points, key=lambda e: e.name):
+        proto = protos.get(ep.name)
+        if proto is None or not migrated & set(ep.kernels):
+            continue
+        kinds = [p.base for p in proto.params]
+        if kinds[-1:] != ["cudaStream_t"] or any(k != tensor for k in kinds[:-1]) or len(kinds) not in (3, 4):
+            continue
+        entries.append(dict(name=ep.name, test="".join(w.capitalize() for w in ep.name.split("_")),
+                            binary=len(kinds) == 4, gated=bool(gated & set(ep.kernels))))
+    if not entries:
+        cs.notes.append(f"warning: migrate/tests/operator: no entry point of the rule has the form "
+                        f"f(const {tensor}, {tensor}, cudaStream_t) or f(const {tensor}, const {tensor}, {tensor}, "
+                        "cudaStream_t); no operator test generated")
+        return
+    suite = "Nvrtc" + "".join(w.capitalize() for w in spec.rule_id.split("_")) + "Test"
+    path = spec.repo_path(cfg["file"])
+    ctx = dict(banner=banner(spec.rule_id, version), rule=spec.rule_id, suite=suite, entries=entries,
+               disable_env=disable, legacy_option=spec.legacy_option, record_env="NVTE_TEST_NVRTC_RECORD_DIR",
+               headers=sorted(h.split("include/", 1)[-1] for h in cfg["api_headers"]),
+               inputs=cfg["inputs"], outputs=cfg["outputs"], executable=cfg["executable"],
+               file=posixpath.basename(cfg["file"]))
+    cs.new_files[path] = fmt(render("operator_test.cu.j2", **ctx), path)
+    cmake = spec.repo_path(cfg["cmake"])
+    try:
+        data = (root / cmake).read_bytes()
+    except OSError as exc:
+        raise ApplyError(f"cannot read {cmake} ({exc.strerror})", where="migrate/tests/operator/cmake") from None
+    entry = re.search(rb"(?m)^([ \t]+)" + re.escape(cfg["after"].encode()) + rb"[ \t]*\n", data)
+    if entry is None:
+        raise ApplyError(f"{cmake} lists no `{cfg['after']}` on a line of its own (migrate/tests/operator/after)",
+                         where=cmake, hint="name a source entry of the test executable")
+    line = entry.group(1).decode() + posixpath.basename(cfg["file"]) + "\n"
+    cs.edits.append(Edit(cmake, entry.end(), entry.end(), line, "the operator test's source"))
+    block = render("operator_test.cmake.j2", **{**ctx, "banner": added_banner(spec.rule_id, version)})
+    cs.edits.append(Edit(cmake, len(data), len(data), block, "the operator test's two ctest runs"))
 
 
 def _envvar_block(lines: list[str], name: str) -> tuple[int, int] | None:

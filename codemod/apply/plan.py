@@ -83,6 +83,8 @@ class Plan:
     manifest: str | None = None
     # kernel id -> variants only outside_units launch that reach NVRTC (outside_variants)
     outside_reach: dict = field(default_factory=dict)
+    # the analysis' entry points (model.EntryPoint): the generated operator test calls them
+    entry_points: list = field(default_factory=list)
 
     def read(self, root: Path, path: str) -> bytes:
         """A library file as the patch leaves it for NVRTC: an extracted header's new text."""

@@ -46,7 +46,9 @@ class MigrateSpec:
     def repo_files(self) -> list[str]:
         """The library-root-relative paths of the files outside `output_dir` the rule's docs edit."""
         envvars = self.docs.get("envvars")
-        return [self.repo_path(envvars["file"])] if envvars else []
+        test = self.raw.get("tests", {}).get("operator")
+        return ([self.repo_path(envvars["file"])] if envvars else []) + \
+            ([self.repo_path(test["cmake"])] if test else [])
 
     @property
     def legacy_option(self) -> str:
@@ -101,6 +103,12 @@ def _tree_paths(m: dict):
     yield ["cmake", "file"], m["cmake"]["file"]
     if "envvars" in m.get("docs", {}):
         yield ["docs", "envvars", "file"], m["docs"]["envvars"]["file"]     # below repo_root
+    test = m.get("tests", {}).get("operator")
+    if test:
+        for key in ("file", "cmake"):
+            yield ["tests", "operator", key], test[key]                     # below repo_root
+        for i, v in enumerate(test.get("api_headers", [])):
+            yield ["tests", "operator", "api_headers", i], v
 
 
 def _escape(value: str) -> str | None:

@@ -199,3 +199,45 @@ def test_variants_reached_from_outside_the_rule_are_verified(te_patch):
     chosen = greedy_cover([v["axes"] for v in variants], [i for i, v in enumerate(variants) if v.get("outside")])
     assert {i for i, v in enumerate(variants) if v.get("outside")} <= set(chosen)
     assert len(json.dumps(doc)) > 0 and "codemod_manifest" not in patch.read_text()
+
+
+def test_docs_and_operator_test_are_generated(te_patch, tmp_path):
+    """Issue 15, acceptance 6: the legacy option and NVTE_DISABLE_NVRTC in docs/envvars.rst, and a
+    googletest in tests/cpp/operator (joined to test_operator, two ctest runs: NVRTC recording, the
+    static fallback comparing) that compiles with nvcc against TE's test headers. gtest's headers come
+    from GTEST_INCLUDE_DIR (the compile is skipped without them); cuBLAS/cuDNN headers, which only
+    logging.h's macros name, are empty stand-ins."""
+    from codemod.verify.host import find_nvcc
+
+    work, patch = te_patch
+    text = patch.read_text()
+    assert "+.. envvar:: NVTE_BUILD_LEGACY_STATIC_ACTIVATION\n" in text
+    assert ("only when the library was built with :envvar:`NVTE_BUILD_LEGACY_STATIC_ACTIVATION` ``ON``" in text)
+    assert "+               test_nvrtc_activation.cu\n" in text
+    assert "ENVIRONMENT \"NVTE_TEST_NVRTC_RECORD_DIR=${CMAKE_CURRENT_BINARY_DIR};NVTE_DISABLE_NVRTC=1\")" in text
+    applied = tmp_path / "te"
+    shutil.copytree(work, applied, ignore=shutil.ignore_patterns(".git"))
+    r = subprocess.run(["git", "apply", str(patch)], cwd=applied, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    test = (applied / "tests/cpp/operator/test_nvrtc_activation.cu").read_text()
+    for form in ("nvte_gelu(input.data(), output.data(), 0);", "nvte_dgelu(grad.data(), input.data(), output.data(), 0);",
+                 "nvte_swiglu(input.data(), output.data(), 0);"):
+        assert form in test
+    swiglu = test[test.index("TEST_P(NvrtcActivationTest, NvteSwiglu)"):]
+    assert "{kRows, 2 * kCols}" in swiglu.split("TEST_P", 2)[1]          # gated: a [rows, 2 * cols] input
+    gtest, nvcc = os.environ.get("GTEST_INCLUDE_DIR"), find_nvcc()
+    if not gtest or nvcc is None:
+        pytest.skip("GTEST_INCLUDE_DIR or nvcc missing: the generated test is not compiled")
+    stand_ins = tmp_path / "stand_ins"
+    stand_ins.mkdir()
+    for header in ("cublas_v2.h", "cudnn.h", "cublasmp.h"):
+        (stand_ins / header).write_text("/* stand-in: only macro bodies name it */\n")
+    from codemod.verify.nvrtc import load
+
+    nvrtc_include = Path(load().path).resolve().parents[1] / "include"
+    common = applied / "transformer_engine"
+    cmd = [nvcc, "-std=c++17", "-c", "test_nvrtc_activation.cu", "-o", str(tmp_path / "t.o"), "-arch=sm_90",
+           "--expt-relaxed-constexpr", f"-I{gtest}", f"-I{common / 'common/include'}", f"-I{common / 'common'}",
+           f"-I{common}", "-I..", f"-I{stand_ins}", f"-I{nvrtc_include}"]
+    r = subprocess.run(cmd, cwd=applied / "tests/cpp/operator", capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]

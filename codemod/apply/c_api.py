@@ -54,7 +54,7 @@ def _param(data: bytes, node) -> Param | None:
 
 def prototypes(path: Path, rel: str) -> dict[str, Prototype]:
     """Every function declared at file scope (or inside extern "C") of one header."""
-    from ..apply.source import parse
+    from .source import parse
 
     data = path.read_bytes()
     found: dict[str, Prototype] = {}
