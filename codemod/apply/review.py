@@ -56,7 +56,7 @@ class ChangeSetView:
 
 def change_sets(root: Path, plan: Plan, version: str, formatted: bool = True) -> list[ChangeSetView]:
     """One view per kernel of the plan: the patch of that kernel alone, with per-file line counts;
-    files that several change sets touch (the stubs, the manifest, CMake, shared headers) are marked."""
+    files that several change sets touch (the stubs, CMake, shared headers) are marked."""
     views = []
     for kp in plan.kernels:
         alone = replace(plan, kernels=[kp], skipped=[], removed_instantiations=kp.kernel.instantiations)
