@@ -26,7 +26,8 @@ def _layer_cfg():
 
 
 def test_layerlib_golden_patch_matches_expected():
-    patch, report = golden_patch("layerlib")
+    patch, report, manifest = golden_patch("layerlib")
+    assert manifest == (CASE / "expected" / "apply.manifest.json").read_text()
     assert patch == (CASE / "expected" / "apply.patch").read_text(), \
         "golden patch drifted (regenerate with `python -m codemod.apply.golden layerlib --update` and read the diff)"
     assert "4 kernels migrated" in report
