@@ -233,6 +233,7 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
             cs.edits.append(Edit(repo_path, end, end, f"#endif  // {RTC_GUARD}\n", "host-only include hidden from NVRTC"))
             line = data[:start].count(b"\n") + 1
             cs.notes.append(f"{repo_path}:{line}: host-only includes guarded by #ifndef {RTC_GUARD}")
+        _respell_includes(repo_path, data, plan.respelled, cs)
         for start, end in source.host_only_functions(data):
             s = source.comment_start(data, start)
             e = _line_end(data, end)
@@ -734,6 +735,19 @@ def _guard(path: str) -> str:
     """Include guard of a generated header (not `#pragma once`: NVRTC may see one in-memory header
     under several include names)."""
     return "CODEMOD_" + "".join(c.upper() if c.isalnum() else "_" for c in path) + "_"
+
+
+def _respell_includes(path: str, data: bytes, respelled: dict, cs: ChangeSet) -> None:
+    """Quoted includes of `path` whose name means two headers in one NVRTC program, spelled
+    through an ancestor folder (plan.include_respellings): the same file for the compiler."""
+    for inc in source.includes(data):
+        new = respelled.get((path, inc.name))
+        if new and not inc.system:
+            cs.edits.append(Edit(path, inc.name_start, inc.name_end, new,
+                                 "include name unique for NVRTC (in-memory headers match by name)"))
+            line = data[:inc.start].count(b"\n") + 1
+            cs.notes.append(f'{path}:{line}: #include "{inc.name}" spelled "{new}" (another header '
+                            "of the NVRTC program has that name)")
 
 
 def _host_include_blocks(root: Path, path: str, data: bytes, spec) -> list[tuple[int, int]]:

@@ -85,6 +85,8 @@ class Plan:
     outside_reach: dict = field(default_factory=dict)
     # the analysis' entry points (model.EntryPoint): the generated operator test calls them
     entry_points: list = field(default_factory=list)
+    # (includer, include name) -> the spelling apply writes (include_respellings)
+    respelled: dict = field(default_factory=dict)
 
     def read(self, root: Path, path: str) -> bytes:
         """A library file as the patch leaves it for NVRTC: an extracted header's new text."""
@@ -138,14 +140,13 @@ def host_include(root: Path, path: str, inc, spec: MigrateSpec) -> bool:
     return bool(hidden) and _resolve(root, path, inc, spec.include_dirs) in hidden
 
 
-def _header_closure(root: Path, start: str, spec: MigrateSpec, out_dir: str,
-                    extractions: dict | None = None) -> dict[str, str]:
-    """Include name -> repo path for every library header the kernel's file reaches (NVRTC matches
-    in-memory headers by the name as spelled). Replaced headers map to the generated prelude."""
+def _closure_includes(root: Path, start: str, spec: MigrateSpec, out_dir: str, extractions: dict | None,
+                      respelled: dict[tuple[str, str], str]):
+    """(includer, include, name NVRTC sees, repo path or generated file it means) for every library
+    header the kernel's file reaches, in walk order; replaced headers map to the generated prelude."""
     ks = spec.kernel_strings
     replaced = set(ks.get("replace_with_prelude", []))
     shims = ks.get("shims", {})
-    headers: dict[str, str] = {}
     todo, seen = [start], set()
     while todo:
         path = todo.pop()
@@ -156,24 +157,78 @@ def _header_closure(root: Path, start: str, spec: MigrateSpec, out_dir: str,
             if host_include(root, path, inc, spec):
                 continue            # hidden from NVRTC by generate (or already by the library)
             if inc.system and inc.name in shims:
-                headers[inc.name] = shim_path(out_dir, inc.name)
+                yield path, inc, inc.name, shim_path(out_dir, inc.name)
                 continue
             target = _resolve(root, path, inc, spec.include_dirs)
             if target is None:
                 continue
-            mapped = f"{out_dir}/prelude/{target}" if target in replaced else target
-            if headers.get(inc.name, mapped) != mapped:
-                raise UnsupportedConstruct(
-                    f"include name '{inc.name}' means {headers[inc.name]} and {mapped}",
-                    where=path, hint="NVRTC matches in-memory headers by name; spell one of the "
-                                     "includes differently, or exclude the kernel")
-            headers[inc.name] = mapped
+            yield path, inc, respelled.get((path, inc.name), inc.name), (
+                f"{out_dir}/prelude/{target}" if target in replaced else target)
             if target not in replaced:
                 todo.append(target)
-    for inc in ks.get("prelude_includes", []):
-        if inc in shims:
+
+
+def _header_closure(root: Path, start: str, spec: MigrateSpec, out_dir: str,
+                    extractions: dict | None = None,
+                    respelled: dict[tuple[str, str], str] | None = None) -> dict[str, str]:
+    """Include name -> repo path for every library header the kernel's file reaches (NVRTC matches
+    in-memory headers by the name as spelled, `respelled` where apply changes the spelling).
+    Replaced headers map to the generated prelude."""
+    headers: dict[str, str] = {}
+    for path, _, name, mapped in _closure_includes(root, start, spec, out_dir, extractions, respelled or {}):
+        if headers.get(name, mapped) != mapped:
+            raise UnsupportedConstruct(
+                f"include name '{name}' means {headers[name]} and {mapped}",
+                where=path, hint="NVRTC matches in-memory headers by name; spell one of the "
+                                 "includes differently, or exclude the kernel")
+        headers[name] = mapped
+    for inc in spec.kernel_strings.get("prelude_includes", []):
+        if inc in spec.kernel_strings.get("shims", {}):
             headers[inc] = shim_path(out_dir, inc)
     return dict(sorted(headers.items()))
+
+
+def include_respellings(root: Path, starts: list[str], spec: MigrateSpec, out_dir: str,
+                        extractions: dict | None = None) -> dict[tuple[str, str], str]:
+    """(includer, spelled name) -> the name apply writes instead, for quoted includes whose name
+    means two library headers within one NVRTC program (TE: `swizzle.cuh` in `cast/mxfp8/` and in
+    `cast/mxfp8/specialized/`, both reached by quantize_mxfp8.cuh). NVRTC matches in-memory headers
+    by the name alone; the compiler resolves a quoted include from the includer's folder first. So
+    every include of such a name, in every header the programs reach, is spelled from an ancestor
+    of its includer's folder (`../specialized/swizzle.cuh`): the same file for nvcc, a distinct name
+    for NVRTC. The fewest `../` that make the spellings of different headers differ."""
+    ambiguous: set[str] = set()
+    uses: dict[str, list[tuple[str, str]]] = {}          # name -> [(includer, target)]
+    for start in sorted(set(starts)):
+        means: dict[str, set[str]] = {}
+        for path, inc, name, mapped in _closure_includes(root, start, spec, out_dir, extractions, {}):
+            means.setdefault(name, set()).add(mapped)
+            if not inc.system and (path, mapped) not in uses.setdefault(name, []):
+                uses[name].append((path, mapped))
+        ambiguous |= {n for n, targets in means.items() if len(targets) > 1}
+    out: dict[tuple[str, str], str] = {}
+    for name in sorted(ambiguous):
+        pairs = uses.get(name, [])
+        for up in range(1, 1 + max((p.count("/") for p, _ in pairs), default=0)):
+            spelled = {(p, t): _spelled_from_ancestor(p, t, up) for p, t in pairs}
+            if None in spelled.values():
+                break
+            if all(spelled[a] != spelled[b] for a in pairs for b in pairs if a[1] != b[1]):
+                out.update({(p, name): spelled[(p, t)] for p, t in pairs})
+                break
+    return out
+
+
+def _spelled_from_ancestor(includer: str, target: str, up: int) -> str | None:
+    """`target` as a quoted include of `includer` through the folder `up` levels above the
+    includer's (`../mxfp8/swizzle.cuh`); None when that folder is above the library root."""
+    folder = posixpath.dirname(includer)
+    for _ in range(up):
+        if not folder:
+            return None
+        folder = posixpath.dirname(folder)
+    rel = posixpath.relpath(target, folder or ".")
+    return None if rel.startswith("..") else "../" * up + rel
 
 
 def _deduced_arguments(site: Site) -> tuple[list[str], str | None]:
@@ -274,6 +329,8 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
                 if k.id not in spec.kernels]
     sites_by_id = {s.id: s for s in analysis.sites}
     extractions, refused_units = _extractions(root, spec, [by_id[k] for k in wanted], sites_by_id)
+    respelled = include_respellings(root, [extractions[by_id[k].file].header if by_id[k].file in extractions
+                                           else by_id[k].file for k in wanted], spec, spec.output_dir, extractions)
     plans: list[KernelPlan] = []
     for kid in wanted:
         kernel = by_id[kid]
@@ -328,7 +385,7 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
             refused = (f"the analysis reached no instantiation of {kid} from the rule's entry points "
                        "(nothing to compile or verify); add the translation units that hold its entry "
                        "points to analyze.translation_units")
-        headers = _header_closure(root, source_file, spec, spec.output_dir, extractions)
+        headers = _header_closure(root, source_file, spec, spec.output_dir, extractions, respelled)
         extra: list[str] = []
         if not refused:
             extra, refused = _type_headers(root, spec, kernel, source_file, headers, sites, variants.values(),
@@ -337,7 +394,7 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
             skipped.append(Skipped(kid, refused))
             continue
         for h in extra:
-            headers = {**headers, h: h, **_header_closure(root, h, spec, spec.output_dir, extractions)}
+            headers = {**headers, h: h, **_header_closure(root, h, spec, spec.output_dir, extractions, respelled)}
         variants = _one_spelling_per_type(root, spec, kernel, source_file, headers, variants, extractions)
         plans.append(KernelPlan(kernel, source.kernel_signature(data, decl.start, decl.end), sites,
                                 sorted(variants.values(), key=lambda v: v.name_expression(kid)),
@@ -345,8 +402,10 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
     plans = _whole_lambdas(plans, skipped)
     removed = sum(kp.kernel.instantiations for kp in plans)
     used = {kp.kernel.file for kp in plans}
+    shipped = {p for kp in plans for p in [kp.source_file, *kp.headers.values()]}
     return Plan(spec, sorted(plans, key=lambda p: p.kernel.id), skipped, removed,
-                extractions={u: ex for u, ex in extractions.items() if u in used})
+                extractions={u: ex for u, ex in extractions.items() if u in used},
+                respelled={k: v for k, v in sorted(respelled.items()) if k[0] in shipped})
 
 
 def _whole_lambdas(plans: list[KernelPlan], skipped: list[Skipped]) -> list[KernelPlan]:

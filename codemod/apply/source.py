@@ -36,6 +36,8 @@ class Include:
     start: int
     end: int           # end of the directive line (after the newline)
     rtc_guarded: bool = False   # in a branch not taken under NVRTC (`#ifndef __CUDACC_RTC__`)
+    name_start: int = 0         # byte range of `name` (between the quotes or brackets)
+    name_end: int = 0
 
 
 def _rtc_guarded(node: Node, data: bytes) -> bool:
@@ -78,7 +80,7 @@ def includes(data: bytes) -> list[Include]:
             path = n.child_by_field_name("path")
             text = data[path.start_byte:path.end_byte].decode()
             out.append(Include(text[1:-1], text.startswith("<"), n.start_byte, n.end_byte,
-                               _rtc_guarded(n, data)))
+                               _rtc_guarded(n, data), path.start_byte + 1, path.end_byte - 1))
     return sorted(out, key=lambda i: i.start)
 
 
