@@ -337,3 +337,37 @@ def test_host_code_already_hidden_from_nvrtc_is_not_guarded_twice():
             b"inline int d() { return 4; }\n}\n")
     found = [data[s:e] for s, e in source.host_only_functions(data)]
     assert found == [b"inline int d() { return 4; }"]
+
+
+@needs_nvrtc
+def test_an_include_name_meaning_two_headers_is_respelled_through_an_ancestor_folder(tmp_path, capsys):
+    """TE's cast/mxfp8/quantize_mxfp8.cuh reaches two headers named `swizzle.cuh` (its own folder's
+    and specialized/'s), each spelled "swizzle.cuh". NVRTC matches in-memory headers by name alone
+    (no includer-relative lookup), so one program cannot hold both under that name: apply spells
+    every include of the name through an ancestor folder, which the compiler resolves to the same
+    file, and the kernel string compiles with both (the precheck). Before: refused."""
+    root = _actlib(tmp_path)
+    cast = root / "cast"
+    (cast / "sub").mkdir()
+    (cast / "tile.cuh").write_text("#ifndef ACTLIB_CAST_TILE_CUH_\n#define ACTLIB_CAST_TILE_CUH_\n"
+                                   "__device__ inline float tile_scale() { return 1.0f; }\n#endif\n")
+    (cast / "sub" / "tile.cuh").write_text("#ifndef ACTLIB_CAST_SUB_TILE_CUH_\n#define ACTLIB_CAST_SUB_TILE_CUH_\n"
+                                           "__device__ inline float tile_bias() { return 0.0f; }\n#endif\n")
+    (cast / "sub" / "helpers.cuh").write_text('#include "../tile.cuh"\n#include "tile.cuh"\n')
+    fp8 = cast / "fp8_quantize.cuh"
+    _edit(fp8, '#include "../util/vectorized_pointwise.h"\n',
+          '#include "../util/vectorized_pointwise.h"\n#include "sub/helpers.cuh"\n#include "tile.cuh"\n')
+    _edit(fp8, "  const float s = *scale;\n", "  const float s = *scale * tile_scale() + tile_bias();\n")
+    assert main(["apply", "--target", str(RULE), str(root), "--write", "-q"]) == 0, capsys.readouterr().err
+    text = fp8.read_text()
+    assert '#include "../cast/tile.cuh"' in text and '#include "tile.cuh"' not in text
+    helpers = (cast / "sub" / "helpers.cuh").read_text()
+    assert '#include "../sub/tile.cuh"' in helpers and '#include "../tile.cuh"' in helpers
+    # the compiler finds the same files through the new spellings
+    assert (cast / "../cast/tile.cuh").resolve() == (cast / "tile.cuh").resolve()
+    assert (cast / "sub" / "../sub/tile.cuh").resolve() == (cast / "sub" / "tile.cuh").resolve()
+    manifest = json.loads((root / "rtc" / "activation" / "codemod_manifest.json").read_text())
+    kernel = next(k for k in manifest["kernels"] if k["id"] == "actlib::cast_fp8_kernel")
+    assert kernel["headers"]["../cast/tile.cuh"] == "cast/tile.cuh"
+    assert kernel["headers"]["../sub/tile.cuh"] == "cast/sub/tile.cuh"
+    assert "tile.cuh" not in kernel["headers"]
