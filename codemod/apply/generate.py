@@ -209,14 +209,15 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
     for name, shim in sorted(ks_spec.get("shims", {}).items()):
         std_names, global_names = shim.get("std_names", []), shim.get("global_names", [])
         defined, libcu = [], std_names + global_names    # names written out / taken from libcu++
-        if shim.get("minimal"):
+        if shim.get("minimal") or "include" not in shim:
             defined, libcu = stdshim.definitions(std_names + global_names)
         cs.new_files[stdshim.shim_path(out, name)] = fmt(render(
-            "shim.j2", banner=head, name=name, include=shim["include"], definitions=defined,
+            "shim.j2", banner=head, name=name, include=shim.get("include"), definitions=defined,
             std_names=[n for n in std_names if n in libcu], global_names=[n for n in global_names if n in libcu],
             defined_global=[n for n in global_names if n not in libcu]), stdshim.shim_path(out, name))
-        cs.notes.append(f"<{name}>: not in NVRTC; shipped as the in-memory shim {stdshim.shim_path(out, name)} over "
-                        f"<{shim['include']}>" + (f", with {len(defined)} names defined by codemod" if defined else ""))
+        over = f" over <{shim['include']}>" if "include" in shim else " (a C header: global names only)"
+        cs.notes.append(f"<{name}>: not in NVRTC; shipped as the in-memory shim {stdshim.shim_path(out, name)}{over}"
+                        + (f", with {len(defined)} names defined by codemod" if defined else ""))
 
     # NVRTC guards in the shipped library headers (host-only definitions out of NVRTC's sight).
     generated_prefix = out + "/"

@@ -144,12 +144,30 @@ def check_paths(rule: Rule, m: dict) -> None:
                         hint="write it relative to the library root, without `..`")
 
 
+def _check_c_shims(rule: Rule, m: dict) -> None:
+    """A shim without `include` is a C header NVRTC lacks (`stdint.h`, which the toolkit's cuda.h
+    includes): codemod defines its `global_names` itself, at global scope; std names and names
+    codemod has no definition for need a libcu++ `include`."""
+    from .stdshim import DEFINITIONS
+
+    for name, shim in m.get("kernel_strings", {}).get("shims", {}).items():
+        if "include" in shim:
+            continue
+        bad = list(shim.get("std_names", [])) + [n for n in shim.get("global_names", []) if n not in DEFINITIONS]
+        if bad:
+            raise RuleError(f"migrate/kernel_strings/shims/{name}: {', '.join(bad)} need a libcu++ `include` "
+                            "(a shim without one defines only global names codemod knows)",
+                            where=str(rule.path) if rule.path else None,
+                            hint="add include: cuda/std/<header>, or list only names of codemod/apply/stdshim.py")
+
+
 def migrate_spec(rule: Rule) -> MigrateSpec:
     m = rule.raw.get("migrate")
     if not m:
         raise RuleError(f"rule '{rule.id}' has no migrate: section", where=str(rule.path),
                         hint="see docs/rules.md, section migrate")
     check_paths(rule, m)
+    _check_c_shims(rule, m)
     return MigrateSpec(
         rule_id=rule.id, output_dir=m["output_dir"].strip("/"), namespace=m["namespace"],
         kernels=list(m["kernels"]), translation_units=list(m["translation_units"]),

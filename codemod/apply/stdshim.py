@@ -58,6 +58,28 @@ struct integral_constant {{
                           "                                  is_same<remove_cv_t<T>, long double>::value> {};"),
     "is_floating_point_v": (("is_floating_point",), "template <class T>\n"
                             "inline constexpr bool is_floating_point_v = is_floating_point<T>::value;"),
+    # <type_traits>: the integral types of [basic.fundamental] (TE's DIVUP_TO_MULTIPLE asserts it)
+    "is_integral_base": (("true_type", "false_type"),
+                         "template <class T>\nstruct is_integral_base : false_type {};\n"
+                         "template <>\nstruct is_integral_base<bool> : true_type {};\n"
+                         "template <>\nstruct is_integral_base<char> : true_type {};\n"
+                         "template <>\nstruct is_integral_base<signed char> : true_type {};\n"
+                         "template <>\nstruct is_integral_base<unsigned char> : true_type {};\n"
+                         "template <>\nstruct is_integral_base<wchar_t> : true_type {};\n"
+                         "template <>\nstruct is_integral_base<char16_t> : true_type {};\n"
+                         "template <>\nstruct is_integral_base<char32_t> : true_type {};\n"
+                         "template <>\nstruct is_integral_base<short> : true_type {};\n"
+                         "template <>\nstruct is_integral_base<unsigned short> : true_type {};\n"
+                         "template <>\nstruct is_integral_base<int> : true_type {};\n"
+                         "template <>\nstruct is_integral_base<unsigned int> : true_type {};\n"
+                         "template <>\nstruct is_integral_base<long> : true_type {};\n"
+                         "template <>\nstruct is_integral_base<unsigned long> : true_type {};\n"
+                         "template <>\nstruct is_integral_base<long long> : true_type {};\n"
+                         "template <>\nstruct is_integral_base<unsigned long long> : true_type {};"),
+    "is_integral": (("is_integral_base", "remove_cv_t"),
+                    "template <class T>\nstruct is_integral : is_integral_base<remove_cv_t<T>> {};"),
+    "is_integral_v": (("is_integral",), "template <class T>\n"
+                      "inline constexpr bool is_integral_v = is_integral<T>::value;"),
     "min": ((), f"template <class T>\n{_HD} constexpr const T &min(const T &a, const T &b) {{\n"
                 "  return (b < a) ? b : a;\n}"),
     "max": ((), f"template <class T>\n{_HD} constexpr const T &max(const T &a, const T &b) {{\n"
