@@ -429,13 +429,16 @@ def manifest_beside(diff: Path) -> Path:
 def _precheck(root: Path, files: dict, plan, progress) -> None:
     """Refuse (nothing written) when a generated kernel string does not compile under NVRTC."""
     from ..tool_state import manifest_path
-    from .precheck import precheck
+    from .precheck import BLACKWELL_ARCH, BLACKWELL_MIN, precheck
 
     if plan is None or not plan.manifest:
         return
+    blackwell = {kp.kernel.id for kp in plan.kernels if (kp.kernel.body_arch_min or 0) >= BLACKWELL_MIN}
     if progress:
-        progress("apply: compiling the generated kernel strings with NVRTC (sm_90, the name expressions of a cover of the variants)")
-    problems, note = precheck(root, files, [(manifest_path(root, plan.spec.rule_id), plan.manifest)])
+        also = f"; {BLACKWELL_ARCH} for the {len(blackwell)} kernel(s) whose body needs it" if blackwell else ""
+        progress(f"apply: compiling the generated kernel strings with NVRTC (sm_90{also}, the name expressions "
+                 "of a cover of the variants)")
+    problems, note = precheck(root, files, [(manifest_path(root, plan.spec.rule_id), plan.manifest)], blackwell)
     if note:
         print(f"note: {note}", file=sys.stderr)
     if problems:

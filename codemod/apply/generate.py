@@ -1104,6 +1104,8 @@ def manifest(plan: Plan, version: str = __version__, outside: dict | None = None
             "include_cuda_cccl": bool(spec.layer.get("cuda_includes_cccl", False)),
             "nvrtc_options": list(spec.options["always"]) + spec.options["kernels"].get(kp.kernel.id, []),
             "conditional_options": [dict(c) for c in spec.options["conditional"]],
+            **({"arch_targets": {str(cc): t for cc, t in spec.options["arch_targets"].items()}}
+               if spec.options.get("arch_targets") else {}),
             "sites": sorted(s.id for s in kp.sites),
             "variants": [{"name_expression": v.name_expression(kp.kernel.id), "axes": v.axes,
                           "sites": sorted(v.sites)} for v in kp.variants]

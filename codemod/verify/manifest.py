@@ -5,6 +5,7 @@ plain dataclasses: per kernel its program source, in-memory headers, options and
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,6 +44,9 @@ class KernelEntry:
     conditional_options: list[ConditionalOption]
     sites: list[str]
     variants: list[Variant]
+    # compute capability -> the NVRTC target the stubs choose on such a device (rule key
+    # migrate.options.arch_targets); other devices compile for sm_<cc>, the layer's default
+    arch_targets: dict[int, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -140,7 +144,15 @@ def _kernel(doc: dict, where: str) -> KernelEntry:
                        include_cuda_toolkit=bool(doc.get("include_cuda_toolkit", True)),
                        include_cuda_cccl=bool(doc.get("include_cuda_cccl", False)),
                        nvrtc_options=[str(o) for o in doc.get("nvrtc_options", [])],
-                       conditional_options=conditional, sites=list(doc.get("sites", [])), variants=variants)
+                       conditional_options=conditional, sites=list(doc.get("sites", [])), variants=variants,
+                       arch_targets=_arch_targets(doc.get("arch_targets", {}), where))
+
+
+def _arch_targets(doc, where: str) -> dict[int, str]:
+    if not isinstance(doc, dict) or not all(str(k).isdigit() and re.fullmatch(r"sm_\d{2,3}[af]?", str(v))
+                                            for k, v in doc.items()):
+        raise VerifyError("arch_targets: expected {compute capability: sm_NN[a|f]}", where=where)
+    return {int(k): str(v) for k, v in doc.items()}
 
 
 def _get(doc: dict, key: str, kind: type, where: str):

@@ -35,11 +35,27 @@ class Program:
     variants: list[str]
     variants_total: int
     keep_cubin: bool = False    # verify --sass: the result carries the cubin and the lowered names
+    target: str = ""            # the arch compiled for: `arch` mapped by the kernel's arch_targets
+
+    def __post_init__(self) -> None:
+        self.target = self.target or self.arch
 
     @property
     def label(self) -> str:
         config = "" if self.config == "default" else f" {self.config}"
-        return f"{self.kernel} [{self.arch}{config}]"
+        target = f" as {self.target}" if self.target != self.arch else ""
+        return f"{self.kernel} [{self.arch}{target}{config}]"
+
+
+_ARCH = re.compile(r"^sm_(\d{2,3})[af]?$")
+
+
+def target_arch(arch: str, arch_targets: dict[int, str]) -> str:
+    """The NVRTC target the generated stubs choose on a device of `arch`'s compute capability: the
+    rule's arch_targets entry for it (TE: sm_100 and sm_100a -> sm_100a, sm_120 -> sm_120f), else
+    `arch` itself."""
+    m = _ARCH.match(arch)
+    return arch_targets.get(int(m.group(1)), arch) if m and arch_targets else arch
 
 
 @dataclass
@@ -106,9 +122,11 @@ class ProgramResult:
     cubin: bytes | None = None  # with Program.keep_cubin (not in the JSON), and its PTX
     ptx: str | None = None
     lowered: dict[str, str] = field(default_factory=dict)
+    target: str = ""            # Program.target, when it differs from arch
 
     def to_json(self) -> dict:
-        return {"kernel": self.kernel, "arch": self.arch, "config": self.config, "ok": self.ok,
+        return {"kernel": self.kernel, "arch": self.arch, **({"target": self.target} if self.target else {}),
+                "config": self.config, "ok": self.ok,
                 "variants": self.variants, "variants_total": self.variants_total,
                 "seconds": round(self.seconds, 3), "cpu_seconds": round(self.cpu_seconds, 3),
                 "isolate_seconds": round(self.isolate_seconds, 3),
@@ -167,6 +185,7 @@ def plan(manifests: list[Manifest], archs: list[str], all_variants: bool = False
             for config, extra in option_sets(kernel):
                 for arch in archs:
                     programs.append(Program(kernel=kernel.id, arch=arch, config=config, name=kernel.program_path,
+                                            target=target_arch(arch, kernel.arch_targets),
                                             source=source, headers=headers, options=kernel.nvrtc_options + extra + defines,
                                             include_cuda=kernel.include_cuda_toolkit,
                                             include_cccl=kernel.include_cuda_cccl, variants=names,
@@ -180,11 +199,12 @@ def run_program(program: Program) -> ProgramResult:
 
     def compile_with(names: list[str], keep_cubin: bool = False):
         return nvrtc.compile(program.source, program.name, program.headers, program.options, names,
-                             arch=program.arch, include_cuda=program.include_cuda,
+                             arch=program.target, include_cuda=program.include_cuda,
                              include_cccl=program.include_cccl, keep_cubin=keep_cubin)
 
     first = compile_with(program.variants, program.keep_cubin)
     result = ProgramResult(kernel=program.kernel, arch=program.arch, config=program.config,
+                           target=program.target if program.target != program.arch else "",
                            variants=len(program.variants), variants_total=program.variants_total,
                            ok=first.ok, seconds=first.seconds, cpu_seconds=first.cpu_seconds, cubin_size=first.cubin_size,
                            cubin=first.cubin, ptx=first.ptx, lowered=dict(first.lowered))

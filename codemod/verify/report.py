@@ -62,9 +62,10 @@ def hint_for(log: str) -> str:
 def _cell(result: ProgramResult | None) -> str:
     if result is None:
         return "-"
+    target = f" as {result.target}" if result.target else ""   # the rule's arch_targets chose it
     if result.ok:
-        return f"ok {result.seconds:.2f} s"
-    return f"FAIL ({len(result.failures) + (1 if result.unisolated else 0)})"
+        return f"ok {result.seconds:.2f} s{target}"
+    return f"FAIL ({len(result.failures) + (1 if result.unisolated else 0)}){target}"
 
 
 def render(report: VerifyReport) -> str:

@@ -572,7 +572,7 @@ def run_job(job: SassJob, tools: Tools, flags: StaticFlags, static_root: Path) -
     with tempfile.TemporaryDirectory(prefix="codemod-sass-") as tmp:
         work = Path(tmp)
         start = time.perf_counter()
-        cubin, log, cmd = compile_static(tools.nvcc, text, static_flags, program.arch, work)
+        cubin, log, cmd = compile_static(tools.nvcc, text, static_flags, program.target, work)
         out.nvcc_seconds = time.perf_counter() - start
         out.command = shlex.join([Path(cmd[0]).name] + [c.replace(tmp, "<tmp>") for c in cmd[1:]])
         if cubin is None:
@@ -585,7 +585,7 @@ def run_job(job: SassJob, tools: Tools, flags: StaticFlags, static_root: Path) -
             """nvcc's PTX of the same unit, compiled once and only when a difference needs it."""
             if not ptx_cache:
                 ptx = work / "static.ptx"
-                subprocess.run([tools.nvcc, "-ptx", f"-arch=compute_{program.arch[3:]}", *static_flags,
+                subprocess.run([tools.nvcc, "-ptx", f"-arch=compute_{program.target[3:]}", *static_flags,
                                 str(work / "static.cu"), "-o", str(ptx)], capture_output=True, cwd=work)
                 ptx_cache.append(ptx.read_text() if ptx.is_file() else "")
             return ptx_cache[0]
