@@ -231,6 +231,48 @@ def _spelled_from_ancestor(includer: str, target: str, up: int) -> str | None:
     return None if rel.startswith("..") else "../" * up + rel
 
 
+class _KernelBodies:
+    """The definition text of every kernel the analysis found, read once per file on demand."""
+
+    def __init__(self, root: Path, analysis: Analysis):
+        self.root, self.kernels, self._texts = root, analysis.kernels, None
+
+    def items(self) -> list[tuple[str, bytes]]:
+        if self._texts is None:
+            self._texts, scans = [], {}
+            for k in self.kernels:
+                if k.file not in scans:
+                    data = (self.root / k.file).read_bytes()
+                    scans[k.file] = (data, scan_bytes(k.file, data).kernels)
+                data, decls = scans[k.file]
+                self._texts += [(k.id, data[d.start:d.end]) for d in decls if d.name == k.name and d.is_definition]
+        return self._texts
+
+
+def _shared_device_variable(root: Path, kernel: Kernel, body: bytes, files: list[str], bodies: _KernelBodies,
+                            extractions: dict) -> str | None:
+    """Why the kernel cannot leave the static module, or None: its body names a mutable
+    namespace-scope `__device__` variable of its headers that another kernel's body also names
+    (TE: group_quantize_mxfp8_kernel reads `g_tensor_maps`, which update_tma_descriptors writes).
+    An NVRTC module has its own copy of every `__device__` variable, so the two would no longer
+    share it: the kernel would read zeros. Uses through device functions are not followed."""
+    for path in dict.fromkeys(files):
+        if not path.endswith(HEADER_SUFFIXES) or not (root / path).is_file() and path not in {
+                ex.header for ex in extractions.values()}:
+            continue
+        for name in source.device_variables(read_overlay(root, path, extractions)):
+            word = re.compile(rb"\b" + re.escape(name.encode()) + rb"\b")
+            if not word.search(body):
+                continue
+            other = next((kid for kid, text in bodies.items() if kid != kernel.id and word.search(text)), None)
+            if other:
+                return (f"its body uses the __device__ variable `{name}` ({path}), which {other} also uses: an "
+                        "NVRTC module holds its own copy of each __device__ variable, so the migrated kernel "
+                        "would no longer see what the other one writes; keep both static (or migrate them "
+                        "together into one program, which apply does not do)")
+    return None
+
+
 def _deduced_arguments(site: Site) -> tuple[list[str], str | None]:
     """(the template arguments a launch leaves to deduction, spelled as the analysis found them in
     the enclosing scope, in parameter order; a refusal reason or None). Explicit template arguments
@@ -332,6 +374,7 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
     respelled = include_respellings(root, [extractions[by_id[k].file].header if by_id[k].file in extractions
                                            else by_id[k].file for k in wanted], spec, spec.output_dir, extractions)
     plans: list[KernelPlan] = []
+    bodies = _KernelBodies(root, analysis)
     for kid in wanted:
         kernel = by_id[kid]
         sites = [sites_by_id[s] for s in kernel.sites if s in sites_by_id]
@@ -386,6 +429,9 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
                        "(nothing to compile or verify); add the translation units that hold its entry "
                        "points to analyze.translation_units")
         headers = _header_closure(root, source_file, spec, spec.output_dir, extractions, respelled)
+        if not refused:
+            refused = _shared_device_variable(root, kernel, data[decl.start:decl.end], [source_file, *headers.values()],
+                                              bodies, extractions)
         extra: list[str] = []
         if not refused:
             extra, refused = _type_headers(root, spec, kernel, source_file, headers, sites, variants.values(),

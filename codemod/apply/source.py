@@ -84,6 +84,27 @@ def includes(data: bytes) -> list[Include]:
     return sorted(out, key=lambda i: i.start)
 
 
+def device_variables(data: bytes) -> list[str]:
+    """Names of the mutable `__device__` variables declared at namespace or file scope (not
+    `__constant__`, `const` or `constexpr`, not functions): each NVRTC module holds its own copy."""
+    out = []
+    for n in _walk(parse(data)):
+        if n.type != "declaration" or n.parent is None or n.parent.type not in ("translation_unit", "declaration_list"):
+            continue
+        kinds = [c.type for c in n.children]
+        if "__device__" not in kinds or "function_declarator" in kinds:
+            continue
+        if any(c.type == "type_qualifier" and data[c.start_byte:c.end_byte] in (b"const", b"constexpr")
+               for c in n.children):
+            continue
+        for d in n.children:
+            while d is not None and d.type in ("array_declarator", "init_declarator"):
+                d = d.child_by_field_name("declarator")
+            if d is not None and d.type == "identifier":
+                out.append(data[d.start_byte:d.end_byte].decode())
+    return out
+
+
 _DEVICE_TOKENS = (b"__device__", b"__global__", b"__host__")
 
 

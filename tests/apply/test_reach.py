@@ -371,3 +371,30 @@ def test_an_include_name_meaning_two_headers_is_respelled_through_an_ancestor_fo
     assert kernel["headers"]["../cast/tile.cuh"] == "cast/tile.cuh"
     assert kernel["headers"]["../sub/tile.cuh"] == "cast/sub/tile.cuh"
     assert "tile.cuh" not in kernel["headers"]
+
+
+def test_a_kernel_sharing_a_device_variable_with_another_kernel_stays_static(tmp_path, capsys):
+    """TE's group_quantize_mxfp8_kernel reads `g_tensor_maps`, a namespace-scope `__device__`
+    variable update_tma_descriptors writes. An NVRTC module holds its own copy of each such
+    variable: migrated, the kernel would read zeros, silently. Apply leaves both kernels static
+    and names the variable; a `__device__` variable only one kernel uses, or a `__constant__`,
+    does not stop the migration."""
+    root = _actlib(tmp_path)
+    fp8 = root / "cast" / "fp8_quantize.cuh"
+    _edit(fp8, "constexpr size_t kTileRows = 32;\n",
+          "constexpr size_t kTileRows = 32;\nstatic __device__ float g_tile_scale[4];\n__device__ int g_own;\n"
+          "__constant__ float c_bias;\n")
+    _edit(fp8, "  const float s = *scale;\n", "  const float s = *scale * g_tile_scale[0] + g_own + c_bias;\n")
+    text = fp8.read_text()
+    at = text.index("__global__ void reduce_dbias_kernel(")
+    at = text.index("{\n", at) + 2
+    fp8.write_text(text[:at] + "  if (threadIdx.x == 0) g_tile_scale[0] = 1.0f;\n" + text[at:])
+    report = tmp_path / "report.md"
+    assert main(["apply", "--target", str(RULE), str(root), "--diff", str(tmp_path / "d.diff"), "-q",
+                 "--no-precheck", "--report", str(report)]) == 0, capsys.readouterr().err
+    text = report.read_text()
+    for kernel, other in (("cast_fp8_kernel", "reduce_dbias_kernel"), ("reduce_dbias_kernel", "cast_fp8_kernel")):
+        line = next(l for l in text.splitlines() if l.startswith(f"- `actlib::{kernel}`"))
+        assert f"the __device__ variable `g_tile_scale` (cast/fp8_quantize.cuh), which actlib::{other} also uses" in line
+    assert "g_own" not in text and "c_bias" not in text
+    assert "- `actlib::unary_kernel`" not in text     # the others migrate
