@@ -29,8 +29,10 @@ _NULL_CHECK = re.compile(r"^\((?P<f>.+?)\s*==\s*nullptr\)\s*\?\s*(?P<a>.+?)\s*(?
 
 
 def function_choice(text: str) -> str:
-    """`(f==nullptr)?g:f` with a named (hence non-null) `f` -> `f`; other text unchanged."""
+    """`(f==nullptr)?g:f` with a named (hence non-null) `f` -> `f`; with `f` itself null
+    (`(nullptr==nullptr)?g:nullptr`, TE's cast entry points passing OP = nullptr) -> `g`; other
+    text unchanged."""
     m = _NULL_CHECK.match(text.strip())
-    if m and m.group("f").strip() not in ("nullptr", "0"):
-        return m.group("b").strip()
+    if m:
+        return m.group("a" if m.group("f").strip() in ("nullptr", "0") else "b").strip()
     return text

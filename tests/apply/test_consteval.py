@@ -28,4 +28,6 @@ def test_function_choice():
     assert function_choice("(dgelu<float, float>==nullptr)?detail::identity:dgelu<float, float>") == \
         "dgelu<float, float>"
     assert function_choice("gelu<float, float>") == "gelu<float, float>"
-    assert function_choice("(nullptr==nullptr)?a:b") == "(nullptr==nullptr)?a:b"
+    # a null `f` chooses the first branch (TE's cast entry points: OP = nullptr -> detail::identity)
+    assert function_choice("(nullptr==nullptr)?detail::identity:nullptr") == "detail::identity"
+    assert function_choice("(nullptr == nullptr) ? a : b") == "a"

@@ -38,6 +38,8 @@ def te_patch(tmp_path_factory) -> tuple[Path, Path]:
 KERNELS = ("unary_kernel", "unary_grad_kernel", "gated_act_kernel", "dgated_act_kernel")
 GROUPED = ("group_cast_fp8_kernel", "group_cast_fp8_rowwise_flat_kernel", "group_cast_fp8_variable_rowwise_flat_kernel",
            "group_cast_fp8_varying_first_rowwise_aligned_flat_kernel")
+# issue 14: TMA descriptors, Blackwell-only bodies, arch-specific targets; the dbias reductions
+BLACKWELL = ("quantize_mxfp8_kernel", "quantize_gated_mxfp8_kernel", "reduce_dbias_kernel", "group_reduce_dbias_kernel")
 
 
 def test_deduced_arguments_are_passed_explicitly(te_patch):
@@ -47,14 +49,19 @@ def test_deduced_arguments_are_passed_explicitly(te_patch):
     _, patch = te_patch
     text = patch.read_text()
     report = Path(str(patch) + ".report.md").read_text()
-    assert "8 kernels migrated" in report
+    assert "12 kernels migrated" in report
     left_static = report.split("## Left static", 1)[-1]
     for k in KERNELS:
         assert f"`transformer_engine::{k}`: " not in left_static
     for k in GROUPED:
         assert f"::group_quantize_kernel::{k}`: " not in left_static
+    for k in BLACKWELL:
+        assert f"::{k}`: " not in left_static
     # the one grouped FP8 kernel the rule leaves static, with the reason
     assert "group_quantize_kernel::group_cast_fp8_same_shape_full_tile_kernel`: not listed" in left_static
+    # MXFP8's two swizzle.cuh, told apart for NVRTC; the stubs choose sm_100a/sm_120f on Blackwell
+    assert '+#include "../specialized/swizzle.cuh"' in text and '+#include "../mxfp8/swizzle.cuh"' in text
+    assert 'target = "--gpu-architecture=sm_100a";' in text and 'target = "--gpu-architecture=sm_120f";' in text
     # the added lines as one string: TE's clang-format breaks a rewritten launch over several lines
     added = re.sub(r"\s+", " ", " ".join(l[1:] for l in text.splitlines() if l.startswith("+"))).replace(
         "() .launch(", "().launch(")
@@ -93,7 +100,7 @@ def test_verify_compiles_a_covering_sample(te_patch, tmp_path):
 
     report = json.loads(out.read_text())
     assert report["programs"] and all(p["ok"] for p in report["programs"])
-    assert {p["kernel"].split("::")[-1] for p in report["programs"] if p["ok"]} == set(KERNELS + GROUPED)
+    assert {p["kernel"].split("::")[-1] for p in report["programs"] if p["ok"]} == set(KERNELS + GROUPED + BLACKWELL)
 
 
 def test_layer_gets_the_disk_cache_and_compiles(te_patch):
