@@ -5,6 +5,7 @@ then runs `codemod verify --sass` with the original checkout as the static side 
 Release flags. Usage (from the repository root):
 
     TE_SOURCE_DIR=/path/to/TransformerEngine python scripts/te_sass.py [--arch sm_90 --arch sm_100a]
+        [--kernel ID ... --name te_sass_blackwell]   # only those kernels, into docs/results/NAME.json
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ def main_script(argv: list[str] | None = None) -> int:
     parser.add_argument("--arch", action="append", default=[])
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "results")
     parser.add_argument("-j", "--jobs", type=int, default=2)
+    parser.add_argument("--kernel", action="append", default=[], help="only this migrated kernel id (repeatable)")
+    parser.add_argument("--name", default="te_sass", help="result file stem under --out")
     parser.add_argument("--te-commit", default=os.environ.get("TE_COMMIT", ""),
                         help="TE commit to record when the checkout is not a git repository of its own")
     args = parser.parse_args(argv)
@@ -84,7 +87,8 @@ def main_script(argv: list[str] | None = None) -> int:
         flags = TE_FLAGS + [f"-I{original / 'include'}", f"-I{original.parent}", f"-I{stubs}"]
         report = work / "verify.json"
         argv = ["verify", str(common), "--no-host", "--sass", "--static-root", str(original), "-j", str(args.jobs),
-                "-q", "--json", str(report)] + [f"--arch={a}" for a in archs] + [f"--sass-flag={f}" for f in flags]
+                "-q", "--json", str(report)] + [f"--arch={a}" for a in archs] + [f"--sass-flag={f}" for f in flags] \
+            + [f"--kernel={k}" for k in args.kernel]
         rc = main(argv)
         doc = json.loads(report.read_text())
     sass = doc["sass"]
@@ -100,6 +104,7 @@ def main_script(argv: list[str] | None = None) -> int:
         "te_commit": te_commit(te, args.te_commit),
         "rule": "rules/activation.yaml",
         "archs": archs,
+        **({"kernels": args.kernel} if args.kernel else {}),
         "static_flags": [f.replace(str(original.parent.parent), "$TE_SOURCE_DIR") for f in TE_FLAGS]
         + ["-I$TE_SOURCE_DIR/transformer_engine/common/include", "-I$TE_SOURCE_DIR/transformer_engine",
            "-I<host stubs: empty " + ", ".join(HOST_STUBS) + "; the NVRTC wheel's nvrtc.h>"],
@@ -109,8 +114,8 @@ def main_script(argv: list[str] | None = None) -> int:
         "sass": sass,
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "te_sass.json").write_text(strict_json.dumps(result, "TE SASS result", indent=1) + "\n")
-    print(f"wrote {args.out / 'te_sass.json'}: {sass['counts']} (verify exit {rc})")
+    (args.out / f"{args.name}.json").write_text(strict_json.dumps(result, "TE SASS result", indent=1) + "\n")
+    print(f"wrote {args.out / f'{args.name}.json'}: {sass['counts']} (verify exit {rc})")
     return 0
 
 

@@ -186,7 +186,7 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
         for repo_path in kp.headers.values():
             shipped[repo_path] = symbol_for(repo_path)
 
-    std_cfg, std_used = ks_spec.get("std_names"), set()     # std names the prelude's copies use
+    std_cfg, std_used, copy_ints = ks_spec.get("std_names"), set(), set()  # std names, integers the copies use
     if std_cfg:
         _std_header_in_prelude_kernels(plan, std_cfg["header"], shipped)
 
@@ -202,7 +202,7 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
             aliases=[c for c in cases if c.get("alias")],
             std_header=std_cfg["header"] if std_cfg else None,
             copied=_respell_copies(_checked(_copied(root, replaced, copy_from.get(replaced, []), cs), replaced,
-                                            path, copy_checks), std_cfg, std_used)),
+                                            path, copy_checks), std_cfg, std_used, copy_ints)),
             "prelude.h")
         cs.notes.append(f"{replaced}: replaced under NVRTC by the generated prelude {path} (dtype aliases, "
                         "toolkit headers)")
@@ -246,7 +246,7 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
     _zero_length_arrays(root, plan, cs, shipped, std_cfg, added_banner(spec.rule_id, version))
 
     if std_cfg:
-        _std_names(root, plan, cs, shipped, std_cfg, std_used)
+        _std_names(root, plan, cs, shipped, std_cfg, std_used, copy_ints)
 
     # Launch-site rewrites.
     _rewrite_sites(root, plan, cs, shipped)
@@ -647,9 +647,10 @@ def _checked(groups: list[dict], header: str, prelude: str, checks: list[dict]) 
     return groups
 
 
-def _respell_copies(groups: list[dict], std_cfg: dict | None, used: set[str]) -> list[dict]:
+def _respell_copies(groups: list[dict], std_cfg: dict | None, used: set[str], ints: set[str]) -> list[dict]:
     """The prelude's copied declarations with their std uses in the rule's std_names namespace;
-    the names they use are added to `used`."""
+    the names they use are added to `used`, the `<cstdint>` integers they spell to `ints` (TE's
+    align_up takes a uintptr_t: the std_names header must define it under NVRTC)."""
     if not std_cfg:
         return groups
     out = []
@@ -659,12 +660,13 @@ def _respell_copies(groups: list[dict], std_cfg: dict | None, used: set[str]) ->
             new, names = stdnames.respell(t, std_cfg["namespace"], g["namespace"].split("::"))
             texts.append(new)
             used |= names
+            ints |= stdnames.integer_names([t.encode()])
         out.append(dict(g, texts=texts))
     return out
 
 
 def _std_names(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str], std_cfg: dict,
-               used: set[str]) -> None:
+               used: set[str], copy_ints: set[str] = frozenset()) -> None:
     """No `namespace std` under NVRTC (`kernel_strings.std_names`): every `std::X` that device code
     of a shipped header uses (host-only definitions aside) is respelled in the target's namespace
     (`detail::X` inside its parent), and the definitions that namespace lacks are added to the
@@ -698,7 +700,7 @@ def _std_names(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str], s
         cs.edits.append(Edit(header, at, at, text, "std names for NVRTC in the target's namespace"))
         cs.notes.append(f"{header}: {', '.join(defined)} defined in {target} for device code (NVRTC has no std)")
     ints = stdnames.integer_names([cs.new_files[p].encode() if p in cs.new_files else (root / p).read_bytes()
-                                   for p in shipped if not p.startswith(out)]) | (names & set(stdnames._INTEGERS))
+                                   for p in shipped if not p.startswith(out)]) | (names & set(stdnames._INTEGERS)) | copy_ints
     at, text, defined = stdnames.integer_additions(header, data, target, ints)
     if defined:
         cs.edits.append(Edit(header, at, at, text, "<cstdint> names for NVRTC"))

@@ -378,6 +378,11 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
     for kid in wanted:
         kernel = by_id[kid]
         sites = [sites_by_id[s] for s in kernel.sites if s in sites_by_id]
+        if not kernel.is_template:
+            skipped.append(Skipped(kid, "not a template: the static build compiles it once, so there is "
+                                        "nothing to instantiate per variant at run time (leave it out of "
+                                        "migrate/kernels)"))
+            continue
         incomplete = _incomplete(analysis, spec, kernel, sites)
         if incomplete:
             skipped.append(Skipped(kid, incomplete))

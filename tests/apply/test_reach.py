@@ -398,3 +398,23 @@ def test_a_kernel_sharing_a_device_variable_with_another_kernel_stays_static(tmp
         assert f"the __device__ variable `g_tile_scale` (cast/fp8_quantize.cuh), which actlib::{other} also uses" in line
     assert "g_own" not in text and "c_bias" not in text
     assert "- `actlib::unary_kernel`" not in text     # the others migrate
+
+
+def test_a_non_template_kernel_in_the_rule_stays_static_with_the_reason(tmp_path, capsys):
+    """TE's zero_scales_kernel and grouped_compute_scale_kernel are not templates; listed in a
+    rule, apply stopped with an internal error (StopIteration looking for template parameters).
+    Now the kernel stays static with the reason, and the others migrate."""
+    root = _actlib(tmp_path)
+    fp8 = root / "cast" / "fp8_quantize.cuh"
+    _edit(fp8, "constexpr size_t kTileRows = 32;\n",
+          "constexpr size_t kTileRows = 32;\n\n__global__ void zero_kernel(float *p) { p[threadIdx.x] = 0.0f; }\n")
+    _edit(fp8, "                                        cols);\n  ACTLIB_CHECK_CUDA(cudaGetLastError());\n",
+          "                                        cols);\n  ACTLIB_CHECK_CUDA(cudaGetLastError());\n"
+          "  zero_kernel<<<1, 32, 0, stream>>>(dbias_workspace);\n")
+    rule = _rule(tmp_path, ("- actlib::unary_kernel\n", "- actlib::unary_kernel\n    - actlib::zero_kernel\n"))
+    report = tmp_path / "report.md"
+    assert main(["apply", "--target", rule, str(root), "--diff", str(tmp_path / "d.diff"), "-q", "--no-precheck",
+                 "--report", str(report)]) == 0, capsys.readouterr().err
+    text = report.read_text()
+    assert "- `actlib::zero_kernel`: not a template" in text
+    assert "zero_kernel<<<1, 32, 0, stream>>>" in fp8.read_text()

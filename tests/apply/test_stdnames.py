@@ -117,3 +117,19 @@ def test_a_member_function_named_min_is_not_a_definition_of_min():
     assert "static constexpr float min()" in once.decode()
     _, text, defined = stdnames.additions("utils.h", once, "lib::detail", {"min", "numeric_limits"})
     assert defined == ["min"]
+
+
+def test_integers_the_prelude_copies_spell_are_collected():
+    """A prelude copy spelling a <cstdint> name (TE's align_up(char *, uintptr_t)) needs the
+    std_names header to define it under NVRTC, like a shipped header's use would: the copies'
+    integers are collected with their std names (the prelude is generated, so the scan of the
+    shipped library headers does not see it; TE's cast_fp8_gated_kernel and the NVFP4 kernels
+    failed NVRTC on `uintptr_t` before)."""
+    from codemod.apply.generate import _respell_copies
+
+    groups = [{"namespace": "lib", "texts": ["__device__ inline char *align_up(char *p, uintptr_t a) {\n"
+                                             "  return p + (std::max(a, a) - reinterpret_cast<uintptr_t>(p) % a);\n}"]}]
+    used, ints = set(), set()
+    out = _respell_copies(groups, {"namespace": "lib::detail", "header": "utils.h"}, used, ints)
+    assert used == {"max"} and ints == {"uintptr_t"}
+    assert "detail::max(a, a)" in out[0]["texts"][0] and "std::" not in out[0]["texts"][0]
