@@ -418,3 +418,24 @@ def test_a_non_template_kernel_in_the_rule_stays_static_with_the_reason(tmp_path
     text = report.read_text()
     assert "- `actlib::zero_kernel`: not a template" in text
     assert "zero_kernel<<<1, 32, 0, stream>>>" in fp8.read_text()
+
+
+@needs_nvrtc
+def test_a_body_live_only_on_blackwell_is_prechecked_for_sm_100a(tmp_path, capsys):
+    """TE's MXFP8 kernels: the body is one `#if __CUDA_ARCH__ >= 1000` block, so for sm_90 NVRTC
+    compiles an empty kernel and a precheck at sm_90 alone passes code that fails where it runs
+    (TE: DIVUP_TO_MULTIPLE and align_up missing from the prelude). The precheck compiles such a
+    kernel for sm_100a too, and refuses it."""
+    root = _actlib(tmp_path)
+    fp8 = root / "cast" / "fp8_quantize.cuh"
+    _edit(fp8, "  const size_t col = size_t(blockIdx.x) * blockDim.x + threadIdx.x;\n  if (col >= cols) return;\n",
+          "#if __CUDA_ARCH__ >= 1000\n  const size_t col = size_t(blockIdx.x) * blockDim.x + threadIdx.x;\n"
+          "  if (col >= cols + blackwell_only_helper()) return;\n")
+    _edit(fp8, "  dbias[col] = static_cast<IType>(sum);\n}\n", "  dbias[col] = static_cast<IType>(sum);\n#endif\n}\n")
+    before = fp8.read_text()
+    assert main(["apply", "--target", str(RULE), str(root), "--write", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "actlib::reduce_dbias_kernel: its kernel string does not compile under NVRTC (sm_100a)" in err
+    assert "blackwell_only_helper" in err
+    assert "(sm_90)" not in err
+    assert fp8.read_text() == before
