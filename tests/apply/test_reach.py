@@ -439,3 +439,30 @@ def test_a_body_live_only_on_blackwell_is_prechecked_for_sm_100a(tmp_path, capsy
     assert "blackwell_only_helper" in err
     assert "(sm_90)" not in err
     assert fp8.read_text() == before
+
+
+def test_arch_targets_reach_the_stubs_the_manifest_and_verify(tmp_path, capsys):
+    """migrate.options.arch_targets (TE: its CMake builds the activation TUs for sm_100a/sm_120f
+    on Blackwell): the stubs append the device's target to the options of its compile (NVRTC
+    takes the last --gpu-architecture), the manifest records the table, and verify compiles
+    sm_120 as sm_120f and sm_90 as itself."""
+    from codemod.verify.manifest import parse_manifest
+    from codemod.verify.programs import plan, target_arch
+
+    root = _actlib(tmp_path)
+    rule = _rule(tmp_path, ("  options:\n", "  options:\n    arch_targets: {100: sm_100a, 120: sm_120f, 121: sm_120f}\n"))
+    assert main(["apply", "--target", rule, str(root), "--write", "-q", "--no-precheck"]) == 0, capsys.readouterr().err
+    out = root / "rtc" / "activation"
+    stubs = (out / "kernels.h").read_text()
+    assert "case 120:\n      target = \"--gpu-architecture=sm_120f\";" in stubs
+    assert "device_options(kernel_.options())" in stubs
+    path = out / "codemod_manifest.json"
+    manifest = parse_manifest(path.read_text(), path, root, {})
+    assert all(k.arch_targets == {100: "sm_100a", 120: "sm_120f", 121: "sm_120f"} for k in manifest.kernels)
+    programs = plan([manifest], ["sm_90", "sm_100a", "sm_120"])
+    assert {(p.arch, p.target) for p in programs} == {("sm_90", "sm_90"), ("sm_100a", "sm_100a"), ("sm_120", "sm_120f")}
+    assert target_arch("sm_121", {121: "sm_120f"}) == "sm_120f" and target_arch("sm_103a", {}) == "sm_103a"
+    # a bad table is a rule error naming the key
+    bad = _rule(tmp_path, ("  options:\n", "  options:\n    arch_targets: {100: sm_100x}\n"))
+    assert main(["apply", "--target", bad, str(_actlib(tmp_path / "b")), "--diff", str(tmp_path / "x.diff"), "-q"]) == 2
+    assert "arch_targets" in capsys.readouterr().err
