@@ -4,6 +4,7 @@ kernels in an unnamed namespace, programs that `#if CUDA_VERSION` empties under 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -453,9 +454,10 @@ def test_arch_targets_reach_the_stubs_the_manifest_and_verify(tmp_path, capsys):
     rule = _rule(tmp_path, ("  options:\n", "  options:\n    arch_targets: {100: sm_100a, 120: sm_120f, 121: sm_120f}\n"))
     assert main(["apply", "--target", rule, str(root), "--write", "-q", "--no-precheck"]) == 0, capsys.readouterr().err
     out = root / "rtc" / "activation"
-    stubs = (out / "kernels.h").read_text()
-    assert "case 120:\n      target = \"--gpu-architecture=sm_120f\";" in stubs
-    assert "device_options(kernel_.options())" in stubs
+    table = (out / "kernels.cpp").read_text()
+    assert re.search(r'\{\s*100,\s*"sm_100a"\s*\},\s*\{\s*120,\s*"sm_120f"\s*\},\s*\{\s*121,\s*"sm_120f"\s*\}', table)
+    runtime = (root / "util" / "rtc_stubs.h").read_text()
+    assert "device_options(kernel_)" in runtime and 'std::string("--gpu-architecture=") + target.second' in runtime
     path = out / "codemod_manifest.json"
     manifest = parse_manifest(path.read_text(), path, root, {})
     assert all(k.arch_targets == {100: "sm_100a", 120: "sm_120f", 121: "sm_120f"} for k in manifest.kernels)
