@@ -367,7 +367,9 @@ def test_an_include_name_meaning_two_headers_is_respelled_through_an_ancestor_fo
     # the compiler finds the same files through the new spellings
     assert (cast / "../cast/tile.cuh").resolve() == (cast / "tile.cuh").resolve()
     assert (cast / "sub" / "../sub/tile.cuh").resolve() == (cast / "sub" / "tile.cuh").resolve()
-    manifest = json.loads((root / "rtc" / "activation" / "codemod_manifest.json").read_text())
+    from codemod.tool_state import manifest_path
+
+    manifest = json.loads(manifest_path(root, "activation").read_text())
     kernel = next(k for k in manifest["kernels"] if k["id"] == "actlib::cast_fp8_kernel")
     assert kernel["headers"]["../cast/tile.cuh"] == "cast/tile.cuh"
     assert kernel["headers"]["../sub/tile.cuh"] == "cast/sub/tile.cuh"
@@ -458,7 +460,9 @@ def test_arch_targets_reach_the_stubs_the_manifest_and_verify(tmp_path, capsys):
     assert re.search(r'\{\s*100,\s*"sm_100a"\s*\},\s*\{\s*120,\s*"sm_120f"\s*\},\s*\{\s*121,\s*"sm_120f"\s*\}', table)
     runtime = (root / "util" / "rtc_stubs.h").read_text()
     assert "device_options(kernel_)" in runtime and 'std::string("--gpu-architecture=") + target.second' in runtime
-    path = out / "codemod_manifest.json"
+    from codemod.tool_state import manifest_path
+
+    path = manifest_path(root, "activation")
     manifest = parse_manifest(path.read_text(), path, root, {})
     assert all(k.arch_targets == {100: "sm_100a", 120: "sm_120f", 121: "sm_120f"} for k in manifest.kernels)
     programs = plan([manifest], ["sm_90", "sm_100a", "sm_120"])
