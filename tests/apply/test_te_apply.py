@@ -241,7 +241,7 @@ def test_docs_and_operator_test_are_generated(te_patch, tmp_path):
         pytest.skip("GTEST_INCLUDE_DIR or nvcc missing: the generated test is not compiled")
     stand_ins = tmp_path / "stand_ins"
     stand_ins.mkdir()
-    for header in ("cublas_v2.h", "cudnn.h", "cublasmp.h"):
+    for header in ("cublas_v2.h", "cudnn.h", "cublasmp.h", "nccl.h"):
         (stand_ins / header).write_text("/* stand-in: only macro bodies name it */\n")
     from codemod.verify.nvrtc import load
 
