@@ -4,8 +4,8 @@ string headers are made as TE's CMake makes them (`make_string_header_from_file`
 compiled with `nvcc -c` for one architecture with `--time`, and the row lists the host phases
 (preprocessing, cudafe++, host compile), the total, and the kernel-string bytes the TU includes.
 
-    python scripts/te_host_compile.py --tree before=/tmp/te_before --tree after=/tmp/te_after \
-        --tu recipe/current_scaling.cu --tu /tmp/probe.cu --repeat 3 --json docs/results/te_host_compile.json
+    python scripts/te_host_compile.py --tree before=TE_BEFORE --tree after=TE_AFTER \
+        --tu recipe/current_scaling.cu --tu PROBE.cu --repeat 3 --json docs/results/te_host_compile.json
 
 Paths of TUs are relative to transformer_engine/common, or absolute (a probe unit compiled with
 each tree's include folders). CPU seconds are nvcc's and its tools' (user + system, from the
