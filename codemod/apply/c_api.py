@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ParseError
+from .source import node_text
 
 
 @dataclass(frozen=True)
@@ -22,10 +23,6 @@ class Prototype:
     where: str     # header:line
 
 
-def _text(data: bytes, node) -> str:
-    return data[node.start_byte:node.end_byte].decode()
-
-
 def _walk(node):
     stack = [node]
     while stack:
@@ -39,17 +36,17 @@ def _param(data: bytes, node) -> Param | None:
     decl = node.child_by_field_name("declarator")
     if type_node is None or decl is None:
         return None
-    base = _text(data, type_node)
-    quals = [_text(data, c) for c in node.children if c.type == "type_qualifier"]
+    base = node_text(data, type_node)
+    quals = [node_text(data, c) for c in node.children if c.type == "type_qualifier"]
     spelled = " ".join(quals + [base])
     if decl.type != "identifier":
         # Pointers and references keep their declarator punctuation in the type.
         ident = next((n for n in _walk(decl) if n.type == "identifier"), None)
         if ident is None:
             return None
-        suffix = _text(data, decl)[: ident.start_byte - decl.start_byte].strip()
-        return Param(_text(data, ident), f"{spelled} {suffix}".strip(), f"{base} {suffix}".strip())
-    return Param(_text(data, decl), spelled, base)
+        suffix = node_text(data, decl)[: ident.start_byte - decl.start_byte].strip()
+        return Param(node_text(data, ident), f"{spelled} {suffix}".strip(), f"{base} {suffix}".strip())
+    return Param(node_text(data, decl), spelled, base)
 
 
 def prototypes(path: Path, rel: str) -> dict[str, Prototype]:
@@ -74,9 +71,9 @@ def prototypes(path: Path, rel: str) -> dict[str, Prototype]:
                 continue
             p = _param(data, child)
             if p is None:
-                raise ParseError(f"cannot read parameter `{_text(data, child)}` of {_text(data, name)}",
+                raise ParseError(f"cannot read parameter `{node_text(data, child)}` of {node_text(data, name)}",
                                  where=f"{rel}:{child.start_point[0] + 1}")
             params.append(p)
-        found[_text(data, name)] = Prototype(_text(data, name), tuple(params),
+        found[node_text(data, name)] = Prototype(node_text(data, name), tuple(params),
                                              f"{rel}:{node.start_point[0] + 1}")
     return found

@@ -358,7 +358,7 @@ def _layer_cache(root: Path, spec, cs: ChangeSet, head: str, fmt) -> None:
         e.text = layer_cache.qualify_generated(e.text)
     edits = layer_cache.layer_edits(data, cfg["source"], spec.layer["header"], cfg["header"])
     for e in layer_cache.merge(edits, [(o.start, o.end) for o in others]):
-        cs.edits.append(Edit(cfg["source"], e.start, e.end, e.text, e.why))
+        cs.edits.append(Edit(e.path, e.start, e.end, e.text, e.why))
     cs.new_files[cfg["header"]] = fmt(render("layer/rtc_cache.h.j2", banner=head, guard=_guard(cfg["header"]),
                                              layer_source=cfg["source"], namespace=cfg["namespace"],
                                              env=cfg["env"], default_dir=cfg["default_dir"]), cfg["header"])

@@ -73,15 +73,11 @@ def required(stub_features: dict[str, bool], listed: list[str]) -> list[str]:
     return [n for n in FEATURES if n in want]
 
 
-def _text(data: bytes, n) -> str:
-    return data[n.start_byte:n.end_byte].decode()
-
-
 def _class(root, data: bytes, name: str):
     for n in source._walk(root):
         if n.type in ("class_specifier", "struct_specifier") and n.child_by_field_name("body") is not None:
             nm = n.child_by_field_name("name")
-            if nm is not None and _text(data, nm) == name:
+            if nm is not None and source.node_text(data, nm) == name:
                 return n
     return None
 
@@ -98,7 +94,7 @@ def _members(cls, data: bytes) -> dict[str, object]:
             if d.type in ("field_identifier", "identifier") and d.parent is not None and d.parent.type in (
                     "function_declarator", "field_declaration", "init_declarator", "array_declarator",
                     "pointer_declarator", "reference_declarator"):
-                out.setdefault(_text(data, d), n)
+                out.setdefault(source.node_text(data, d), n)
                 break
     return out
 
@@ -108,7 +104,7 @@ def _section_at(cls, data: bytes, section: str) -> int:
     it. Without a `private:` label, the closing brace (a `private:` label is then added)."""
     body = cls.child_by_field_name("body")
     for n in body.named_children:
-        if n.type == "access_specifier" and _text(data, n) == "private":
+        if n.type == "access_specifier" and source.node_text(data, n) == "private":
             if section == "public":
                 return data.rfind(b"\n", 0, n.start_byte) + 1
             return data.find(b"\n", n.end_byte) + 1
@@ -128,7 +124,7 @@ def _definition(root, data: bytes, qualified: str):
         if n.type == "function_definition":
             d = n.child_by_field_name("declarator")
             for q in source._walk(d) if d is not None else []:
-                if q.type == "qualified_identifier" and "".join(_text(data, q).split()) == qualified:
+                if q.type == "qualified_identifier" and "".join(source.node_text(data, q).split()) == qualified:
                     return n
     return None
 
@@ -136,7 +132,7 @@ def _definition(root, data: bytes, qualified: str):
 def _calls(node, data: bytes, callee: str) -> list:
     return [n for n in source._walk(node) if n.type == "call_expression"
             and n.child_by_field_name("function") is not None
-            and _text(data, n.child_by_field_name("function")) == callee]
+            and source.node_text(data, n.child_by_field_name("function")) == callee]
 
 
 def _namespace_end(root, data: bytes, inside: int) -> int | None:
@@ -185,7 +181,7 @@ def extend(root: Path, layer: dict, stub_features: dict[str, bool], render: Call
 
     want = required(stub_features, cfg.get("features", []))
     compile_decl = members["compile"]
-    has_headers = header_type in _text(hdata, compile_decl)
+    has_headers = header_type in source.node_text(hdata, compile_decl)
     present = {n for n in want if (has_headers if n == "compile_headers" else FEATURES[n].member in members)}
     added = [n for n in want if n not in present]
     edits: list[LayerEdit] = []

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass
 
 from ..errors import ApplyError
-from .source import _walk, includes, parse
+from .layer import LayerEdit
+from .source import _walk, includes, node_text, parse
 
 FEATURE = "cache"
 # The NVRTC functions taking a program: the generated header has each, with NVRTC's signature.
@@ -24,14 +24,6 @@ PROGRAM_FREE = ("nvrtcVersion", "nvrtcGetErrorString", "nvrtcGetNumSupportedArch
 LOCK_TYPES = ("std::unique_lock", "std::lock_guard", "std::scoped_lock")
 ENV_SUFFIXES = {"dir": "DIR", "disable": "DISABLE", "max_size": "MAX_SIZE", "record": "RECORD", "log": "LOG",
                 "warm": "WARM", "warm_threads": "WARM_THREADS"}
-
-
-@dataclass
-class LayerEdit:
-    start: int
-    end: int
-    text: str
-    why: str
 
 
 _UNQUALIFIED_CALL = re.compile(r"(?<![\w:])(" + "|".join(PROGRAM_FUNCTIONS) + r")\s*\(")
@@ -62,10 +54,6 @@ def settings(layer: dict) -> dict | None:
                                                        **{k: f"{prefix}_{v}" for k, v in ENV_SUFFIXES.items()}}}
 
 
-def _text(data: bytes, node) -> str:
-    return data[node.start_byte:node.end_byte].decode()
-
-
 def _line(data: bytes, offset: int) -> int:
     return data[:offset].count(b"\n") + 1
 
@@ -83,13 +71,13 @@ def layer_edits(data: bytes, source_path: str, layer_header: str, cache_header: 
     edits: list[LayerEdit] = []
     compile_fn = None
     for n in _walk(root):
-        if n.type != "identifier" or not _text(data, n).startswith("nvrtc"):
+        if n.type != "identifier" or not node_text(data, n).startswith("nvrtc"):
             continue
-        name = _text(data, n)
+        name = node_text(data, n)
         parent = n.parent
         called = parent is not None and parent.type == "call_expression" and parent.child_by_field_name("function") == n
         if name in PROGRAM_FUNCTIONS and called:
-            edits.append(LayerEdit(n.start_byte, n.start_byte, "rtc_cache::", f"{name} through the disk cache"))
+            edits.append(LayerEdit(source_path, n.start_byte, n.start_byte, "rtc_cache::", f"{name} through the disk cache"))
             if name == "nvrtcCompileProgram":
                 fn = parent
                 while fn is not None and fn.type != "function_definition":
@@ -125,7 +113,7 @@ def _lock_edit(data: bytes, source_path: str, fn) -> LayerEdit:
             d = decls[0].child_by_field_name("declarator")
             while d is not None and d.type != "identifier":
                 d = d.child_by_field_name("declarator") or (d.named_children[-1] if d.named_children else None)
-            first = _text(data, d) if d is not None else None
+            first = node_text(data, d) if d is not None else None
     where = f"{source_path}:{_line(data, fn.start_byte)}"
     if first is None:
         raise ApplyError(f"{where}: the compile function has no named first parameter (the kernel label)",
@@ -135,26 +123,26 @@ def _lock_edit(data: bytes, source_path: str, fn) -> LayerEdit:
             continue
         type_node = stmt.child_by_field_name("type")
         decl = stmt.child_by_field_name("declarator")
-        if type_node is None or decl is None or not _text(data, type_node).startswith(LOCK_TYPES):
+        if type_node is None or decl is None or not node_text(data, type_node).startswith(LOCK_TYPES):
             continue
         if decl.type == "function_declarator":       # name(mutex)
-            var = _text(data, decl.child_by_field_name("declarator"))
+            var = node_text(data, decl.child_by_field_name("declarator"))
             args = [c for c in decl.child_by_field_name("parameters").named_children]
-            mutex = _text(data, args[0]) if len(args) == 1 else None
+            mutex = node_text(data, args[0]) if len(args) == 1 else None
         elif decl.type == "init_declarator":          # name{mutex} or name(mutex)
-            var = _text(data, decl.child_by_field_name("declarator"))
+            var = node_text(data, decl.child_by_field_name("declarator"))
             value = decl.child_by_field_name("value")
             args = value.named_children if value is not None else []
-            mutex = _text(data, args[0]) if len(args) == 1 else None
+            mutex = node_text(data, args[0]) if len(args) == 1 else None
         else:
             continue
         if mutex is None:
             raise ApplyError(f"{source_path}:{_line(data, stmt.start_byte)}: the compile lock takes more than one "
                              "argument", hint="remove `cache:` from the rule's nvrtc_layer section")
-        if any(n.type == "identifier" and _text(data, n) == var for n in _walk(body) if n.start_byte >= stmt.end_byte):
+        if any(n.type == "identifier" and node_text(data, n) == var for n in _walk(body) if n.start_byte >= stmt.end_byte):
             raise ApplyError(f"{source_path}:{_line(data, stmt.start_byte)}: the compile lock `{var}` is used again "
                              "in the function", hint="remove `cache:` from the rule's nvrtc_layer section")
-        return LayerEdit(stmt.start_byte, stmt.end_byte, f"rtc_cache::CompileLock {var}({mutex}, {first});  // released while NVRTC runs",
+        return LayerEdit(source_path, stmt.start_byte, stmt.end_byte, f"rtc_cache::CompileLock {var}({mutex}, {first});  // released while NVRTC runs",
                          "per-variant compile: the layer's lock is released while NVRTC runs")
     raise ApplyError(f"{where}: the compile function takes no lock at its top level ({', '.join(LOCK_TYPES)})",
                      hint="remove `cache:` from the rule's nvrtc_layer section")
@@ -167,5 +155,5 @@ def _include_edit(data: bytes, source_path: str, layer_header: str, cache_header
     for inc in includes(data):
         if not inc.system and posixpath.basename(inc.name) == name:
             spelled = posixpath.join(posixpath.dirname(inc.name), posixpath.basename(cache_header))
-            return LayerEdit(inc.end, inc.end, f'#include "{spelled}"\n', "the disk cache's header")
+            return LayerEdit(source_path, inc.end, inc.end, f'#include "{spelled}"\n', "the disk cache's header")
     raise ApplyError(f"{source_path}: no #include of {name}", hint="check nvrtc_layer.source and header in the rule")

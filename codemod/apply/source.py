@@ -21,6 +21,11 @@ def parse(data: bytes) -> Node:
     return _parser().parse(data).root_node
 
 
+def node_text(data: bytes, node: Node) -> str:
+    """The source text a tree-sitter node spans."""
+    return data[node.start_byte:node.end_byte].decode()
+
+
 def _walk(node: Node):
     stack = [node]
     while stack:

@@ -35,17 +35,13 @@ class Skipped:
     reason: str
 
 
-def _text(data: bytes, n) -> str:
-    return data[n.start_byte:n.end_byte].decode()
-
-
 def _may_be_zero(size, data: bytes) -> bool:
     """A size spelled with a conditional one of whose arms is the literal 0."""
     for n in source._walk(size):
         if n.type == "conditional_expression":
             for f in ("consequence", "alternative"):
                 arm = n.child_by_field_name(f)
-                if arm is not None and arm.type == "number_literal" and _text(data, arm) in ("0", "0u", "0U"):
+                if arm is not None and arm.type == "number_literal" and source.node_text(data, arm) in ("0", "0u", "0U"):
                     return True
     return False
 
@@ -54,8 +50,8 @@ def _substitute(node, data: bytes, names: dict[str, str]) -> str:
     """The text of `node` with every identifier in `names` replaced by its definition (types: no parentheses)."""
     out, at = [], node.start_byte
     for n in source._walk(node):
-        if n.type in _NAME_NODES and n.start_byte >= at and _text(data, n) in names:
-            out += [data[at:n.start_byte].decode(), names[_text(data, n)]]
+        if n.type in _NAME_NODES and n.start_byte >= at and source.node_text(data, n) in names:
+            out += [data[at:n.start_byte].decode(), names[source.node_text(data, n)]]
             at = n.end_byte
     out.append(data[at:node.end_byte].decode())
     return "".join(out)
@@ -76,15 +72,15 @@ def _params(plist, data: bytes) -> list[tuple[str, str]] | None:
             kids = [c for c in p.named_children if c.type == "type_identifier"]
             if not kids:
                 return None
-            name, decl = kids[-1], _text(data, p)
+            name, decl = kids[-1], source.node_text(data, p)
         elif p.type == "parameter_declaration":
             name = p.child_by_field_name("declarator")
             if name is None or name.type != "identifier":
                 return None
-            decl = _text(data, p)
+            decl = source.node_text(data, p)
         else:
             return None
-        out.append((decl, _text(data, name)))
+        out.append((decl, source.node_text(data, name)))
     return out
 
 
@@ -96,18 +92,18 @@ def _member_names(body, data: bytes) -> tuple[dict, set[str], list]:
     for n in source._walk(body):
         if n.type == "alias_declaration":
             name = n.child_by_field_name("name")
-            aliases[_text(data, name)] = n.child_by_field_name("type")
+            aliases[source.node_text(data, name)] = n.child_by_field_name("type")
         elif n.type == "field_declaration":
             for d in n.children_by_field_name("declarator"):
                 if d.type == "array_declarator":
                     size = d.child_by_field_name("size")
                     inner = d.child_by_field_name("declarator")
                     if inner is not None:
-                        members.add(_text(data, inner))
+                        members.add(source.node_text(data, inner))
                     if size is not None and _may_be_zero(size, data):
                         arrays.append((n, d, size))
                 elif d.type in ("field_identifier", "identifier"):
-                    members.add(_text(data, d))
+                    members.add(source.node_text(data, d))
     return aliases, members, arrays
 
 
@@ -127,7 +123,7 @@ def find(data: bytes) -> tuple[list[ZeroLengthEdit], list[Skipped]]:
         if not arrays:
             continue
         line = data[:t.start_byte].count(b"\n") + 1
-        cname = _text(data, name)
+        cname = source.node_text(data, name)
         if len(arrays) > 1:
             skipped.append(Skipped(cname, line, f"{len(arrays)} member arrays may be zero-length (one is handled)"))
             continue
@@ -136,8 +132,8 @@ def find(data: bytes) -> tuple[list[ZeroLengthEdit], list[Skipped]]:
             skipped.append(Skipped(cname, line, "a template parameter pack or an unnamed parameter"))
             continue
         field, decl, size = arrays[0]
-        field_name = _text(data, decl.child_by_field_name("declarator"))
-        used = {_text(data, n) for n in source._walk(size) if n.type in _NAME_NODES}
+        field_name = source.node_text(data, decl.child_by_field_name("declarator"))
+        used = {source.node_text(data, n) for n in source._walk(size) if n.type in _NAME_NODES}
         if used & members:
             skipped.append(Skipped(cname, line, f"the size names a data member ({', '.join(sorted(used & members))})"))
             continue
@@ -158,7 +154,7 @@ def find(data: bytes) -> tuple[list[ZeroLengthEdit], list[Skipped]]:
             param_text=f", bool {flag} = (({_substitute(size, data, defs)}) != 0)",
             special_at=special_at,
             special_ctx=dict(params=[p[0] for p in params], args=[p[1] for p in params],
-                             kind=_text(data, cls.children[0]), name=cname, field=field_name,
+                             kind=source.node_text(data, cls.children[0]), name=cname, field=field_name,
                              body=keep_body.decode())))
     return edits, skipped
 

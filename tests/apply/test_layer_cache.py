@@ -106,7 +106,7 @@ def test_with_another_layer_feature_in_the_same_source():
     helper = "nvrtcResult helper_create(int extra, nvrtcProgram *p) { return nvrtcCreateProgram(p, \"\", 0, 0, 0, 0); }"
     edits = layer_cache.merge(layer_cache.layer_edits(LAYER, "util/rtc.cpp", "util/rtc.h", "util/rtc_cache.h"),
                               [other[:2]])
-    out = _apply(LAYER, edits + [layer_cache.LayerEdit(*other, "x")]).decode()
+    out = _apply(LAYER, edits + [layer_cache.LayerEdit("util/rtc.cpp", *other, "x")]).decode()
     assert "helper_create(extra, &prog" in out and "rtc_cache::nvrtcCreateProgram" not in out
     assert "rtc_cache::nvrtcCompileProgram(" in out
     assert layer_cache.qualify_generated(helper).count("rtc_cache::nvrtcCreateProgram(p,") == 1
