@@ -201,9 +201,9 @@ def phase_load_only(args, cuda: Cuda, lib) -> list[dict]:
 
 def phase_breakdown(args, cuda: Cuda, lib) -> list[dict]:
     rows = []
-    for kid, expr, src, headers, options, k in _variants(args.patched, args.load_variants):
-        if _grouped(kid):
-            continue
+    picked = [v for v in _variants(args.patched, args.load_variants) if not _grouped(v[0])]
+    step_at = max(1, len(picked) // max(1, args.breakdown_variants))
+    for kid, expr, src, headers, options, k in picked[::step_at][:args.breakdown_variants]:
         base = dict(arch=args.arch, include_cuda=k.include_cuda_toolkit, include_cccl=k.include_cuda_cccl)
         row = {"kernel": kid, "variant": expr}
         for label, extra in (("baseline", []), ("pch", ["-pch"])):
@@ -249,6 +249,8 @@ def main() -> int:
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--load-variants", type=int, default=3, help="variants per kernel for load-only and breakdown")
     ap.add_argument("--max-combos", type=int, default=40, help="element-wise combinations timed (spread over the plan)")
+    ap.add_argument("--breakdown-variants", type=int, default=12,
+                    help="element-wise variants (spread over the load-only ones) timed phase by phase")
     args = ap.parse_args()
     args.work = args.work or Path(tempfile.mkdtemp(prefix="rtc_cache_bench_"))
     args.work.mkdir(parents=True, exist_ok=True)
@@ -271,7 +273,46 @@ def main() -> int:
                  "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                  "combinations": combos, "step": step}
 
-    # 1. warm second process
+    out = REPO / "docs" / "results" / f"rtc_cache_{args.label}"
+    cuda = None
+
+    def phase(name: str, fn) -> None:
+        """Run one phase; a failing phase is recorded (error text) and the next ones still run.
+        The JSON is rewritten after every phase, so what was measured survives a later failure."""
+        t0 = time.monotonic()
+        try:
+            fn()
+        except (Exception, SystemExit) as exc:   # noqa: BLE001 - recorded, not hidden
+            doc[name] = {"error": f"{type(exc).__name__}: {exc}"[:2000]}
+            print(f"{name}: FAILED {exc}", file=sys.stderr)
+        doc.setdefault("phase_seconds", {})[name] = round(time.monotonic() - t0, 1)
+        out.with_suffix(".json").write_text(json.dumps(doc, indent=1) + "\n")
+
+    def p1():
+        _phase_warm_second_process(args, doc, combos)
+
+    def p1_load():
+        nonlocal cuda
+        cuda = Cuda()
+        load_rows = phase_load_only(args, cuda, lib)
+        doc["load_only"] = {"rows": load_rows,
+                            "elementwise_ms_median": _median([r["load_ms_median"] for r in load_rows if not r["grouped"]]),
+                            "grouped_ms_median": _median([r["load_ms_median"] for r in load_rows if r["grouped"]]),
+                            "max_ms": max((r["load_ms_median"] for r in load_rows), default=None)}
+
+    phase("warm_second_process", p1)
+    phase("load_only", p1_load)
+    phase("cold_processes", lambda: _phase_cold_processes(args, doc, combos))
+    if step:
+        phase("step", lambda: _phase_step(args, doc, step))
+    phase("breakdown", lambda: _phase_breakdown(args, doc, cuda, lib))
+    out.with_suffix(".md").write_text(_markdown(doc))
+    print(f"wrote {out}.json and .md (work: {args.work})", file=sys.stderr)
+    shutil.rmtree(args.work / "cache1", ignore_errors=True)
+    return 0 if not any(isinstance(v, dict) and "error" in v for v in doc.values()) else 1
+
+
+def _phase_warm_second_process(args, doc: dict, combos: list[str]) -> None:
     cache = args.work / "cache1"
     cold = _run(args, args.work, "p1_cold", combos, cache)
     warm_rows = _run(args, args.work, "p1_warm", combos, cache)
@@ -285,14 +326,10 @@ def main() -> int:
                                                 if c["warm_median_ms"] > 0]),
         "rows": [{"combo": f"{c['entry']}:{c['input']}:{c['format']}", "cold_ms": c["first_ms"], "warm_ms": w["first_ms"]}
                  for c, w in zip(cold, warm_rows)]}
-    cuda = Cuda()
-    load_rows = phase_load_only(args, cuda, lib)
-    doc["load_only"] = {"rows": load_rows,
-                        "elementwise_ms_median": _median([r["load_ms_median"] for r in load_rows if not r["grouped"]]),
-                        "grouped_ms_median": _median([r["load_ms_median"] for r in load_rows if r["grouped"]]),
-                        "max_ms": max((r["load_ms_median"] for r in load_rows), default=None)}
 
-    # 2. processes started together, cold
+
+def _phase_cold_processes(args, doc: dict, combos: list[str]) -> None:
+    """PROCS processes started together, cold cache."""
     cache = args.work / "cache2"
     t0 = time.monotonic()
     procs = [_driver(args, args.work, f"p2_{i}", combos, cache, {f"{ENV}_LOG": str(args.work / "p2.events")})
@@ -316,40 +353,36 @@ def main() -> int:
             _median(_first([json.loads(x) for x in (args.work / f"p2_{i}.jsonl").read_text().splitlines() if x.strip()]))
             for i in range(args.procs)]}
 
-    # 3. forward + backward step
-    if step:
-        cache = args.work / "cache3"
-        s_cold = _run(args, args.work, "p3_cold", step, cache)
-        s_warm = _run(args, args.work, "p3_warm", step, cache)
-        warmed = args.work / "cache3w"
-        t0 = time.monotonic()
-        w = warm.warm(args.work / "p3_cold.list", warmed, os.cpu_count())
-        warm_s = time.monotonic() - t0
-        s_after = _run(args, args.work, "p3_after_warm", step, warmed)
-        s_inproc = _run(args, args.work, "p3_inprocess_warm", step, args.work / "cache3i",
-                        {f"{ENV}_WARM": str(args.work / "p3_cold.list"), f"{ENV}_WARM_THREADS": str(os.cpu_count())})
-        doc["step"] = {"entries": step, "cold_ms": round(sum(r["first_ms"] for r in s_cold), 1),
-                       "warm_disk_cache_ms": round(sum(r["first_ms"] for r in s_warm), 1),
-                       "after_codemod_warm_ms": round(sum(r["first_ms"] for r in s_after), 1),
-                       "cold_with_in_process_warm_ms": round(sum(r["first_ms"] for r in s_inproc), 1),
-                       "codemod_warm_wall_s": round(warm_s, 2), "codemod_warm": w,
-                       "warm_kernel_ms": round(sum(r["warm_median_ms"] for r in s_warm), 4)}
 
-    # 4. where cold first use goes
+def _phase_step(args, doc: dict, step: list[str]) -> None:
+    """The forward + backward step: cold, warm, after `codemod warm`, with in-process warm-up."""
+    cache = args.work / "cache3"
+    s_cold = _run(args, args.work, "p3_cold", step, cache)
+    s_warm = _run(args, args.work, "p3_warm", step, cache)
+    warmed = args.work / "cache3w"
+    t0 = time.monotonic()
+    w = warm.warm(args.work / "p3_cold.list", warmed, os.cpu_count())
+    warm_s = time.monotonic() - t0
+    s_after = _run(args, args.work, "p3_after_warm", step, warmed)
+    s_inproc = _run(args, args.work, "p3_inprocess_warm", step, args.work / "cache3i",
+                    {f"{ENV}_WARM": str(args.work / "p3_cold.list"), f"{ENV}_WARM_THREADS": str(os.cpu_count())})
+    doc["step"] = {"entries": step, "cold_ms": round(sum(r["first_ms"] for r in s_cold), 1),
+                   "warm_disk_cache_ms": round(sum(r["first_ms"] for r in s_warm), 1),
+                   "after_codemod_warm_ms": round(sum(r["first_ms"] for r in s_after), 1),
+                   "cold_with_in_process_warm_ms": round(sum(r["first_ms"] for r in s_inproc), 1),
+                   "codemod_warm_wall_s": round(warm_s, 2), "codemod_warm": w,
+                   "warm_kernel_ms": round(sum(r["warm_median_ms"] for r in s_warm), 4)}
+
+
+def _phase_breakdown(args, doc: dict, cuda, lib) -> None:
+    """Where cold first use goes."""
     rows = phase_breakdown(args, cuda, lib)
     doc["breakdown"] = {"rows": rows,
                         "baseline_total_ms_median": _median([r["baseline"]["total_ms_median"] for r in rows]),
                         "pch_total_ms_median": _median([r["pch"]["total_ms_median"] for r in rows]),
                         "headers_only_ms_median": _median([r["headers_only_ms_median"] for r in rows]),
-                        "module_load_ms_median": _median([r["module_load_ms"] for r in rows]),
+                        "module_load_ms_median": _median([r["module_load_ms"] for r in rows if "module_load_ms" in r]),
                         "same_cubin_size_with_pch": sum(r["pch"]["cubin_bytes"] == r["baseline"]["cubin_bytes"] for r in rows)}
-
-    out = REPO / "docs" / "results" / f"rtc_cache_{args.label}"
-    out.with_suffix(".json").write_text(json.dumps(doc, indent=1) + "\n")
-    out.with_suffix(".md").write_text(_markdown(doc))
-    print(f"wrote {out}.json and .md (work: {args.work})", file=sys.stderr)
-    shutil.rmtree(args.work / "cache1", ignore_errors=True)
-    return 0
 
 
 def _cpu_only(args) -> int:
@@ -378,38 +411,53 @@ def _cpu_only(args) -> int:
 
 
 def _markdown(d: dict) -> str:
-    w, lo, c, b = d["warm_second_process"], d["load_only"], d["cold_processes"], d["breakdown"]
     lines = [f"# NVRTC layer disk cache: first use ({d['label']}, {d['date']})", "",
              f"{d['host']}, {d['cpus']} CPUs, NVRTC {d['nvrtc']}, {d['arch']}; "
              f"{len(d['combinations'])} element-wise combinations (`bench/rtc_cache_h200.py`).", "",
-             "| measurement | value | target |", "|---|---|---|",
-             f"| 1. warm disk cache, second process: first call per combination, median (max) | "
-             f"{w['first_use_ms_warm_median']} ms ({w['first_use_ms_warm_max']} ms); cold {w['first_use_ms_cold_median']} ms | ≤ 5 ms |",
-             f"| 1. layer `hit` (key + disk read), median (max) | {w['hit_ms_median']} ms ({w['hit_ms_max']} ms) | |",
-             f"| 1. load only (entry + module load), element-wise / grouped median | "
-             f"{lo['elementwise_ms_median']} / {lo['grouped_ms_median']} ms (max {lo['max_ms']}) | ≤ 5 ms |",
-             f"| 2. {c['processes']} processes cold: compiles / keys, keys compiled twice | "
-             f"{c['compiles']} / {c['keys']}, {c['keys_compiled_more_than_once']} | one per key |",
-             f"| 2. longest wait on another process; waits longer than that key's compile | "
-             f"{c['max_wait_ms']} ms; {c['waits_longer_than_the_compile']} | 0 |"]
-    if "step" in d:
-        s = d["step"]
-        lines += [f"| 3. fwd+bwd step first use: cold / warm disk cache | {s['cold_ms']} / {s['warm_disk_cache_ms']} ms | ≤ 150 ms warm |",
-                  f"| 3. cold step after `codemod warm` ({s['codemod_warm_wall_s']} s, {s['codemod_warm']['compiled']} programs) | "
-                  f"{s['after_codemod_warm_ms']} ms | |",
-                  f"| 3. cold step, the list compiled in-process (`{ENV}_WARM`, CPU-count threads) | "
-                  f"{s['cold_with_in_process_warm_ms']} ms | |"]
-    lines += [f"| 4. cold element-wise NVRTC, median: baseline / `-pch` | {b['baseline_total_ms_median']} / "
-              f"{b['pch_total_ms_median']} ms | ≤ 150 ms |",
-              f"| 4. headers alone / module load, median | {b['headers_only_ms_median']} / {b['module_load_ms_median']} ms | |",
-              f"| 5. warm kernel time, warm-cache / cold process, median ratio | {w['warm_kernel_ms_ratio_median']} | 1.0 |",
-              "", "## Cold first use by phase (NVRTC `--time`, median ms)", "",
-              "| variant | front end | optimizer | ptxas | headers alone | module load | total | with -pch |", "|---|---|---|---|---|---|---|---|"]
-    for r in b["rows"]:
-        p = r["baseline"]["phases_ms_median"]
-        lines.append(f"| `{r['variant'][:90]}` | {p.get('CUDA C++ Frontend')} | {p.get('NVVM Optimizer')} | "
-                     f"{p.get('PTX Translation')} | {r['headers_only_ms_median']} | {r['module_load_ms']} | "
-                     f"{r['baseline']['total_ms_median']} | {r['pch']['total_ms_median']} |")
+             "| measurement | value | target |", "|---|---|---|"]
+
+    def section(name: str, rows) -> None:
+        v = d.get(name)
+        if not isinstance(v, dict) or "error" in v:
+            why = v["error"].splitlines()[0] if isinstance(v, dict) else "not run"
+            lines.append(f"| {name} | **not measured**: {why} | |")
+        else:
+            lines.extend(rows(v))
+
+    section("warm_second_process", lambda w: [
+        f"| 1. warm disk cache, second process: first call per combination, median (max) | "
+        f"{w['first_use_ms_warm_median']} ms ({w['first_use_ms_warm_max']} ms); cold {w['first_use_ms_cold_median']} ms | ≤ 5 ms |",
+        f"| 1. layer `hit` (key + disk read), median (max) | {w['hit_ms_median']} ms ({w['hit_ms_max']} ms) | |",
+        f"| 5. warm kernel time, warm-cache / cold process, median ratio | {w['warm_kernel_ms_ratio_median']} | 1.0 |"])
+    section("load_only", lambda lo: [
+        f"| 1. load only (entry + module load), element-wise / grouped median | "
+        f"{lo['elementwise_ms_median']} / {lo['grouped_ms_median']} ms (max {lo['max_ms']}) | ≤ 5 ms |"])
+    section("cold_processes", lambda c: [
+        f"| 2. {c['processes']} processes cold: compiles / keys, keys compiled twice | "
+        f"{c['compiles']} / {c['keys']}, {c['keys_compiled_more_than_once']} | one per key |",
+        f"| 2. longest wait on another process; waits longer than that key's compile | "
+        f"{c['max_wait_ms']} ms; {c['waits_longer_than_the_compile']} | 0 |"])
+    if d.get("step"):
+        section("step", lambda s: [
+            f"| 3. fwd+bwd step first use: cold / warm disk cache | {s['cold_ms']} / {s['warm_disk_cache_ms']} ms | ≤ 150 ms warm |",
+            f"| 3. cold step after `codemod warm` ({s['codemod_warm_wall_s']} s, {s['codemod_warm']['compiled']} programs) | "
+            f"{s['after_codemod_warm_ms']} ms | |",
+            f"| 3. cold step, the list compiled in-process (`{ENV}_WARM`, CPU-count threads) | "
+            f"{s['cold_with_in_process_warm_ms']} ms | |"])
+    section("breakdown", lambda b: [
+        f"| 4. cold element-wise NVRTC, median: baseline / `-pch` | {b['baseline_total_ms_median']} / "
+        f"{b['pch_total_ms_median']} ms | ≤ 150 ms |",
+        f"| 4. headers alone / module load, median | {b['headers_only_ms_median']} / {b['module_load_ms_median']} ms | |"])
+    b = d.get("breakdown")
+    if isinstance(b, dict) and "rows" in b:
+        lines += ["", "## Cold first use by phase (NVRTC `--time`, median ms)", "",
+                  "| variant | front end | optimizer | ptxas | headers alone | module load | total | with -pch |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for r in b["rows"]:
+            p = r["baseline"]["phases_ms_median"]
+            lines.append(f"| `{r['variant'][:90]}` | {p.get('CUDA C++ Frontend')} | {p.get('NVVM Optimizer')} | "
+                         f"{p.get('PTX Translation')} | {r['headers_only_ms_median']} | {r.get('module_load_ms')} | "
+                         f"{r['baseline']['total_ms_median']} | {r['pch']['total_ms_median']} |")
     return "\n".join(lines) + "\n"
 
 

@@ -49,14 +49,15 @@ def _param(data: bytes, node) -> Param | None:
     return Param(node_text(data, decl), spelled, base)
 
 
-def prototypes(path: Path, rel: str) -> dict[str, Prototype]:
-    """Every function declared at file scope (or inside extern "C") of one header."""
+def prototypes(path: Path, rel: str, kind: str = "declaration") -> dict[str, Prototype]:
+    """Every function declared at file scope (or inside extern "C") of one header; with
+    kind="function_definition", every function a source file defines (its signature only)."""
     from .source import parse
 
     data = path.read_bytes()
     found: dict[str, Prototype] = {}
     for node in _walk(parse(data)):
-        if node.type != "declaration":
+        if node.type != kind:
             continue
         fn = node.child_by_field_name("declarator")
         if fn is None or fn.type != "function_declarator":

@@ -112,6 +112,9 @@ class Plan:
     grouped: Grouped | None = None
     # Entry points that reach a migrated kernel but are not called (profile's not_called, with why).
     not_called: list[dict] = field(default_factory=list)
+    # Entry points whose definition takes another handle type than the header declares (both
+    # `void *` typedefs, so C accepts it): the driver follows the definition, and says so.
+    header_mismatches: list[dict] = field(default_factory=list)
 
     def case_counts(self) -> dict[str, int]:
         """Cases the driver runs per plain entry (its label): inputs x formats x shapes x 2 value
@@ -129,6 +132,8 @@ class Plan:
             del data["grouped_entries"], data["grouped"]
         if not self.not_called:
             del data["not_called"]
+        if not self.header_mismatches:
+            del data["header_mismatches"]
         return strict_json.dumps(data, "parity plan", indent=2, sort_keys=True) + "\n"
 
 
@@ -380,6 +385,27 @@ def _variants(profile: Profile, spec: dict | None) -> list[Variant]:
     return out
 
 
+def _follow_definition(profile: Profile, proto, library_root: Path, ep: dict, mismatches: list[dict]):
+    """The entry point's prototype as its definition (the analysis' file:line) spells it, when that
+    differs from the header's in which parameters are tensor handles of which kind (TE d0067d0
+    declares `nvte_group_dgelu(..., NVTETensor output, ...)` and defines it with an
+    `NVTEGroupedTensor output`: one `void *`, so both compile, and the definition is what runs).
+    Anything else (names, order, count) keeps the header's prototype."""
+    path = library_root / ep.get("file", "")
+    if not ep.get("file") or not path.is_file():
+        return proto
+    defined = prototypes(path, ep["file"], kind="function_definition").get(proto.name)
+    if defined is None or len(defined.params) != len(proto.params):
+        return proto
+    kinds = [(_tensor_kind(profile, a), _tensor_kind(profile, b)) for a, b in zip(proto.params, defined.params)]
+    if all(a == b for a, b in kinds) or any(a is None or b is None for a, b in kinds if a != b):
+        return proto
+    mismatches.append({"name": proto.name, "header": proto.where, "definition": defined.where,
+                       "parameters": [f"{a.type} {a.name} -> {b.type} {b.name}"
+                                      for a, b in zip(proto.params, defined.params) if a.type != b.type]})
+    return defined
+
+
 def _is_grouped(profile: Profile, proto, args: list[Arg]) -> bool:
     """True when every tensor parameter is grouped; a mix of both handle types is refused."""
     kinds = {_tensor_kind(profile, p) for p in proto.params} - {None}
@@ -475,7 +501,7 @@ def build_plan(analysis: dict, rule: dict, profile: Profile, library_root: Path)
     shapes_rc = [tuple(s) for s in profile["shapes_rc"]]
     default_shapes = list(range(len(shapes_rc)))
     not_run = _kernels_not_run(profile)
-    entries, grouped_entries, not_called = [], [], []
+    entries, grouped_entries, not_called, header_mismatches = [], [], [], []
     for ep in sorted(analysis["entry_points"], key=lambda e: e["name"]):
         reached = sorted(k for k in ep.get("kernels", {}) if k in migrated)
         if not reached:
@@ -491,6 +517,7 @@ def build_plan(analysis: dict, rule: dict, profile: Profile, library_root: Path)
         if proto is None:
             raise UnsupportedConstruct(f"entry point {ep['name']} is not declared in the profile's headers",
                                        where=f"{ep['file']}:{ep['line']}")
+        proto = _follow_definition(profile, proto, library_root, ep, header_mismatches)
         spec = _calls_spec(profile, ep["name"])
         entry_formats, entry_shapes = default_formats, default_shapes
         if spec is not None:
@@ -543,4 +570,4 @@ def build_plan(analysis: dict, rule: dict, profile: Profile, library_root: Path)
         + [f"{k}: {r['why']}" for k in sorted(migrated) for r in not_run if re.search(r["match"], k)],
         link_libs=list(profile.get("link_libs", [])),
         grouped_entries=grouped_entries, grouped=_grouped(profile) if grouped_entries else None,
-        not_called=not_called)
+        not_called=not_called, header_mismatches=header_mismatches)

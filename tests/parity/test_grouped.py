@@ -172,3 +172,22 @@ def test_grouped_te_driver_compiles_against_te_headers(tmp_path):
     proc = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / "d.o"),
                            f"-I{root / 'include'}"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-4000:]
+
+
+def test_definition_wins_over_a_header_declaring_another_handle_type(tmp_path):
+    """TE d0067d0 declares nvte_group_dgelu's output `NVTETensor` and defines it `NVTEGroupedTensor`
+    (one `void *`, so both compile): the plan follows the definition and records the mismatch; a
+    definition that agrees with the header (or no definition file) keeps the header's refusal."""
+    root = _library(tmp_path)
+    (root / "demo.cu").write_text("void demo_group_mixed(const NVTEGroupedTensor input, NVTEGroupedTensor output,\n"
+                                  "                      cudaStream_t stream) { run(input, output, stream); }\n")
+    plan = build_plan(_analysis("demo_group_mixed"), RULE, _profile(), root)
+    assert [e.name for e in plan.grouped_entries] == ["demo_group_mixed"]
+    assert plan.header_mismatches == [{"name": "demo_group_mixed", "header": "include/demo/api.h:8",
+                                       "definition": "demo.cu:1",
+                                       "parameters": ["NVTETensor output -> NVTEGroupedTensor output"]}]
+    assert json.loads(plan.to_json())["header_mismatches"] == plan.header_mismatches
+    (root / "demo.cu").write_text("void demo_group_mixed(const NVTEGroupedTensor input, NVTETensor output,\n"
+                                  "                      cudaStream_t stream) {}\n")
+    with pytest.raises(UnsupportedConstruct, match="grouped inputs and one grouped output only"):
+        build_plan(_analysis("demo_group_mixed"), RULE, _profile(), root)
