@@ -48,7 +48,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from codemod.verify import nvrtc, rtc_cache, warm  # noqa: E402
-from codemod.verify.manifest import find_manifests, load_manifest  # noqa: E402
+from codemod.verify.manifest import find_manifests, load_manifest, root_for  # noqa: E402
 
 ENV = "NVTE_RTC_CACHE"
 
@@ -116,10 +116,22 @@ class Cuda:
         return ms
 
 
-def _variants(root: Path, per_kernel: int):
+def _manifests(args) -> list:
+    """The apply manifests of the migrated tree: those `codemod apply` keeps in the checkout's git
+    folder (or an older one wrote into the tree), plus every *.json under --manifests (a copy made
+    for a machine that has the tree without its .git). None found is an error, not an empty phase."""
+    paths = find_manifests(args.patched)
+    if args.manifests:
+        paths += sorted(args.manifests.rglob("*.json"))
+    if not paths:
+        raise SystemExit(f"no apply manifest for {args.patched}: pass --manifests DIR (a copy of "
+                         "<git dir>/codemod/manifests/...)")
+    return [load_manifest(p, root_for(p, args.patched)) for p in paths]
+
+
+def _variants(args, per_kernel: int):
     """(kernel id, variant name expression, source, headers, options, include flags) of spread variants."""
-    for path in find_manifests(root):
-        m = load_manifest(path)
+    for m in _manifests(args):
         for k in m.kernels:
             n = len(k.variants)
             picks = sorted({round(i * (n - 1) / max(1, per_kernel - 1)) for i in range(per_kernel)}) if n else []
@@ -172,7 +184,7 @@ def phase_load_only(args, cuda: Cuda, lib) -> list[dict]:
     module load and function look-up (cuModuleLoadData, cuModuleGetFunction)."""
     rows, folder = [], Path(tempfile.mkdtemp(prefix="rtc_load_", dir=args.work))
     entries = []
-    for kid, expr, src, headers, options, k in _variants(args.patched, args.load_variants):
+    for kid, expr, src, headers, options, k in _variants(args, args.load_variants):
         r = lib.compile(src, k.program_path, headers, options, [expr], arch=args.arch, include_cuda=k.include_cuda_toolkit,
                         include_cccl=k.include_cuda_cccl, keep_cubin=True)
         if not r.ok:
@@ -201,7 +213,7 @@ def phase_load_only(args, cuda: Cuda, lib) -> list[dict]:
 
 def phase_breakdown(args, cuda: Cuda, lib) -> list[dict]:
     rows = []
-    picked = [v for v in _variants(args.patched, args.load_variants) if not _grouped(v[0])]
+    picked = [v for v in _variants(args, args.load_variants) if not _grouped(v[0])]
     step_at = max(1, len(picked) // max(1, args.breakdown_variants))
     for kid, expr, src, headers, options, k in picked[::step_at][:args.breakdown_variants]:
         base = dict(arch=args.arch, include_cuda=k.include_cuda_toolkit, include_cccl=k.include_cuda_cccl)
@@ -242,6 +254,8 @@ def main() -> int:
     ap.add_argument("--cpu-only", action="store_true",
                     help="phase 4 only, without module loads (no GPU): NVRTC's phases on this host")
     ap.add_argument("--patched", type=Path, required=True, help="migrated transformer_engine/common (manifests)")
+    ap.add_argument("--manifests", type=Path, default=None,
+                    help="folder of apply manifests (*.json) when the tree has no .git of its own")
     ap.add_argument("--label", default="te_h200")
     ap.add_argument("--work", type=Path, default=None, help="scratch folder (default: a new temp folder)")
     ap.add_argument("--procs", type=int, default=8, help="processes started together in phase 2")

@@ -62,6 +62,15 @@ def _say(cfg: RunConfig, text: str) -> None:
         print(text, file=cfg.log, flush=True)
 
 
+REDACTED = "<redacted: the library's command, given on the command line>"
+
+
+def _without_commands(record: dict) -> dict:
+    """A `parity build` record for the result: its configure and build commands (the library's
+    build recipe, with this machine's paths) replaced; the result document gets committed."""
+    return {k: ({**v, "cmd": REDACTED} if isinstance(v, dict) and "cmd" in v else v) for k, v in record.items()}
+
+
 def run_logged(cmd: str, log: Path, cwd: Path | None = None, env: dict | None = None) -> float:
     t0 = time.monotonic()
     with log.open("w") as f:
@@ -184,7 +193,7 @@ def run(cfg: RunConfig) -> dict:
                                  hint=f"run `codemod parity build --side {side} --work {cfg.work} ...` first")
             record = cfg.work / f"build-{side}.json"
             if record.is_file():
-                builds[side] = json.loads(record.read_text())
+                builds[side] = _without_commands(json.loads(record.read_text()))
     result["builds"] = builds
     result["build_cmd"] = cfg.build_cmd
     with ThreadPoolExecutor(2) as pool:
