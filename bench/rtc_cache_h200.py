@@ -51,6 +51,7 @@ from codemod.verify import nvrtc, rtc_cache, warm  # noqa: E402
 from codemod.verify.manifest import find_manifests, load_manifest, root_for  # noqa: E402
 
 ENV = "NVTE_RTC_CACHE"
+PHASES = ("warm_second_process", "load_only", "cold_processes", "step", "breakdown")
 
 
 def _median(xs):
@@ -118,11 +119,9 @@ class Cuda:
 
 def _manifests(args) -> list:
     """The apply manifests of the migrated tree: those `codemod apply` keeps in the checkout's git
-    folder (or an older one wrote into the tree), plus every *.json under --manifests (a copy made
-    for a machine that has the tree without its .git). None found is an error, not an empty phase."""
-    paths = find_manifests(args.patched)
-    if args.manifests:
-        paths += sorted(args.manifests.rglob("*.json"))
+    folder (or an older one wrote into the tree), or instead every *.json under --manifests (a copy
+    made for a machine that has the tree without its .git). None found is an error, not an empty phase."""
+    paths = sorted(args.manifests.rglob("*.json")) if args.manifests else find_manifests(args.patched)
     if not paths:
         raise SystemExit(f"no apply manifest for {args.patched}: pass --manifests DIR (a copy of "
                          "<git dir>/codemod/manifests/...)")
@@ -256,6 +255,9 @@ def main() -> int:
     ap.add_argument("--patched", type=Path, required=True, help="migrated transformer_engine/common (manifests)")
     ap.add_argument("--manifests", type=Path, default=None,
                     help="folder of apply manifests (*.json) when the tree has no .git of its own")
+    ap.add_argument("--phases", default=None,
+                    help=f"comma-separated subset of {','.join(PHASES)} (default: all; load_only and breakdown "
+                         "need no driver)")
     ap.add_argument("--label", default="te_h200")
     ap.add_argument("--work", type=Path, default=None, help="scratch folder (default: a new temp folder)")
     ap.add_argument("--procs", type=int, default=8, help="processes started together in phase 2")
@@ -270,9 +272,12 @@ def main() -> int:
     args.work.mkdir(parents=True, exist_ok=True)
     if args.cpu_only:
         return _cpu_only(args)
-    if args.driver is None or args.plan is None:
-        ap.error("--driver and --plan are needed (or --cpu-only)")
-    plan = json.loads(args.plan.read_text())
+    phases = set(args.phases.split(",")) if args.phases else set(PHASES)
+    if phases - set(PHASES):
+        ap.error(f"--phases: unknown {sorted(phases - set(PHASES))} (known: {', '.join(PHASES)})")
+    if phases & {"warm_second_process", "cold_processes", "step"} and (args.driver is None or args.plan is None):
+        ap.error("--driver and --plan are needed for the driver phases (or --cpu-only, or --phases load_only,breakdown)")
+    plan = json.loads(args.plan.read_text()) if args.plan else {"entries": [], "step": [], "bench_formats": []}
     combos = []
     for e in plan["entries"]:
         for i in e.get("inputs") or plan["input_dtypes"]:
@@ -314,12 +319,12 @@ def main() -> int:
                             "grouped_ms_median": _median([r["load_ms_median"] for r in load_rows if r["grouped"]]),
                             "max_ms": max((r["load_ms_median"] for r in load_rows), default=None)}
 
-    phase("warm_second_process", p1)
-    phase("load_only", p1_load)
-    phase("cold_processes", lambda: _phase_cold_processes(args, doc, combos))
-    if step:
-        phase("step", lambda: _phase_step(args, doc, step))
-    phase("breakdown", lambda: _phase_breakdown(args, doc, cuda, lib))
+    for name, fn in (("warm_second_process", p1), ("load_only", p1_load),
+                     ("cold_processes", lambda: _phase_cold_processes(args, doc, combos)),
+                     ("step", lambda: _phase_step(args, doc, step)),
+                     ("breakdown", lambda: _phase_breakdown(args, doc, cuda or Cuda(), lib))):
+        if name in phases and (name != "step" or step):
+            phase(name, fn)
     out.with_suffix(".md").write_text(_markdown(doc))
     print(f"wrote {out}.json and .md (work: {args.work})", file=sys.stderr)
     shutil.rmtree(args.work / "cache1", ignore_errors=True)
