@@ -12,7 +12,7 @@ from pathlib import Path
 from .. import strict_json
 from ..errors import ApplyError
 from ..tool_state import manifest_path
-from .journal import atomic_write, file_sha256, sha256
+from .journal import atomic_write, file_sha256, sha256, state
 
 class Unmigratable(ApplyError):
     """The tree cannot be un-migrated to regenerate its migration (a merge conflict)."""
@@ -85,6 +85,15 @@ def read_manifest(path: Path, where: str) -> dict:
     return doc
 
 
+def _inside(root: Path, path: str) -> bool:
+    """Whether a manifest's `files` entry stays where apply may write: the library root, or for a
+    `../`-relative entry (migrate.repo_root: the repository's docs and tests) the git work tree
+    holding it, as patch.plan_writes allows."""
+    top = root.resolve()
+    bound = state(root).base.resolve() if path.startswith("../") else top
+    return not Path(path).is_absolute() and (top / path).resolve().is_relative_to(bound)
+
+
 def check(root: Path, doc: dict, where: str) -> tuple[list[str], str]:
     """(problems, note) of a migrated tree: a generated file missing or not holding what apply wrote,
     an edited file (launch sites, CMake, guards) still holding its original content. An edited file
@@ -100,7 +109,7 @@ def check(root: Path, doc: dict, where: str) -> tuple[list[str], str]:
     top = root.resolve()
     for path, hashes in sorted(recorded.items()):
         target = (top / path).resolve()
-        if not isinstance(hashes, dict) or not target.is_relative_to(top):
+        if not isinstance(hashes, dict) or not _inside(root, path):
             raise ApplyError(f"the manifest's `files` entry {path!r} is malformed or leaves the tree", where=where,
                              hint="remove it: `codemod apply --update` regenerates it from the migrated tree")
         current = file_sha256(target)
@@ -127,7 +136,7 @@ def untouched(root: Path, doc: dict) -> bool:
         return False
     top = root.resolve()
     for path, hashes in recorded.items():
-        if not isinstance(hashes, dict) or not (top / path).resolve().is_relative_to(top):
+        if not isinstance(hashes, dict) or not _inside(root, path):
             return False
         if file_sha256(top / path) != hashes.get("before"):
             return False

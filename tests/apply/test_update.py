@@ -120,3 +120,28 @@ def test_without_manifest_or_git_record_the_refusal_names_both(tmp_path, capsys)
     assert main([*args, "--check"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") <= 2 and "neither its manifest nor a git commit" in err
+
+
+def test_manifest_entries_above_the_library_root_stay_checkable(tmp_path):
+    """A rule with repo_root (TE: its docs/envvars.rst two levels above transformer_engine/common)
+    records `../../docs/...` in the manifest: --check/--update read it back (they refused their own
+    manifest before) while an entry leaving the git work tree is still refused."""
+    from codemod.apply.migrated import check, untouched
+    from codemod.errors import ApplyError
+    repo = tmp_path / "repo"
+    lib = repo / "pkg" / "common"
+    lib.mkdir(parents=True)
+    (repo / "docs").mkdir()
+    (repo / "docs" / "envvars.rst").write_text("after\n")
+    _git(repo, "init", "-q")
+    after = hashlib.sha256(b"after\n").hexdigest()
+    before = hashlib.sha256(b"before\n").hexdigest()
+    doc = {"files": {"../../docs/envvars.rst": {"before": before, "after": after}}}
+    assert check(lib, doc, "m.json") == ([], "")
+    assert untouched(lib, doc) is False
+    (repo / "docs" / "envvars.rst").write_text("before\n")
+    assert untouched(lib, doc) is True
+    with pytest.raises(ApplyError, match="leaves the tree"):
+        check(lib, {"files": {"../../../elsewhere.rst": {"before": None, "after": after}}}, "m.json")
+    with pytest.raises(ApplyError, match="leaves the tree"):
+        check(lib, {"files": {"../../docs/../../x.rst": {"before": None, "after": after}}}, "m.json")
