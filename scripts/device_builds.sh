@@ -8,6 +8,7 @@
 #   scripts/device_builds.sh start WORK ORIGINAL_SRC MIGRATED_SRC   # returns at once
 #   scripts/device_builds.sh start-seq WORK ORIGINAL_SRC MIGRATED_SRC  # one after the other, all cores
 #   scripts/device_builds.sh wait WORK SECONDS [OUT]                # progress; copies results to OUT
+#   scripts/device_builds.sh cpus WORK                              # prints the two halves' CPU lists
 #
 # `PIN=0 ... start` does not pin: both builds share every core (builds for parity only, whose
 # times are not compared; several WORK folders can then build several libraries at once).
@@ -90,6 +91,9 @@ wait)
     done
     exit $status
     ;;
+cpus)
+    cpu_sets
+    ;;
 start-seq)
     orig=${3:?ORIGINAL_SRC}; migr=${4:?MIGRATED_SRC}
     : "${BUILD_CMD:?BUILD_CMD is required (with {src} and {build})}"
@@ -107,5 +111,5 @@ start-seq)
     echo "started the original, then the migrated build under $work"
     ;;
 *)
-    echo "device_builds.sh: unknown mode $mode (start|start-seq|wait)" >&2; exit 2 ;;
+    echo "device_builds.sh: unknown mode $mode (start|start-seq|wait|cpus)" >&2; exit 2 ;;
 esac

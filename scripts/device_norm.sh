@@ -1,124 +1,231 @@
 #!/usr/bin/env bash
-# Issue 13, acceptance 1 on a device machine: TE's LayerNorm/RMSNorm before its hand NVRTC migration
-# (the original tree) against the same tree migrated by rules/normalization.yaml. Each mode fits in
-# one device call (long steps run in the background through scripts/device_bg.sh and are collected
-# by a later `wait`); nothing here knows how to configure or build TE: the caller gives
-# CONFIGURE_CMD and BUILD_CMD (with {src} and {build}), as for scripts/device_builds.sh.
+# Issue 13, acceptance 1 on one device machine, as one background chain: TE's LayerNorm/RMSNorm
+# before its hand NVRTC migration (ORIGINAL), the same tree migrated by rules/normalization.yaml
+# (MIGRATED), and TE's own hand migration (HAND). The first call starts the chain, later calls only
+# poll it; nothing here knows how to configure or build TE: the caller gives the commands.
 #
-#   scripts/device_norm.sh builds WORK ORIGINAL_SRC MIGRATED_SRC [SECONDS]  # clean timed builds, one after the other
-#   scripts/device_norm.sh wait   WORK SECONDS                              # collect the builds
-#   scripts/device_norm.sh parity WORK ORIGINAL_SRC MIGRATED_SRC DRIVER [SECONDS]  # byte parity (background)
-#   scripts/device_norm.sh ctests WORK ORIGINAL_SRC MIGRATED_SRC [SECONDS]  # TE's C++ normalization tests (background)
-#   scripts/device_norm.sh collect WORK SECONDS NAME...                     # wait for parity / ctests, copy results
+#   scripts/device_norm.sh start WORK ORIGINAL MIGRATED HAND DRIVER   # returns at once
+#   scripts/device_norm.sh poll  WORK SECONDS [OUT]                   # until done or SECONDS passed
 #
-# ORIGINAL_SRC / MIGRATED_SRC: the two trees' transformer_engine/common. Results go to $OUT
-# (norm_builds/, parity_norm.{json,md}, ctest-SIDE.{log,xml}, norm_device.json).
+# ORIGINAL, MIGRATED, HAND: checkout roots (transformer_engine/common, tests/cpp). DRIVER: the folder
+# `codemod parity generate` wrote. `poll` prints a progress line every POLL_S s (default 20), then
+# packs WORK/res into OUT/norm_results.tgz (default OUT: $OUT); exit 0 when the chain ended and every
+# stage succeeded, 1 when it ended with a failure, 3 while it still runs.
 #
-# ctests builds TE's tests/cpp as TE documents it (qa/L0_cppunittest/test.sh: `cmake -GNinja
-# -Bbuild .`, `cmake --build build`, `ctest --test-dir build`), in each tree, against that tree's
-# libtransformer_engine.so (TE_LIB_PATH = WORK/build-SIDE), only the test_operator target, and runs
-# the normalization suites (NormTestSuite, MxNormTestSuite) with the binary's --gtest_filter. GTEST_DIR
-# (default .device/googletest) is linked as the tree's 3rdparty/googletest when that is empty.
+# The schedule, on the machine's cores split in two halves A and B by physical core (as
+# scripts/device_builds.sh), each build `codemod.parity build` (clean, timed, ninja log, nvcc --time):
+#   A: original build | tests build, parity     | the tests on each library
+#   B: migrated build | hand build (same cores, same command: comparable with the migrated build)
+# original and migrated build at the same time on equal halves (comparable); the tests build starts
+# when the original library exists, parity when both do.
+#
+# Commands from the caller ({src} {build} {tests} {lib} are substituted):
+#   CONFIGURE_CMD, BUILD_CMD   the library's configure and build ({src}, {build})
+#   TESTS_CONFIGURE_CMD        TE's tests/cpp configure ({tests}, {build}, {lib}: a folder holding
+#                              libtransformer_engine.so, removed after the build so that only
+#                              LD_LIBRARY_PATH picks the library a run loads)
+#   TESTS_BUILD_CMD            ({build}); the tests are built once, from ORIGINAL's tests/cpp: they link
+#                              the library dynamically and include only headers that
+#                              scripts/norm_test_headers.py found equal in the trees
+# Optional: TESTS_BIN (operator/test_operator), TESTS_FILTER (*NormTestSuite*), TESTS_SHARDS (8, gtest
+# shards run at once per library), PARITY_SHARDS (16), PARITY_RUN (python3 -m codemod.parity run),
+# PY (python3), COMMIT (codemod commit to record), POLL_S, CHAIN_CPUS_A / CHAIN_CPUS_B (override the
+# halves).
 set -u
-mode=${1:?usage: device_norm.sh builds|wait|parity|ctests|collect WORK ...}
+mode=${1:?usage: device_norm.sh start|poll WORK ...}
 work=${2:?WORK}
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
-out=${OUT:-$work/out}
-mkdir -p "$out"
+res=$work/res
+poll_s=${POLL_S:-20}
+py=${PY:-python3}
+
+stage() { echo "$(date -u +%T) $*" >> "$res/stages"; }
+
+bg() {  # bg NAME COMMAND...: in the background, log WORK/NAME.log, exit status WORK/NAME.rc
+    local name=$1; shift
+    rm -f "$work/$name.rc"
+    ( "$@" > "$work/$name.log" 2>&1; echo $? > "$work/$name.rc" ) &
+}
+
+wait_rc() {  # wait_rc NAME: until NAME has ended; prints its exit status
+    while [ ! -f "$work/$1.rc" ]; do sleep "$poll_s"; done
+    cat "$work/$1.rc"
+}
+
+lib_dir() {  # the folder of a build's libtransformer_engine.so (empty when none)
+    local so
+    so=$(find "$work/build-$1" -maxdepth 3 -name 'libtransformer_engine.so' 2>/dev/null | head -1)
+    [ -n "$so" ] && dirname "$so"
+}
+
+build_side() {  # build_side SIDE SRC CPUS
+    echo "$3" > "$work/parity-build-$1.cpus"
+    taskset -c "$3" "$py" -m codemod.parity build --side "$1" --src "$2/transformer_engine/common" --work "$work" \
+        --configure-cmd "${CONFIGURE_CMD:-}" --build-cmd "$BUILD_CMD" --commit "${COMMIT:-}"
+}
+
+run_tests() {  # run_tests SIDE CPUS: the filtered suites against SIDE's library, TESTS_SHARDS at once
+    local side=$1 cpus=$2 lib bin n i start rc=0
+    lib=$(lib_dir "$side")
+    bin="$work/tests-build/${TESTS_BIN:-operator/test_operator}"
+    n=${TESTS_SHARDS:-8}
+    [ -n "$lib" ] || { echo "no library in $work/build-$side"; return 2; }
+    # The library the binary loads must be this side's: checked, not assumed.
+    LD_LIBRARY_PATH="$lib:${LD_LIBRARY_PATH:-}" ldd "$bin" > "$res/tests-$side.ldd" 2>&1
+    if ! grep -q "libtransformer_engine.so => $lib/libtransformer_engine.so" "$res/tests-$side.ldd"; then
+        echo "the test binary does not load $lib/libtransformer_engine.so"; cat "$res/tests-$side.ldd"; return 2
+    fi
+    export NVTE_RTC_CACHE_DIR="$work/rtc-cache-tests-$side"   # fresh; shared by the shards
+    rm -rf "$NVTE_RTC_CACHE_DIR"
+    omp=$(( $(taskset -c "$cpus" nproc) / n )); [ "$omp" -ge 1 ] || omp=1
+    start=$(date +%s)
+    local pids=()
+    for i in $(seq 0 $((n - 1))); do
+        GTEST_TOTAL_SHARDS=$n GTEST_SHARD_INDEX=$i OMP_NUM_THREADS=$omp \
+            LD_LIBRARY_PATH="$lib:${LD_LIBRARY_PATH:-}" taskset -c "$cpus" "$bin" --gtest_filter="${TESTS_FILTER:-*NormTestSuite*}" \
+            --gtest_output="xml:$res/tests-$side-$i.xml" > "$work/tests-$side-$i.log" 2>&1 &
+        pids+=($!)
+    done
+    for i in "${pids[@]}"; do wait "$i" || rc=1; done
+    echo "$side shards=$n rc=$rc wall_s=$(( $(date +%s) - start ))" >> "$res/tests.status"
+    for i in $(seq 0 $((n - 1))); do tail -c 300000 "$work/tests-$side-$i.log" > "$res/tests-$side-$i.log"; done
+    return $rc
+}
+
+chain() {  # chain ORIGINAL MIGRATED HAND DRIVER
+    local orig=$1 migr=$2 hand=$3 driver=$4 a b libo status=0
+    a=${CHAIN_CPUS_A:-}; b=${CHAIN_CPUS_B:-}
+    if [ -z "$a" ] || [ -z "$b" ]; then read -r a b < <(bash "$here/device_builds.sh" cpus "$work"); fi
+    echo "A $a" > "$res/cpus.txt"; echo "B $b" >> "$res/cpus.txt"
+    {
+        nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1
+        nvcc --version 2>&1 | tail -2; ninja --version 2>&1; cmake --version 2>&1 | head -1
+        echo "nproc $(nproc)"; date -u +%FT%TZ
+    } > "$res/environment.txt"
+    lscpu > "$res/lscpu.txt" 2>&1
+
+    stage "builds original(A) migrated(B)"
+    bg parity-build-original build_side original "$orig" "$a"
+    bg parity-build-migrated build_side migrated "$migr" "$b"
+    stage "migrated built rc=$(wait_rc parity-build-migrated)"
+    bg parity-build-hand build_side hand "$hand" "$b"
+    stage "hand build started (B)"
+    stage "original built rc=$(wait_rc parity-build-original)"
+
+    libo=$(lib_dir original)
+    if [ -n "$libo" ]; then
+        rm -rf "$work/tests-lib" "$work/tests-build"; mkdir -p "$work/tests-lib"
+        ln -s "$libo/libtransformer_engine.so" "$work/tests-lib/libtransformer_engine.so"
+        local tests; tests=$(cd "$orig/tests/cpp" && pwd)
+        local subst_c=${TESTS_CONFIGURE_CMD//\{tests\}/$tests}
+        subst_c=${subst_c//\{build\}/$work/tests-build}; subst_c=${subst_c//\{lib\}/$work/tests-lib}
+        local subst_b=${TESTS_BUILD_CMD//\{build\}/$work/tests-build}
+        bg tests-build taskset -c "$a" bash -c 'start=$(date +%s); eval "$1" && s1=$(date +%s) && eval "$2" &&
+            echo "configure_s=$((s1 - start)) build_s=$(( $(date +%s) - s1 ))"' _ "$subst_c" "$subst_b"
+        stage "tests build started (A)"
+    else
+        stage "no original library: no tests build"; status=1
+    fi
+    if [ "$(cat "$work/parity-build-migrated.rc")" = 0 ] && [ -n "$libo" ]; then
+        stage "parity started (A)"
+        # shellcheck disable=SC2086
+        bg parity env NVTE_RTC_CACHE_DIR="$work/rtc-cache-parity" taskset -c "$a" ${PARITY_RUN:-$py -m codemod.parity run} \
+            --original "$orig/transformer_engine/common" --migrated "$migr/transformer_engine/common" \
+            --build-cmd "$BUILD_CMD" --driver "$driver" --work "$work" --skip-build --shards "${PARITY_SHARDS:-16}" \
+            --json "$res/parity_norm.json" --markdown "$res/parity_norm.md" --commit "${COMMIT:-}" --label te_norm
+    else
+        stage "no parity: a library is missing"; status=1; echo 2 > "$work/parity.rc"
+    fi
+    if [ -n "$libo" ]; then
+        local trc; trc=$(wait_rc tests-build)
+        stage "tests built rc=$trc $(tail -1 "$work/tests-build.log" | grep -o 'configure_s=.*')"
+        rm -rf "$work/tests-lib"
+        if [ "$trc" = 0 ]; then
+            for side in original migrated; do
+                [ -n "$(lib_dir "$side")" ] || { stage "tests $side: no library"; status=1; continue; }
+                stage "tests $side started (A)"
+                ( run_tests "$side" "$a" ) > "$work/tests-run-$side.log" 2>&1 || status=1
+                stage "tests $side ended: $(grep "^$side " "$res/tests.status" 2>/dev/null | tail -1)"
+            done
+        else
+            status=1
+        fi
+    fi
+    stage "parity ended rc=$(wait_rc parity)"
+    [ "$(cat "$work/parity.rc")" = 0 ] || status=1
+    stage "hand built rc=$(wait_rc parity-build-hand)"
+    for side in original migrated hand; do
+        [ "$(cat "$work/parity-build-$side.rc")" = 0 ] || status=1
+        local d; d=$(lib_dir "$side")
+        [ -n "$d" ] && echo "$side $(stat -c %s "$d/libtransformer_engine.so")" >> "$res/so_size.txt"
+    done
+    stage "done status=$status"
+    echo "$status" > "$work/chain.rc"
+}
+
+collect() {  # what poll packs: build records, logs (tails), parity and tests outputs
+    local f side
+    for f in "$work"/build-*.json "$work"/*.ninja_log "$work"/parity-build-*.rc "$work"/parity-build-*.cpus \
+             "$work"/*.rc; do
+        [ -f "$f" ] && cp "$f" "$res/"
+    done
+    for f in "$work"/*.nvcc_time.csv; do [ -f "$f" ] && gzip -c "$f" > "$res/$(basename "$f").gz"; done
+    for side in original migrated hand; do
+        for f in "$work/configure-$side.log" "$work/build-$side.log" "$work/parity-build-$side.log"; do
+            [ -f "$f" ] && tail -c 30000 "$f" > "$res/$(basename "$f" .log).tail.log"
+        done
+    done
+    for f in parity tests-build tests-run-original tests-run-migrated; do
+        [ -f "$work/$f.log" ] && tail -c 300000 "$work/$f.log" > "$res/$f.log"
+    done
+}
 
 case "$mode" in
-builds)
-    orig=${3:?ORIGINAL_SRC}; migr=${4:?MIGRATED_SRC}; seconds=${5:-540}
-    # CUTLASS (TE's 3rdparty submodule, not in the bundles): CUTLASS_DIR is linked in when missing.
-    for src in "$orig" "$migr"; do
-        repo=$(cd "$src/../.." && pwd)
-        if [ ! -e "$repo/3rdparty/cutlass/include" ] && [ -n "${CUTLASS_DIR:-}" ]; then
-            mkdir -p "$repo/3rdparty"; rm -rf "$repo/3rdparty/cutlass"; ln -sfn "$CUTLASS_DIR" "$repo/3rdparty/cutlass"
-        fi
-    done
-    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$work/gpu.txt" 2>&1
-    nvcc --version | tail -2 >> "$work/gpu.txt"
-    bash "$here/device_builds.sh" start-seq "$work" "$orig" "$migr"
-    sleep 5
-    bash "$here/device_builds.sh" wait "$work" "$seconds" "$out/norm_builds"
-    rc=$?
-    cp "$work/gpu.txt" "$out/norm_builds/" 2>/dev/null
-    exit $rc
-    ;;
-wait)
-    bash "$here/device_builds.sh" wait "$work" "${3:?SECONDS}" "$out/norm_builds"
-    rc=$?
-    # .so sizes of both builds (the side by side with TE's hand migration wants them)
-    for side in original migrated; do
-        so=$(find "$work/build-$side" -maxdepth 2 -name 'libtransformer_engine.so' 2>/dev/null | head -1)
-        [ -n "$so" ] && echo "$side $(stat -c %s "$so")" >> "$out/norm_builds/so_size.txt"
-    done
-    exit $rc
-    ;;
-parity)
-    orig=${3:?ORIGINAL_SRC}; migr=${4:?MIGRATED_SRC}; driver=${5:?DRIVER}; seconds=${6:-500}
+start)
+    orig=${3:?ORIGINAL}; migr=${4:?MIGRATED}; hand=${5:?HAND}; driver=${6:?DRIVER}
     : "${BUILD_CMD:?BUILD_CMD is required (with {src} and {build})}"
-    bash "$here/device_bg.sh" start "$work" parity python3 -m codemod.parity run --original "$orig" \
-        --migrated "$migr" --build-cmd "$BUILD_CMD" --driver "$driver" --work "$work" --skip-build \
-        --shards "${SHARDS:-16}" --no-timings --json "$work/parity_norm.json" --markdown "$work/parity_norm.md"
-    exec bash "$0" collect "$work" "$seconds" parity
-    ;;
-ctests)
-    orig=${3:?ORIGINAL_SRC}; migr=${4:?MIGRATED_SRC}; seconds=${5:-540}
-    gtest=${GTEST_DIR:-$PWD/.device/googletest}
-    for side in original migrated; do
-        if [ "$side" = original ]; then src=$orig; else src=$migr; fi
-        repo=$(cd "$src/../.." && pwd)
-        if [ ! -e "$repo/3rdparty/googletest/CMakeLists.txt" ]; then
-            [ -d "$gtest" ] || { echo "device_norm.sh: no googletest (set GTEST_DIR)" >&2; exit 2; }
-            rm -rf "$repo/3rdparty/googletest"; ln -sfn "$gtest" "$repo/3rdparty/googletest"
-        fi
+    : "${TESTS_CONFIGURE_CMD:?TESTS_CONFIGURE_CMD is required (with {tests}, {build}, {lib})}"
+    : "${TESTS_BUILD_CMD:?TESTS_BUILD_CMD is required (with {build})}"
+    for t in "$orig" "$migr" "$hand"; do
+        [ -d "$t/transformer_engine/common" ] || { echo "device_norm.sh: $t has no transformer_engine/common" >&2; exit 2; }
     done
-    # One side after the other (each with every core), in the background. CTEST_BUILD=once builds
-    # the tests in the original tree only and runs that binary against both libraries (it loads
-    # libtransformer_engine.so from LD_LIBRARY_PATH; `ldd` is recorded).
-    # shellcheck disable=SC2016
-    bash "$here/device_bg.sh" start "$work" ctests bash -c '
-        set -u; work=$1; status=0
-        for side in original migrated; do
-            if [ "$side" = original ]; then src=$2; else src=$3; fi
-            tests=$(cd "$src/../../tests/cpp" && pwd); build="$work/ctest-build-$side"
-            log="$work/ctest-$side.log"; : > "$log"
-            if [ "${CTEST_BUILD:-each}" = once ] && [ "$side" = migrated ]; then
-                build="$work/ctest-build-original"
-            else
-                rm -rf "$build"; start=$(date +%s)
-                { cmake -GNinja -B"$build" -S "$tests" -DTE_LIB_PATH="$work/build-$side" \
-                      -DCMAKE_CUDA_ARCHITECTURES="${ARCHS:-90}" &&
-                  cmake --build "$build" --target test_operator; } >> "$log" 2>&1 ||
-                  { echo "$side rc=build-failed" >> "$work/ctests.status"; status=1; continue; }
-                echo "tests built in $(( $(date +%s) - start )) s" >> "$log"
-            fi
-            bin="$build/operator/test_operator"
-            LD_LIBRARY_PATH="$work/build-$side:${LD_LIBRARY_PATH:-}" ldd "$bin" | grep transformer_engine >> "$log"
-            # The normalization suites of test_operator (ctest -R NormTestSuite runs the same tests
-            # one process each, so every process compiles its NVRTC variants again: minutes more).
-            start=$(date +%s)
-            LD_LIBRARY_PATH="$work/build-$side:${LD_LIBRARY_PATH:-}" OMP_NUM_THREADS=4 \
-                "$bin" --gtest_filter="*NormTestSuite*" --gtest_output="xml:$work/ctest-$side.xml" >> "$log" 2>&1
-            rc=$?; echo "$side rc=$rc $(( $(date +%s) - start )) s" >> "$work/ctests.status"
-            [ $rc = 0 ] || status=1
+    [ -f "$driver/driver.cu" ] || { echo "device_norm.sh: $driver has no driver.cu" >&2; exit 2; }
+    abs() { (cd "$1" && pwd); }
+    rm -rf "$res" "$work/chain.rc"; mkdir -p "$res"
+    setsid bash "$0" chain "$work" "$(abs "$orig")" "$(abs "$migr")" "$(abs "$hand")" "$(abs "$driver")" \
+        < /dev/null > "$work/chain.log" 2>&1 &
+    echo "device_norm.sh: chain started under $work (log $work/chain.log)"
+    ;;
+chain)
+    mkdir -p "$res"
+    chain "$3" "$4" "$5" "$6"
+    ;;
+poll)
+    seconds=${3:?SECONDS}; out=${4:-${OUT:?OUT}}
+    mkdir -p "$out" "$res"
+    end=$((SECONDS + seconds))
+    while :; do
+        line="$(date -u +%T) | $(tail -1 "$res/stages" 2>/dev/null)"
+        for side in original migrated hand; do
+            step=$(grep -a -o '^\[[0-9]*/[0-9]*\]' "$work/build-$side.log" 2>/dev/null | tail -1)
+            [ -f "$work/parity-build-$side.rc" ] && step="rc=$(cat "$work/parity-build-$side.rc")"
+            line="$line | $side ${step:--}"
         done
-        exit $status' _ "$work" "$orig" "$migr"
-    exec bash "$0" collect "$work" "$seconds" ctests
-    ;;
-collect)
-    seconds=${3:?SECONDS}; shift 3
-    bash "$here/device_bg.sh" wait "$work" "$seconds" "$@"
-    rc=$?
-    for f in parity_norm.json parity_norm.md parity.log ctest-original.log ctest-migrated.log \
-             ctest-original.xml ctest-migrated.xml ctests.status ctests.log gpu.txt; do
-        [ -f "$work/$f" ] && tail -c 2000000 "$work/$f" > "$out/$f"
+        [ -f "$work/parity.log" ] && line="$line | parity: $(tail -c 200 "$work/parity.log" | tr '\n\r' '  ' | tail -c 80)"
+        echo "$line" | tee -a "$res/progress.txt"
+        [ -f "$work/chain.rc" ] && break
+        [ $SECONDS -ge $end ] && break
+        sleep "$poll_s"
     done
-    exit $rc
+    collect
+    cat "$res/stages" 2>/dev/null
+    tar czf "$out/norm_results.tgz" -C "$work" res
+    echo "device_norm.sh: $(du -k "$out/norm_results.tgz" | cut -f1) KiB in $out/norm_results.tgz"
+    [ -f "$work/chain.rc" ] || exit 3
+    [ "$(cat "$work/chain.rc")" = 0 ] || exit 1
     ;;
 *)
-    echo "device_norm.sh: unknown mode $mode (builds|wait|parity|ctests|collect)" >&2; exit 2 ;;
+    echo "device_norm.sh: unknown mode $mode (start|poll)" >&2; exit 2 ;;
 esac

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -36,8 +37,9 @@ def add_parser(sub) -> None:
 
 
 def add_build_arguments(b) -> None:
-    b.add_argument("--side", required=True, choices=("original", "migrated"),
-                   help="which tree; the build goes to WORK/build-SIDE, where `run --skip-build` finds it")
+    b.add_argument("--side", required=True, type=_side_name,
+                   help="which tree; the build goes to WORK/build-SIDE, where `run --skip-build` finds "
+                        "`original` and `migrated` (another name, e.g. `hand`, builds a third tree to time)")
     b.add_argument("--src", type=Path, required=True, help="library tree")
     b.add_argument("--build-cmd", required=True, help="the library's build command; {src} and {build} substituted")
     b.add_argument("--configure-cmd", default="", help="run first and timed apart (e.g. cmake -S {src} -B {build})")
@@ -45,6 +47,14 @@ def add_build_arguments(b) -> None:
     b.add_argument("--no-nvcc-time", action="store_true", help="do not add nvcc --time through NVCC_APPEND_FLAGS")
     b.add_argument("--commit", default="", help="codemod commit to record")
     b.set_defaults(verb="build", run=run)
+
+
+def _side_name(text: str) -> str:
+    # NOTE: the name becomes part of file names in WORK (build-SIDE, SIDE.ninja_log).
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", text):
+        raise argparse.ArgumentTypeError(f"side {text!r}: letters, digits, '_' and '-' only "
+                                         "(original, migrated, or a name for another tree)")
+    return text
 
 
 def add_run_arguments(r) -> None:

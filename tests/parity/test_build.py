@@ -47,6 +47,18 @@ def test_module_entry_point_dispatches_build(tmp_path, capsys):
                  "--build-cmd", "true"]) == 2
 
 
+def test_build_takes_a_third_tree_by_name_and_refuses_a_path_as_name(tmp_path, capsys):
+    (tmp_path / "src").mkdir()
+    rc = main(["build", "--side", "hand", "--src", str(tmp_path / "src"), "--work", str(tmp_path / "w"),
+               "--build-cmd", "mkdir -p {build}", "--no-nvcc-time"])
+    assert rc == 0 and (tmp_path / "w" / "build-hand").is_dir()
+    assert json.loads((tmp_path / "w" / "build-hand.json").read_text())["side"] == "hand"
+    with pytest.raises(SystemExit):
+        main(["build", "--side", "../x", "--src", str(tmp_path / "src"), "--work", str(tmp_path / "w"),
+              "--build-cmd", "true"])
+    assert "letters, digits" in capsys.readouterr().err
+
+
 def test_markdown_lists_parity_build_records():
     from codemod.parity.report import render_markdown
 

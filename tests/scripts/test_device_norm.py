@@ -1,0 +1,139 @@
+"""scripts/device_norm.sh on stub trees: the whole chain (three timed builds, one tests build run against
+two libraries, parity, sizes) with real CMake projects standing in for TE's library and its
+tests/cpp, so that the link and LD_LIBRARY_PATH mechanics the device run relies on are exercised."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "device_norm.sh"
+
+pytestmark = pytest.mark.skipif(
+    not all(shutil.which(t) for t in ("cmake", "ninja", "cc", "taskset", "ldd", "setsid")),
+    reason="needs cmake, ninja, cc, taskset, ldd, setsid")
+
+LIB_CMAKE = """\
+cmake_minimum_required(VERSION 3.18)
+project(stub_te LANGUAGES C)
+add_library(transformer_engine SHARED side.c)
+"""
+
+# As TE's tests/cpp: the library found by find_library under TE_LIB_PATH and linked by full path.
+TESTS_CMAKE = """\
+cmake_minimum_required(VERSION 3.18)
+project(stub_tests LANGUAGES C)
+find_library(TE_LIB NAMES transformer_engine PATHS "${TE_LIB_PATH}/.." ${TE_LIB_PATH} REQUIRED)
+add_executable(test_operator main.c)
+target_link_libraries(test_operator PUBLIC ${TE_LIB})
+"""
+
+TESTS_MAIN = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+const char *te_side(void);
+int main(int argc, char **argv) {
+  const char *shard = getenv("GTEST_SHARD_INDEX");
+  for (int i = 1; i < argc; ++i) {
+    if (strncmp(argv[i], "--gtest_output=xml:", 19) == 0) {
+      FILE *f = fopen(argv[i] + 19, "w");
+      fprintf(f, "<testsuites tests=\"1\" failures=\"0\"><testsuite name=\"NormTestSuite\">"
+                 "<testcase name=\"%s_%s\" status=\"run\" result=\"completed\"/></testsuite></testsuites>\n",
+              te_side(), shard ? shard : "-");
+      fclose(f);
+    }
+  }
+  printf("library %s shard %s\n", te_side(), shard ? shard : "-");
+  return 0;
+}
+"""
+
+PARITY_STUB = """\
+import json, sys
+args = sys.argv[1:]
+out = args[args.index("--json") + 1]
+json.dump({"parity": {"equal": 3, "ran": 3, "all_equal": True}, "argv": args}, open(out, "w"))
+"""
+
+
+def _tree(root: Path, side: str) -> Path:
+    common = root / side / "transformer_engine" / "common"
+    common.mkdir(parents=True)
+    (common / "CMakeLists.txt").write_text(LIB_CMAKE)
+    (common / "side.c").write_text(f'const char *te_side(void) {{ return "{side}"; }}\n')
+    tests = root / side / "tests" / "cpp"
+    tests.mkdir(parents=True)
+    (tests / "CMakeLists.txt").write_text(TESTS_CMAKE)
+    (tests / "main.c").write_text(TESTS_MAIN)
+    return root / side
+
+
+def test_the_chain_builds_three_trees_and_runs_one_test_build_against_two_libraries(tmp_path):
+    trees = [_tree(tmp_path, s) for s in ("orig", "migr", "hand")]
+    driver = tmp_path / "driver"
+    driver.mkdir()
+    (driver / "driver.cu").write_text("// stub\n")
+    (tmp_path / "parity_stub.py").write_text(PARITY_STUB)
+    cpu = str(sorted(os.sched_getaffinity(0))[0])
+    env = dict(os.environ, PY=sys.executable, PYTHONPATH=str(ROOT), POLL_S="1", TESTS_SHARDS="2",
+               CHAIN_CPUS_A=cpu, CHAIN_CPUS_B=cpu, COMMIT="abc1234", TESTS_BIN="test_operator",
+               CONFIGURE_CMD="cmake -S {src} -B {build} -G Ninja", BUILD_CMD="ninja -C {build}",
+               TESTS_CONFIGURE_CMD="cmake -S {tests} -B {build} -G Ninja -DTE_LIB_PATH={lib}",
+               TESTS_BUILD_CMD="cmake --build {build}",
+               PARITY_RUN=f"{sys.executable} {tmp_path / 'parity_stub.py'}")
+    work, out = tmp_path / "work", tmp_path / "out"
+    start = subprocess.run(["bash", str(SCRIPT), "start", str(work), *map(str, trees), str(driver)],
+                           cwd=ROOT, env=env, capture_output=True, text=True)
+    assert start.returncode == 0, start.stderr
+    poll = subprocess.run(["bash", str(SCRIPT), "poll", str(work), "300", str(out)], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+    stages = (work / "res" / "stages").read_text()
+    assert poll.returncode == 0, poll.stdout + poll.stderr + stages + (work / "chain.log").read_text()
+    assert (out / "norm_results.tgz").is_file()
+    res = work / "res"
+    # The hand tree builds on the migrated build's cores once that build has ended.
+    lines = stages.splitlines()
+    assert [i for i, l in enumerate(lines) if "migrated built rc=0" in l][0] < \
+        [i for i, l in enumerate(lines) if "hand build started" in l][0]
+    assert lines[-1].endswith("done status=0")
+    for side in ("original", "migrated", "hand"):
+        assert (res / f"build-{side}.json").is_file() and (res / f"{side}.ninja_log").is_file()
+    assert [l.split()[0] for l in (res / "so_size.txt").read_text().splitlines()] == ["original", "migrated", "hand"]
+    # One tests build; each run loaded its own side's library (the stub library names its tree).
+    assert len(list(work.glob("tests-build/test_operator"))) == 1 and not (work / "tests-lib").exists()
+    for side, tree in (("original", "orig"), ("migrated", "migr")):
+        xml = [(res / f"tests-{side}-{i}.xml").read_text() for i in (0, 1)]
+        assert all(f'name="{tree}_' in x for x in xml), xml
+        assert f"{work}/build-{side}/libtransformer_engine.so" in (res / f"tests-{side}.ldd").read_text()
+    assert "original shards=2 rc=0" in (res / "tests.status").read_text()
+    argv = __import__("json").loads((res / "parity_norm.json").read_text())["argv"]
+    assert argv[argv.index("--work") + 1] == str(work) and "--skip-build" in argv
+
+
+def test_poll_reports_a_failed_build_and_the_chain_still_ends(tmp_path):
+    trees = [_tree(tmp_path, s) for s in ("orig", "migr", "hand")]
+    (trees[1] / "transformer_engine" / "common" / "side.c").write_text("this does not compile\n")
+    driver = tmp_path / "driver"
+    driver.mkdir()
+    (driver / "driver.cu").write_text("// stub\n")
+    cpu = str(sorted(os.sched_getaffinity(0))[0])
+    env = dict(os.environ, PY=sys.executable, PYTHONPATH=str(ROOT), POLL_S="1", TESTS_SHARDS="1",
+               CHAIN_CPUS_A=cpu, CHAIN_CPUS_B=cpu, TESTS_BIN="test_operator",
+               CONFIGURE_CMD="cmake -S {src} -B {build} -G Ninja", BUILD_CMD="ninja -C {build}",
+               TESTS_CONFIGURE_CMD="cmake -S {tests} -B {build} -G Ninja -DTE_LIB_PATH={lib}",
+               TESTS_BUILD_CMD="cmake --build {build}", PARITY_RUN="false")
+    work = tmp_path / "work"
+    subprocess.run(["bash", str(SCRIPT), "start", str(work), *map(str, trees), str(driver)], cwd=ROOT, env=env,
+                   check=True, capture_output=True)
+    poll = subprocess.run(["bash", str(SCRIPT), "poll", str(work), "300", str(tmp_path / "out")], cwd=ROOT,
+                          env=env, capture_output=True, text=True)
+    stages = (work / "res" / "stages").read_text()
+    assert poll.returncode == 1, poll.stdout + stages
+    assert "migrated built rc=0" not in stages and "migrated built rc=" in stages and "no parity" in stages and "tests migrated: no library" in stages
+    assert stages.splitlines()[-1].endswith("done status=1")
+    assert "original shards=1 rc=0" in (work / "res" / "tests.status").read_text()
