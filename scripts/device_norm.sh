@@ -7,8 +7,8 @@
 #   scripts/device_norm.sh start WORK ORIGINAL MIGRATED HAND DRIVER   # returns at once
 #   scripts/device_norm.sh poll  WORK SECONDS [OUT]                   # until done or SECONDS passed
 #
-# ORIGINAL, MIGRATED, HAND: checkout roots (transformer_engine/common, tests/cpp). DRIVER: the folder
-# `codemod parity generate` wrote. `poll` prints a progress line every POLL_S s (default 20), then
+# ORIGINAL, MIGRATED, HAND: checkout roots (transformer_engine/common, tests/cpp); HAND `-` builds no
+# third tree (a session too short for it). DRIVER: the folder `codemod parity generate` wrote. `poll` prints a progress line every POLL_S s (default 20), then
 # packs WORK/res into OUT/norm_results.tgz (default OUT: $OUT); exit 0 when the chain ended and every
 # stage succeeded, 1 when it ended with a failure, 3 while it still runs.
 #
@@ -110,8 +110,10 @@ chain() {  # chain ORIGINAL MIGRATED HAND DRIVER
     bg parity-build-original build_side original "$orig" "$a"
     bg parity-build-migrated build_side migrated "$migr" "$b"
     stage "migrated built rc=$(wait_rc parity-build-migrated)"
-    bg parity-build-hand build_side hand "$hand" "$b"
-    stage "hand build started (B)"
+    if [ "$hand" != - ]; then
+        bg parity-build-hand build_side hand "$hand" "$b"
+        stage "hand build started (B)"
+    fi
     stage "original built rc=$(wait_rc parity-build-original)"
 
     libo=$(lib_dir original)
@@ -155,8 +157,9 @@ chain() {  # chain ORIGINAL MIGRATED HAND DRIVER
     fi
     stage "parity ended rc=$(wait_rc parity)"
     [ "$(cat "$work/parity.rc")" = 0 ] || status=1
-    stage "hand built rc=$(wait_rc parity-build-hand)"
+    [ "$hand" != - ] && stage "hand built rc=$(wait_rc parity-build-hand)"
     for side in original migrated hand; do
+        [ "$side" = hand ] && [ "$hand" = - ] && continue
         [ "$(cat "$work/parity-build-$side.rc")" = 0 ] || status=1
         local d; d=$(lib_dir "$side")
         [ -n "$d" ] && echo "$side $(stat -c %s "$d/libtransformer_engine.so")" >> "$res/so_size.txt"
@@ -189,12 +192,14 @@ start)
     : "${TESTS_CONFIGURE_CMD:?TESTS_CONFIGURE_CMD is required (with {tests}, {build}, {lib})}"
     : "${TESTS_BUILD_CMD:?TESTS_BUILD_CMD is required (with {build})}"
     for t in "$orig" "$migr" "$hand"; do
+        [ "$t" = - ] && continue
         [ -d "$t/transformer_engine/common" ] || { echo "device_norm.sh: $t has no transformer_engine/common" >&2; exit 2; }
     done
     [ -f "$driver/driver.cu" ] || { echo "device_norm.sh: $driver has no driver.cu" >&2; exit 2; }
     abs() { (cd "$1" && pwd); }
     rm -rf "$res" "$work/chain.rc"; mkdir -p "$res"
-    setsid bash "$0" chain "$work" "$(abs "$orig")" "$(abs "$migr")" "$(abs "$hand")" "$(abs "$driver")" \
+    hand_abs=-; [ "$hand" = - ] || hand_abs=$(abs "$hand")
+    setsid bash "$0" chain "$work" "$(abs "$orig")" "$(abs "$migr")" "$hand_abs" "$(abs "$driver")" \
         < /dev/null > "$work/chain.log" 2>&1 &
     echo "device_norm.sh: chain started under $work (log $work/chain.log)"
     ;;

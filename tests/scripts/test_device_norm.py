@@ -115,7 +115,7 @@ def test_the_chain_builds_three_trees_and_runs_one_test_build_against_two_librar
     assert argv[argv.index("--work") + 1] == str(work) and "--skip-build" in argv
 
 
-def test_poll_reports_a_failed_build_and_the_chain_still_ends(tmp_path):
+def test_a_failed_build_is_reported_and_the_chain_still_ends_without_a_hand_tree(tmp_path):
     trees = [_tree(tmp_path, s) for s in ("orig", "migr", "hand")]
     (trees[1] / "transformer_engine" / "common" / "side.c").write_text("this does not compile\n")
     driver = tmp_path / "driver"
@@ -128,8 +128,8 @@ def test_poll_reports_a_failed_build_and_the_chain_still_ends(tmp_path):
                TESTS_CONFIGURE_CMD="cmake -S {tests} -B {build} -G Ninja -DTE_LIB_PATH={lib}",
                TESTS_BUILD_CMD="cmake --build {build}", PARITY_RUN="false")
     work = tmp_path / "work"
-    subprocess.run(["bash", str(SCRIPT), "start", str(work), *map(str, trees), str(driver)], cwd=ROOT, env=env,
-                   check=True, capture_output=True)
+    subprocess.run(["bash", str(SCRIPT), "start", str(work), str(trees[0]), str(trees[1]), "-", str(driver)],
+                   cwd=ROOT, env=env, check=True, capture_output=True)
     poll = subprocess.run(["bash", str(SCRIPT), "poll", str(work), "300", str(tmp_path / "out")], cwd=ROOT,
                           env=env, capture_output=True, text=True)
     stages = (work / "res" / "stages").read_text()
@@ -137,3 +137,5 @@ def test_poll_reports_a_failed_build_and_the_chain_still_ends(tmp_path):
     assert "migrated built rc=0" not in stages and "migrated built rc=" in stages and "no parity" in stages and "tests migrated: no library" in stages
     assert stages.splitlines()[-1].endswith("done status=1")
     assert "original shards=1 rc=0" in (work / "res" / "tests.status").read_text()
+    assert "hand" not in stages and (work / "res" / "so_size.txt").read_text().split() == ["original", \
+        (work / "res" / "so_size.txt").read_text().split()[1]]
