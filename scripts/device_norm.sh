@@ -5,6 +5,7 @@
 # poll it; nothing here knows how to configure or build TE: the caller gives the commands.
 #
 #   scripts/device_norm.sh start WORK ORIGINAL MIGRATED HAND DRIVER   # returns at once
+#   scripts/device_norm.sh pair  WORK MIGRATED HAND                   # only the two builds, at once (A, B)
 #   scripts/device_norm.sh poll  WORK SECONDS [OUT]                   # until done or SECONDS passed
 #
 # ORIGINAL, MIGRATED, HAND: checkout roots (transformer_engine/common, tests/cpp); HAND `-` builds no
@@ -32,7 +33,7 @@
 # PY (python3), COMMIT (codemod commit to record), POLL_S, CHAIN_CPUS_A / CHAIN_CPUS_B (override the
 # halves).
 set -u
-mode=${1:?usage: device_norm.sh start|poll WORK ...}
+mode=${1:?usage: device_norm.sh start|pair|poll WORK ...}
 work=${2:?WORK}
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
@@ -99,13 +100,7 @@ chain() {  # chain ORIGINAL MIGRATED HAND DRIVER
     a=${CHAIN_CPUS_A:-}; b=${CHAIN_CPUS_B:-}
     if [ -z "$a" ] || [ -z "$b" ]; then read -r a b < <(bash "$here/device_builds.sh" cpus "$work"); fi
     echo "A $a" > "$res/cpus.txt"; echo "B $b" >> "$res/cpus.txt"
-    {
-        nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1
-        nvcc --version 2>&1 | tail -2; ninja --version 2>&1; cmake --version 2>&1 | head -1
-        echo "nproc $(nproc)"; date -u +%FT%TZ
-    } > "$res/environment.txt"
-    lscpu > "$res/lscpu.txt" 2>&1
-
+    environment
     stage "builds original(A) migrated(B)"
     bg parity-build-original build_side original "$orig" "$a"
     bg parity-build-migrated build_side migrated "$migr" "$b"
@@ -168,6 +163,34 @@ chain() {  # chain ORIGINAL MIGRATED HAND DRIVER
     echo "$status" > "$work/chain.rc"
 }
 
+pair() {  # pair MIGRATED HAND: rule and hand built at the same time on equal halves, nothing else
+    local a b status=0 side d
+    a=${CHAIN_CPUS_A:-}; b=${CHAIN_CPUS_B:-}
+    if [ -z "$a" ] || [ -z "$b" ]; then read -r a b < <(bash "$here/device_builds.sh" cpus "$work"); fi
+    echo "A $a" > "$res/cpus.txt"; echo "B $b" >> "$res/cpus.txt"
+    environment
+    stage "builds migrated(A) hand(B)"
+    bg parity-build-migrated build_side migrated "$1" "$a"
+    bg parity-build-hand build_side hand "$2" "$b"
+    for side in migrated hand; do
+        stage "$side built rc=$(wait_rc "parity-build-$side")"
+        [ "$(cat "$work/parity-build-$side.rc")" = 0 ] || status=1
+        d=$(lib_dir "$side")
+        [ -n "$d" ] && echo "$side $(stat -c %s "$d/libtransformer_engine.so")" >> "$res/so_size.txt"
+    done
+    stage "done status=$status"
+    echo "$status" > "$work/chain.rc"
+}
+
+environment() {
+    {
+        nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1
+        nvcc --version 2>&1 | tail -2; ninja --version 2>&1; cmake --version 2>&1 | head -1
+        echo "nproc $(nproc)"; date -u +%FT%TZ
+    } > "$res/environment.txt"
+    lscpu > "$res/lscpu.txt" 2>&1
+}
+
 collect() {  # what poll packs: build records, logs (tails), parity and tests outputs
     local f side
     for f in "$work"/build-*.json "$work"/*.ninja_log "$work"/parity-build-*.rc "$work"/parity-build-*.cpus \
@@ -207,6 +230,17 @@ chain)
     mkdir -p "$res"
     chain "$3" "$4" "$5" "$6"
     ;;
+pair)
+    migr=${3:?MIGRATED}; hand=${4:?HAND}
+    : "${BUILD_CMD:?BUILD_CMD is required (with {src} and {build})}"
+    rm -rf "$res" "$work/chain.rc"; mkdir -p "$res"
+    setsid bash "$0" pair-run "$work" "$(cd "$migr" && pwd)" "$(cd "$hand" && pwd)" < /dev/null > "$work/chain.log" 2>&1 &
+    echo "device_norm.sh: migrated and hand builds started under $work"
+    ;;
+pair-run)
+    mkdir -p "$res"
+    pair "$3" "$4"
+    ;;
 poll)
     seconds=${3:?SECONDS}; out=${4:-${OUT:?OUT}}
     mkdir -p "$out" "$res"
@@ -232,5 +266,5 @@ poll)
     [ "$(cat "$work/chain.rc")" = 0 ] || exit 1
     ;;
 *)
-    echo "device_norm.sh: unknown mode $mode (start|poll)" >&2; exit 2 ;;
+    echo "device_norm.sh: unknown mode $mode (start|pair|poll)" >&2; exit 2 ;;
 esac

@@ -139,3 +139,20 @@ def test_a_failed_build_is_reported_and_the_chain_still_ends_without_a_hand_tree
     assert "original shards=1 rc=0" in (work / "res" / "tests.status").read_text()
     assert "hand" not in stages and (work / "res" / "so_size.txt").read_text().split() == ["original", \
         (work / "res" / "so_size.txt").read_text().split()[1]]
+
+
+def test_pair_builds_migrated_and_hand_at_once_and_nothing_else(tmp_path):
+    trees = [_tree(tmp_path, s) for s in ("migr", "hand")]
+    cpu = str(sorted(os.sched_getaffinity(0))[0])
+    env = dict(os.environ, PY=sys.executable, PYTHONPATH=str(ROOT), POLL_S="1", CHAIN_CPUS_A=cpu, CHAIN_CPUS_B=cpu,
+               CONFIGURE_CMD="cmake -S {src} -B {build} -G Ninja", BUILD_CMD="ninja -C {build}")
+    work = tmp_path / "work"
+    subprocess.run(["bash", str(SCRIPT), "pair", str(work), *map(str, trees)], cwd=ROOT, env=env, check=True,
+                   capture_output=True)
+    poll = subprocess.run(["bash", str(SCRIPT), "poll", str(work), "120", str(tmp_path / "out")], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+    stages = (work / "res" / "stages").read_text()
+    assert poll.returncode == 0, poll.stdout + stages
+    assert "builds migrated(A) hand(B)" in stages and "original" not in stages and "parity" not in stages
+    assert [l.split()[0] for l in (work / "res" / "so_size.txt").read_text().splitlines()] == ["migrated", "hand"]
+    assert (work / "res" / "build-hand.json").is_file() and (tmp_path / "out" / "norm_results.tgz").is_file()
