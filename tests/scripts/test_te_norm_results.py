@@ -15,7 +15,8 @@ NINJA = {
                  (200000, 300000, "normalization/rmsnorm/rmsnorm_fwd_cuda_kernel.cu")],
     "migrated": [(0, 500000, "activation/gelu_grouped.cu"), (0, 30000, "normalization/layernorm/ln_fwd_cuda_kernel.cu"),
                  (30000, 40000, "normalization/rtc/kernels.cpp")],
-    "hand": [(0, 500000, "activation/gelu_grouped.cu"), (0, 50000, "normalization/layernorm/ln_fwd_cuda_kernel.cu")],
+    "hand": [(0, 500000, "activation/gelu_grouped.cu"), (0, 50000, "normalization/layernorm/ln_fwd_cuda_kernel.cu"),
+             (50000, 62000, "fused_softmax/scaled_masked_softmax.cu")],
 }
 
 
@@ -82,7 +83,7 @@ def test_results_from_a_device_run(tmp_path):
     o, m = r["builds"]["original"], r["builds"]["migrated"]
     assert o["normalization_cpu_s"] == 300.0 and m["normalization_cpu_s"] == 40.0 and o["steps"] == 3
     assert o["longest"][0] == {"step": "activation/gelu_grouped.cu", "start_s": 0.0, "elapsed_s": 500.0}
-    assert r["builds"]["hand"]["so_bytes"] == 90
+    assert r["builds"]["hand"]["so_bytes"] == 90 and r["builds"]["hand"]["fused_softmax_cpu_s"] == 12.0
     assert r["parity"]["equal"] == 1224 and r["parity"]["entry_points"] == ["nvte_layernorm_fwd", "nvte_rmsnorm_fwd"]
     t = r["tests"]
     assert t["sides"]["original"]["tests"] == 3 and t["sides"]["original"]["skipped"] == 1
