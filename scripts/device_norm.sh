@@ -9,25 +9,28 @@
 #   scripts/device_norm.sh poll  WORK SECONDS [OUT]                   # until done or SECONDS passed
 #
 # ORIGINAL, MIGRATED, HAND: checkout roots (transformer_engine/common, tests/cpp); HAND `-` builds no
-# third tree (a session too short for it). DRIVER: the folder `codemod parity generate` wrote. `poll` prints a progress line every POLL_S s (default 20), then
-# packs WORK/res into OUT/norm_results.tgz (default OUT: $OUT); exit 0 when the chain ended and every
-# stage succeeded, 1 when it ended with a failure, 3 while it still runs.
+# third tree. DRIVER: the folder `codemod parity generate` wrote. `poll` prints a progress line every
+# POLL_S s (default 20), then packs WORK/res into OUT/norm_results.tgz (default OUT: $OUT); exit 0
+# when the chain ended and every stage succeeded, 1 when it ended with a failure, 3 while it runs.
 #
-# The schedule, on the machine's cores split in two halves A and B by physical core (as
-# scripts/device_builds.sh), each build `codemod.parity build` (clean, timed, ninja log, nvcc --time):
-#   A: original build | tests build, parity     | the tests on each library
-#   B: migrated build | hand build (same cores, same command: comparable with the migrated build)
-# original and migrated build at the same time on equal halves (comparable); the tests build starts
-# when the original library exists, parity when both do.
+# The machine's cores are split in two halves A and B by physical core (scripts/device_builds.sh);
+# each build is `codemod.parity build` (clean, timed, ninja log, nvcc --time). Original and migrated
+# build at the same time on equal halves (comparable); then
+#   with HAND: B builds the hand tree (same cores, same command: comparable with the migrated build);
+#              A builds the tests once the original exists, runs parity, then the tests
+#   HAND `-`:  B builds the tests as soon as the migrated library exists and runs them; A runs parity
+#              once the original exists
+# `pair` builds the migrated and the hand tree at the same time on equal halves, nothing else (the
+# second session's share when the first ran HAND `-`: on 8 cores each TE build takes ~13-15 min).
 #
 # Commands from the caller ({src} {build} {tests} {lib} are substituted):
 #   CONFIGURE_CMD, BUILD_CMD   the library's configure and build ({src}, {build})
 #   TESTS_CONFIGURE_CMD        TE's tests/cpp configure ({tests}, {build}, {lib}: a folder holding
 #                              libtransformer_engine.so, removed after the build so that only
 #                              LD_LIBRARY_PATH picks the library a run loads)
-#   TESTS_BUILD_CMD            ({build}); the tests are built once, from ORIGINAL's tests/cpp: they link
-#                              the library dynamically and include only headers that
-#                              scripts/norm_test_headers.py found equal in the trees
+#   TESTS_BUILD_CMD            ({build}); the tests are built once, from ORIGINAL's tests/cpp, and run
+#                              against both libraries: they link the library dynamically and include
+#                              only files scripts/norm_test_headers.py found equal in the trees
 # Optional: TESTS_BIN (operator/test_operator), TESTS_FILTER (*NormTestSuite*), TESTS_SHARDS (8, gtest
 # shards run at once per library), PARITY_SHARDS (16), PARITY_RUN (python3 -m codemod.parity run),
 # PY (python3), COMMIT (codemod commit to record), POLL_S, CHAIN_CPUS_A / CHAIN_CPUS_B (override the
@@ -95,8 +98,22 @@ run_tests() {  # run_tests SIDE CPUS: the filtered suites against SIDE's library
     return $rc
 }
 
+start_tests_build() {  # start_tests_build SIDE CPUS ORIGINAL: TE's tests/cpp, linked against SIDE's library
+    local lib tests subst_c subst_b
+    lib=$(lib_dir "$1")
+    rm -rf "$work/tests-lib" "$work/tests-build"; mkdir -p "$work/tests-lib"
+    ln -s "$lib/libtransformer_engine.so" "$work/tests-lib/libtransformer_engine.so"
+    tests=$(cd "$3/tests/cpp" && pwd)
+    subst_c=${TESTS_CONFIGURE_CMD//\{tests\}/$tests}
+    subst_c=${subst_c//\{build\}/$work/tests-build}; subst_c=${subst_c//\{lib\}/$work/tests-lib}
+    subst_b=${TESTS_BUILD_CMD//\{build\}/$work/tests-build}
+    bg tests-build taskset -c "$2" bash -c 'start=$(date +%s); eval "$1" && s1=$(date +%s) && eval "$2" &&
+        echo "configure_s=$((s1 - start)) build_s=$(( $(date +%s) - s1 ))"' _ "$subst_c" "$subst_b"
+    stage "tests build started, linked against the $1 library ($2)"
+}
+
 chain() {  # chain ORIGINAL MIGRATED HAND DRIVER
-    local orig=$1 migr=$2 hand=$3 driver=$4 a b libo status=0
+    local orig=$1 migr=$2 hand=$3 driver=$4 a b tcpus status=0 trc side d
     a=${CHAIN_CPUS_A:-}; b=${CHAIN_CPUS_B:-}
     if [ -z "$a" ] || [ -z "$b" ]; then read -r a b < <(bash "$here/device_builds.sh" cpus "$work"); fi
     echo "A $a" > "$res/cpus.txt"; echo "B $b" >> "$res/cpus.txt"
@@ -105,27 +122,21 @@ chain() {  # chain ORIGINAL MIGRATED HAND DRIVER
     bg parity-build-original build_side original "$orig" "$a"
     bg parity-build-migrated build_side migrated "$migr" "$b"
     stage "migrated built rc=$(wait_rc parity-build-migrated)"
+    # Half B next: the hand tree's build, or (without one) the tests build against the migrated library.
+    tcpus=$a
     if [ "$hand" != - ]; then
         bg parity-build-hand build_side hand "$hand" "$b"
         stage "hand build started (B)"
+    elif [ -n "$(lib_dir migrated)" ]; then
+        tcpus=$b
+        start_tests_build migrated "$b" "$orig"
     fi
     stage "original built rc=$(wait_rc parity-build-original)"
-
-    libo=$(lib_dir original)
-    if [ -n "$libo" ]; then
-        rm -rf "$work/tests-lib" "$work/tests-build"; mkdir -p "$work/tests-lib"
-        ln -s "$libo/libtransformer_engine.so" "$work/tests-lib/libtransformer_engine.so"
-        local tests; tests=$(cd "$orig/tests/cpp" && pwd)
-        local subst_c=${TESTS_CONFIGURE_CMD//\{tests\}/$tests}
-        subst_c=${subst_c//\{build\}/$work/tests-build}; subst_c=${subst_c//\{lib\}/$work/tests-lib}
-        local subst_b=${TESTS_BUILD_CMD//\{build\}/$work/tests-build}
-        bg tests-build taskset -c "$a" bash -c 'start=$(date +%s); eval "$1" && s1=$(date +%s) && eval "$2" &&
-            echo "configure_s=$((s1 - start)) build_s=$(( $(date +%s) - s1 ))"' _ "$subst_c" "$subst_b"
-        stage "tests build started (A)"
-    else
-        stage "no original library: no tests build"; status=1
+    if [ ! -f "$work/tests-build.log" ] && [ -n "$(lib_dir original)" ]; then
+        tcpus=$a
+        start_tests_build original "$a" "$orig"
     fi
-    if [ "$(cat "$work/parity-build-migrated.rc")" = 0 ] && [ -n "$libo" ]; then
+    if [ -n "$(lib_dir original)" ] && [ -n "$(lib_dir migrated)" ]; then
         stage "parity started (A)"
         # shellcheck disable=SC2086
         bg parity env NVTE_RTC_CACHE_DIR="$work/rtc-cache-parity" taskset -c "$a" ${PARITY_RUN:-$py -m codemod.parity run} \
@@ -135,20 +146,22 @@ chain() {  # chain ORIGINAL MIGRATED HAND DRIVER
     else
         stage "no parity: a library is missing"; status=1; echo 2 > "$work/parity.rc"
     fi
-    if [ -n "$libo" ]; then
-        local trc; trc=$(wait_rc tests-build)
+    if [ -f "$work/tests-build.log" ]; then
+        trc=$(wait_rc tests-build)
         stage "tests built rc=$trc $(tail -1 "$work/tests-build.log" | grep -o 'configure_s=.*')"
         rm -rf "$work/tests-lib"
         if [ "$trc" = 0 ]; then
             for side in original migrated; do
                 [ -n "$(lib_dir "$side")" ] || { stage "tests $side: no library"; status=1; continue; }
-                stage "tests $side started (A)"
-                ( run_tests "$side" "$a" ) > "$work/tests-run-$side.log" 2>&1 || status=1
+                stage "tests $side started ($tcpus)"
+                ( run_tests "$side" "$tcpus" ) > "$work/tests-run-$side.log" 2>&1 || status=1
                 stage "tests $side ended: $(grep "^$side " "$res/tests.status" 2>/dev/null | tail -1)"
             done
         else
             status=1
         fi
+    else
+        stage "no tests build: a library is missing"; status=1
     fi
     stage "parity ended rc=$(wait_rc parity)"
     [ "$(cat "$work/parity.rc")" = 0 ] || status=1
@@ -156,7 +169,7 @@ chain() {  # chain ORIGINAL MIGRATED HAND DRIVER
     for side in original migrated hand; do
         [ "$side" = hand ] && [ "$hand" = - ] && continue
         [ "$(cat "$work/parity-build-$side.rc")" = 0 ] || status=1
-        local d; d=$(lib_dir "$side")
+        d=$(lib_dir "$side")
         [ -n "$d" ] && echo "$side $(stat -c %s "$d/libtransformer_engine.so")" >> "$res/so_size.txt"
     done
     stage "done status=$status"
@@ -220,7 +233,7 @@ start)
     done
     [ -f "$driver/driver.cu" ] || { echo "device_norm.sh: $driver has no driver.cu" >&2; exit 2; }
     abs() { (cd "$1" && pwd); }
-    rm -rf "$res" "$work/chain.rc"; mkdir -p "$res"
+    rm -rf "$res" "$work"/*.rc "$work/tests-build.log"; mkdir -p "$res"
     hand_abs=-; [ "$hand" = - ] || hand_abs=$(abs "$hand")
     setsid bash "$0" chain "$work" "$(abs "$orig")" "$(abs "$migr")" "$hand_abs" "$(abs "$driver")" \
         < /dev/null > "$work/chain.log" 2>&1 &
@@ -233,7 +246,7 @@ chain)
 pair)
     migr=${3:?MIGRATED}; hand=${4:?HAND}
     : "${BUILD_CMD:?BUILD_CMD is required (with {src} and {build})}"
-    rm -rf "$res" "$work/chain.rc"; mkdir -p "$res"
+    rm -rf "$res" "$work"/*.rc; mkdir -p "$res"
     setsid bash "$0" pair-run "$work" "$(cd "$migr" && pwd)" "$(cd "$hand" && pwd)" < /dev/null > "$work/chain.log" 2>&1 &
     echo "device_norm.sh: migrated and hand builds started under $work"
     ;;

@@ -4,11 +4,14 @@ builds (original, rule-migrated, TE's hand migration), .so sizes, byte parity, T
 normalization tests on both libraries, and the side by side with the hand migration.
 
     python scripts/te_norm_results.py RES_DIR --analysis A.json --patch te_norm_mig.patch \
-        --hand-numstat hand.numstat [--rule rules/normalization.yaml] [--out docs/results/te_norm_device]
+        --hand-numstat hand.numstat [--pair PAIR_RES_DIR] [--rule rules/normalization.yaml] \
+        [--out docs/results/te_norm_device]
 
 --analysis: `codemod analyze ... --target normalization --json` of the original tree; --patch: the
 migrated copy's diff (scripts/norm_bundles.sh writes NAME_mig.patch); --hand-numstat: `git diff
---numstat 6377ca161 aef96db0c` in a TE clone (TE's hand migration, PR #3156).
+--numstat 6377ca161 aef96db0c` in a TE clone (TE's hand migration, PR #3156); --pair: the res/ of
+a second session's `device_norm.sh pair` (rule and hand built at the same time), whose builds then
+fill the side by side.
 """
 
 from __future__ import annotations
@@ -191,14 +194,25 @@ def rule_lines(path: Path) -> dict:
     return {"file": str(path), "lines": len(lines), "not_comment_or_blank": len(code)}
 
 
-def collect(res: Path, analysis: Path | None, patch: Path | None, hand_numstat: Path | None,
-            rule: Path) -> dict:
+def so_sizes(res: Path) -> dict[str, int]:
     sizes = {}
     if (res / "so_size.txt").is_file():
         for line in (res / "so_size.txt").read_text().splitlines():
             side, size = line.split()
             sizes[side] = int(size)
+    return sizes
+
+
+def collect(res: Path, analysis: Path | None, patch: Path | None, hand_numstat: Path | None,
+            rule: Path, pair: Path | None = None) -> dict:
+    sizes = so_sizes(res)
     builds = {side: build_record(res, side, sizes) for side in SIDES}
+    # The rule-vs-hand pair from a second session (`device_norm.sh pair`), when the first ran without HAND.
+    pair_builds = None
+    if pair:
+        psizes = so_sizes(pair)
+        pair_builds = {"machine": read_environment(pair),
+                       **{side: build_record(pair, side, psizes) for side in ("migrated", "hand")}}
     parity = None
     if (res / "parity_norm.json").is_file():
         p = json.loads((res / "parity_norm.json").read_text())
@@ -223,7 +237,9 @@ def collect(res: Path, analysis: Path | None, patch: Path | None, hand_numstat: 
         "builds": builds,
         "parity": parity,
         "tests": tests_summary(res),
-        "side_by_side": side_by_side(builds, analysis, patch, hand_numstat, rule),
+        "pair": pair_builds,
+        "side_by_side": side_by_side(pair_builds if pair_builds and pair_builds.get("hand") else builds,
+                                     analysis, patch, hand_numstat, rule),
     }
     return result
 
@@ -267,8 +283,10 @@ def render_markdown(r: dict) -> str:
         "(`scripts/device_norm.sh`), not committed. JSON: the `.json` beside this file.", "",
         "## Clean builds", "",
         "Cores split in two halves by physical core: original on half A and migrated on half B at the same "
-        "time; the hand tree on half B right after the migrated build (same cores, same command), while half A "
-        "built TE's C++ tests and ran parity.", "",
+        "time; " + ("the hand tree on half B right after the migrated build (same cores, same command), while "
+                    "half A built TE's C++ tests and ran parity." if b.get("hand") else
+                    "then half B built TE's C++ tests and ran them, half A ran parity (the hand tree: next "
+                    "section)."), "",
         "| | original | migrated (rule) | hand (PR #3156) |", "|---|---:|---:|---:|",
     ]
     def row(label, key, unit=" s"):
@@ -285,6 +303,21 @@ def render_markdown(r: dict) -> str:
         if longest:
             lines.append(f"- {side}, longest steps: " + ", ".join(
                 f"`{x['step']}` {x['elapsed_s']} s (from {x['start_s']} s)" for x in longest[:3]))
+    pb = r.get("pair")
+    if pb:
+        penv = pb["machine"]
+        lines += ["", "## Rule vs hand, built at the same time (second session)", "",
+                  f"`scripts/device_norm.sh pair`: the migrated and the hand tree at the same time, each on its own "
+                  f"half of the cores; {penv.get('gpu', '?')} machine, {penv.get('nproc', '?')} cores, "
+                  f"{penv.get('date', '?')}.", "", "| | migrated (rule) | hand (PR #3156) |", "|---|---:|---:|"]
+        for label, key, unit in (("build wall", "wall_s", " s"), ("build CPU (all processes)", "cpu_s", " s"),
+                                 ("CPU, sum of ninja steps", "cpu_s_ninja_log", " s"),
+                                 ("of it `normalization/*`", "normalization_cpu_s", " s"),
+                                 ("of it `fused_softmax/*`", "fused_softmax_cpu_s", " s"),
+                                 ("`libtransformer_engine.so` bytes", "so_bytes", ""), ("exit status", "rc", "")):
+            lines.append(f"| {label} | " + " | ".join(
+                _s((pb.get(sd) or {}).get(key), unit) if key != "rc" else str((pb.get(sd) or {}).get(key))
+                for sd in ("migrated", "hand")) + " |")
     lines += ["", "## Byte parity, original vs migrated", ""]
     if p:
         lines += [f"**{p['equal']} of {p['ran']} cases byte-equal** ({'all equal' if p['all_equal'] else 'NOT all equal'}; "
@@ -326,7 +359,7 @@ def render_markdown(r: dict) -> str:
                  f" | `{Path(rl['file']).name}`: {rl['lines']} lines ({rl['not_comment_or_blank']} not comment or blank) |")
     lines.append(f"| lines generated | — | {'+%d / −%d in %d files (%s)' % (rg['added'], rg['removed'], rg['files'], parts(rg)) if rg else '—'} |")
     hb, mb = sbs["hand_build"], sbs["migrated_build"]
-    lines.append(f"| clean build wall / CPU (same machine, same cores) | {_s(hb['wall_s'])} / {_s(hb['cpu_s'])} | "
+    lines.append(f"| clean build wall / CPU (same machine, equal cores) | {_s(hb['wall_s'])} / {_s(hb['cpu_s'])} | "
                  f"{_s(mb['wall_s'])} / {_s(mb['cpu_s'])} |")
     lines.append(f"| `libtransformer_engine.so` | {_s(hb['so_bytes'], ' bytes')} | {_s(mb['so_bytes'], ' bytes')} |")
     lines.append(f"| CPU of `normalization/*` / `fused_softmax/*` steps | {_s(hb['normalization_cpu_s'])} / "
@@ -347,12 +380,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--patch", type=Path)
     ap.add_argument("--hand-numstat", type=Path)
     ap.add_argument("--rule", type=Path, default=Path("rules/normalization.yaml"))
+    ap.add_argument("--pair", type=Path, help="the res/ folder of a second session's `device_norm.sh pair`")
     ap.add_argument("--out", type=Path, default=Path("docs/results/te_norm_device"))
     args = ap.parse_args(argv)
     if not (args.res / "stages").is_file():
         print(f"te_norm_results: {args.res} holds no stages file (not a device_norm.sh res/ folder)", file=sys.stderr)
         return 2
-    result = collect(args.res, args.analysis, args.patch, args.hand_numstat, args.rule)
+    result = collect(args.res, args.analysis, args.patch, args.hand_numstat, args.rule, args.pair)
     args.out.with_suffix(".json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
     args.out.with_suffix(".md").write_text(render_markdown(result))
     print(f"wrote {args.out.with_suffix('.json')} and {args.out.with_suffix('.md')}")

@@ -111,6 +111,7 @@ def test_the_chain_builds_three_trees_and_runs_one_test_build_against_two_librar
         assert all(f'name="{tree}_' in x for x in xml), xml
         assert f"{work}/build-{side}/libtransformer_engine.so" in (res / f"tests-{side}.ldd").read_text()
     assert "original shards=2 rc=0" in (res / "tests.status").read_text()
+    assert "linked against the original library" in stages
     argv = __import__("json").loads((res / "parity_norm.json").read_text())["argv"]
     assert argv[argv.index("--work") + 1] == str(work) and "--skip-build" in argv
 
@@ -134,7 +135,9 @@ def test_a_failed_build_is_reported_and_the_chain_still_ends_without_a_hand_tree
                           env=env, capture_output=True, text=True)
     stages = (work / "res" / "stages").read_text()
     assert poll.returncode == 1, poll.stdout + stages
-    assert "migrated built rc=0" not in stages and "migrated built rc=" in stages and "no parity" in stages and "tests migrated: no library" in stages
+    assert "migrated built rc=0" not in stages and "migrated built rc=" in stages and "no parity" in stages
+    # Without the migrated library the tests are built against the original one, on half A.
+    assert "linked against the original library" in stages and "tests migrated: no library" in stages
     assert stages.splitlines()[-1].endswith("done status=1")
     assert "original shards=1 rc=0" in (work / "res" / "tests.status").read_text()
     assert "hand" not in stages and (work / "res" / "so_size.txt").read_text().split() == ["original", \
@@ -156,3 +159,30 @@ def test_pair_builds_migrated_and_hand_at_once_and_nothing_else(tmp_path):
     assert "builds migrated(A) hand(B)" in stages and "original" not in stages and "parity" not in stages
     assert [l.split()[0] for l in (work / "res" / "so_size.txt").read_text().splitlines()] == ["migrated", "hand"]
     assert (work / "res" / "build-hand.json").is_file() and (tmp_path / "out" / "norm_results.tgz").is_file()
+
+
+def test_without_a_hand_tree_the_tests_build_starts_with_the_migrated_library(tmp_path):
+    trees = [_tree(tmp_path, s) for s in ("orig", "migr")]
+    # The original builds longer: the tests must not wait for it.
+    (trees[0] / "transformer_engine" / "common" / "CMakeLists.txt").write_text(
+        LIB_CMAKE + 'add_custom_target(slow ALL COMMAND sleep 4)\n')
+    driver = tmp_path / "driver"
+    driver.mkdir()
+    (driver / "driver.cu").write_text("// stub\n")
+    env = dict(os.environ, PY=sys.executable, PYTHONPATH=str(ROOT), POLL_S="1", TESTS_SHARDS="1",
+               CHAIN_CPUS_A=str(sorted(os.sched_getaffinity(0))[0]), CHAIN_CPUS_B=str(sorted(os.sched_getaffinity(0))[-1]),
+               TESTS_BIN="test_operator", CONFIGURE_CMD="cmake -S {src} -B {build} -G Ninja",
+               BUILD_CMD="ninja -C {build}", TESTS_CONFIGURE_CMD="cmake -S {tests} -B {build} -G Ninja -DTE_LIB_PATH={lib}",
+               TESTS_BUILD_CMD="cmake --build {build}", PARITY_RUN="true")
+    work = tmp_path / "work"
+    subprocess.run(["bash", str(SCRIPT), "start", str(work), str(trees[0]), str(trees[1]), "-", str(driver)],
+                   cwd=ROOT, env=env, check=True, capture_output=True)
+    poll = subprocess.run(["bash", str(SCRIPT), "poll", str(work), "300", str(tmp_path / "out")], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+    lines = (work / "res" / "stages").read_text().splitlines()
+    assert poll.returncode == 0, "\n".join(lines)
+    started = [i for i, l in enumerate(lines) if "linked against the migrated library" in l]
+    original = [i for i, l in enumerate(lines) if "original built rc=0" in l]
+    assert started and original and started[0] < original[0], lines
+    for side, tree in (("original", "orig"), ("migrated", "migr")):
+        assert f'name="{tree}_' in (work / "res" / f"tests-{side}-0.xml").read_text()

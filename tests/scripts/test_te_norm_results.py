@@ -103,3 +103,28 @@ def test_a_folder_without_stages_is_refused(tmp_path):
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "te_norm_results.py"), str(tmp_path)],
                        capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 2 and "no stages file" in r.stderr
+
+
+def test_a_second_sessions_pair_fills_the_side_by_side(tmp_path):
+    res = _res(tmp_path)
+    for side in ("hand",):
+        for f in res.glob(f"*{side}*"):
+            f.unlink()
+    (res / "so_size.txt").write_text("original 100\nmigrated 80\n")
+    pair = tmp_path / "pair"
+    pair.mkdir()
+    (pair / "environment.txt").write_text("NVIDIA H200, 580.159.04, 143771 MiB\nnproc 16\n2026-12-03T09:00:00Z\n")
+    (pair / "stages").write_text("09:00 builds migrated(A) hand(B)\n")
+    for side, wall in (("migrated", 700.0), ("hand", 690.0)):
+        (pair / f"build-{side}.json").write_text(json.dumps({"build": {"wall_s": wall, "cpu_s": wall * 7},
+                                                             "environment": {"commit": "abc1234"}}))
+        (pair / f"parity-build-{side}.rc").write_text("0\n")
+    (pair / "so_size.txt").write_text("migrated 81\nhand 91\n")
+    out = tmp_path / "r"
+    assert W.main([str(res), "--pair", str(pair), "--rule", str(ROOT / "rules" / "normalization.yaml"),
+                   "--out", str(out)]) == 0
+    r = json.loads(out.with_suffix(".json").read_text())
+    assert r["builds"]["hand"] is None and r["pair"]["machine"]["date"] == "2026-12-03T09:00:00Z"
+    assert r["side_by_side"]["hand_build"]["wall_s"] == 690.0 and r["side_by_side"]["migrated_build"]["so_bytes"] == 81
+    md = out.with_suffix(".md").read_text()
+    assert "## Rule vs hand, built at the same time (second session)" in md and "| build wall | 700.0 s | 690.0 s |" in md
