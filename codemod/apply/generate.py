@@ -361,13 +361,15 @@ def _layer_cache(root: Path, spec, cs: ChangeSet, head: str, fmt) -> None:
         cs.edits.append(Edit(e.path, e.start, e.end, e.text, e.why))
     cs.new_files[cfg["header"]] = fmt(render("layer/rtc_cache.h.j2", banner=head, guard=_guard(cfg["header"]),
                                              layer_source=cfg["source"], namespace=cfg["namespace"],
-                                             env=cfg["env"], default_dir=cfg["default_dir"]), cfg["header"])
+                                             env=cfg["env"], default_dir=cfg["default_dir"], pch=cfg["pch"]),
+                                      cfg["header"])
     env = cfg["env"]
     cs.notes.append(f"{cfg['source']}: NVRTC layer with a disk cache shared by the processes of a machine and "
                     f"per-variant compiles ({cfg['header']}); environment: {env['dir']} (folder, default "
                     f"$XDG_CACHE_HOME/{cfg['default_dir']}), {env['disable']}=1 (off), {env['max_size']} (bound, "
                     f"default 1G), {env['record']} (list for `codemod warm`), {env['warm']} (a list compiled by "
-                    f"{env['warm_threads']} background threads), {env['log']} (cache events)")
+                    f"{env['warm_threads']} background threads), {env['log']} (cache events)"
+                    + ("; NVRTC's automatic precompiled headers per process (-pch)" if cfg["pch"] else ""))
 
 
 def _docs(root: Path, plan: Plan, cs: ChangeSet, version: str) -> None:

@@ -50,7 +50,7 @@ def settings(layer: dict) -> dict | None:
     header = cfg.get("header") or posixpath.join(posixpath.dirname(layer["header"]), "rtc_cache.h")
     namespace = cfg.get("namespace") or "::".join(layer["manager"].lstrip(":").split("::")[:-2])
     return {"source": layer["source"], "header": header, "namespace": namespace,
-            "default_dir": cfg["default_dir"], "env": {"prefix": prefix,
+            "default_dir": cfg["default_dir"], "pch": bool(cfg.get("pch", False)), "env": {"prefix": prefix,
                                                        **{k: f"{prefix}_{v}" for k, v in ENV_SUFFIXES.items()}}}
 
 

@@ -327,3 +327,88 @@ def test_in_process_warm_up_compiles_the_list_in_parallel(drivers, tmp_path):
     assert sum(times.values()) < 800 and wall < 2.0, (times, wall)
     cold = Run(drivers["patched"], tmp_path / "cold")
     assert sum(_ok(cold("run", *specs)).values()) > 1150          # the same without the list
+
+
+# ---- nvrtc_layer.cache.pch: NVRTC's automatic precompiled headers ---------------------------------
+
+def _pch_rule() -> str:
+    text = (GOLDEN / "actlib" / "activation.yaml").read_text()
+    assert "      default_dir: actlib/rtc\n" in text
+    return text.replace("      default_dir: actlib/rtc\n", "      default_dir: actlib/rtc\n      pch: true\n")
+
+
+@pytest.fixture(scope="module")
+def pch_driver(tmp_path_factory):
+    work = tmp_path_factory.mktemp("rtc_cache_pch")
+    root, _, _ = patch_actlib(work, _pch_rule())
+    assert "add_pch_options" in (root / "util/rtc_cache.h").read_text()
+    return _build(root, work, "pch")
+
+
+def test_pch_options_in_the_key_and_a_folder_per_header_set(pch_driver, tmp_path):
+    """With `pch: true` NVRTC gets -pch (messages off) and -pch-dir=<a folder of this process for the
+    program's set of headers>; the options are in the key (a second process loads, the recorded key is
+    Python's); the process's PCH folders are gone after it exits."""
+    from codemod.verify import warm
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    lst = tmp_path / "list.jsonl"
+    run = Run(pch_driver, tmp_path, TMPDIR=str(tmp), ACTLIB_RTC_CACHE_RECORD=str(lst))
+    _ok(run("run", "a", "b"))
+    cubins = {rtc_cache.decode(d, k)["lowered"][0][0]: rtc_cache.decode(d, k)["cubin"] for k, d in run.entries().items()}
+    folders = set()
+    for name, cubin in cubins.items():
+        opts = cubin.decode().split(" ")
+        assert {"-pch", "-pch-messages=false", "-pch-verbose=false"} <= set(opts), opts
+        folders |= {o[len("-pch-dir="):] for o in opts if o.startswith("-pch-dir=")}
+    assert len(folders) == 1 and Path(next(iter(folders))).parent.parent == tmp   # a and b: the same headers
+    assert list(tmp.iterdir()) == []                                               # removed at exit
+    programs = warm.read_list(lst)
+    assert all("-pch" in p.options and warm.key_of(p) == p.key for p in programs)
+    _ok(run("run", "a", "b"))
+    assert run.event_counts("compile") == 2 and run.event_counts("hit") == 2
+
+
+def test_pch_never_fails_a_variant(pch_driver, tmp_path):
+    """A compile that fails with the PCH options is compiled again without them; no folder for the PCH
+    (TMPDIR unusable): compiled without them. A program that fails either way still fails."""
+    run = Run(pch_driver, tmp_path / "a")
+    _ok(run("run", "p:pchfail"))
+    (cubin,) = [rtc_cache.decode(d, k)["cubin"] for k, d in run.entries().items()]
+    assert b"-pch" not in cubin
+    run = Run(pch_driver, tmp_path / "b", TMPDIR=str(tmp_path / "missing"))
+    _ok(run("run", "q"))
+    (cubin,) = [rtc_cache.decode(d, k)["cubin"] for k, d in run.entries().items()]
+    assert b"-pch" not in cubin
+    out = Run(pch_driver, tmp_path / "c")("run", "r:fail")
+    assert out[0].startswith("r error")
+
+
+def test_pch_real_nvrtc_headers_of_other_content(tmp_path):
+    """The real NVRTC checks a PCH against the options and the program's leading directives, not the
+    content of in-memory headers: programs alike but for a header's content, compiled one after the
+    other in one process, each give the cubin NVRTC gives without any PCH (the layer keeps a PCH
+    folder per set of headers)."""
+    from codemod.verify import nvrtc, warm
+
+    try:
+        lib_path = nvrtc.find_library()
+    except nvrtc.NvrtcNotFound:
+        pytest.skip("no libnvrtc")
+    root, _, _ = patch_actlib(tmp_path / "tree", _pch_rule())
+    exe = _build(root, tmp_path, "real_pch", nvrtc_lib=Path(lib_path))
+    lst = tmp_path / "list.jsonl"
+    run = Run(exe, tmp_path / "run", LD_LIBRARY_PATH=str(Path(lib_path).parent), ACTLIB_RTC_CACHE_RECORD=str(lst))
+    assert run("values", "11", "22", "33") == ["ok 3"]
+    entries = run.entries()
+    lib = nvrtc.load()
+    programs = warm.read_list(lst)
+    assert len(programs) == 3
+    for p in programs:
+        plain = [o for o in p.options if o not in ("-pch", "-pch-messages=false", "-pch-verbose=false")]
+        assert plain != p.options
+        r = lib.compile(p.source.decode(), p.filename, {n: c.decode() for n, c in p.headers}, plain, p.names,
+                        keep_cubin=True, exact=True)
+        assert r.ok, r.log
+        assert rtc_cache.decode(entries[p.key], p.key)["cubin"] == r.cubin, p.headers
