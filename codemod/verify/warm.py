@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -98,14 +100,24 @@ def warm(list_path: Path, cache_dir: Path, jobs: int | None = None, library: Pat
     cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     todo = [p for p in programs if not _present(cache_dir, p.key)]
 
+    pch = PchFolders()
+
     def one(p: Program) -> tuple[Program, nvrtc.CompileResult]:
         headers = {n: c.decode() for n, c in p.headers}
-        return p, lib.compile(p.source.decode(), p.filename, headers, options=p.options, name_expressions=p.names,
-                              keep_cubin=True, exact=True)
+
+        def run(options: list[str]) -> nvrtc.CompileResult:
+            return lib.compile(p.source.decode(), p.filename, headers, options=options, name_expressions=p.names,
+                               keep_cubin=True, exact=True)
+
+        if "-pch" not in p.options:
+            return p, run(p.options)
+        r = run(p.options + [f"-pch-dir={pch.folder(p.headers)}"])
+        # as the layer: never fail a program for its PCH
+        return p, r if r.ok else run([o for o in p.options if o not in PCH_OPTIONS])
 
     t0 = time.monotonic()
     failed, seconds = [], []
-    with ThreadPoolExecutor(max(1, jobs or os.cpu_count() or 1)) as pool:
+    with pch, ThreadPoolExecutor(max(1, jobs or os.cpu_count() or 1)) as pool:
         for p, r in pool.map(one, todo):
             if not r.ok:
                 failed.append({"key": p.key, "names": p.names, "log": r.log_head()})
@@ -116,6 +128,35 @@ def warm(list_path: Path, cache_dir: Path, jobs: int | None = None, library: Pat
     return {"programs": len(programs), "present": len(programs) - len(todo), "compiled": len(seconds),
             "failed": failed, "wall_s": round(time.monotonic() - t0, 3),
             "compile_s_sum": round(sum(seconds), 3), "nvrtc": version, "cache_dir": str(cache_dir)}
+
+
+# What the layer adds with `nvrtc_layer.cache.pch` (templates/apply/layer/rtc_cache.h.j2).
+PCH_OPTIONS = ("-pch", "-pch-messages=false", "-pch-verbose=false")
+
+
+class PchFolders:
+    """As the layer: a PCH folder per set of headers (NVRTC checks a PCH against the options and the
+    leading directives, not the content of in-memory headers), under a temporary folder."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._root: tempfile.TemporaryDirectory | None = None
+
+    def __enter__(self) -> "PchFolders":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._root is not None:
+            self._root.cleanup()
+
+    def folder(self, headers: list[tuple[str, bytes]]) -> str:
+        material = rtc_cache.put(str(len(headers))) + b"".join(rtc_cache.put(n) + rtc_cache.put(c) for n, c in headers)
+        with self._lock:
+            if self._root is None:
+                self._root = tempfile.TemporaryDirectory(prefix="rtc_pch_")
+            path = Path(self._root.name) / rtc_cache.hash128(material)
+            path.mkdir(mode=0o700, exist_ok=True)
+            return str(path)
 
 
 def _present(cache_dir: Path, key: str) -> bool:

@@ -412,3 +412,28 @@ def test_pch_real_nvrtc_headers_of_other_content(tmp_path):
                         keep_cubin=True, exact=True)
         assert r.ok, r.log
         assert rtc_cache.decode(entries[p.key], p.key)["cubin"] == r.cubin, p.headers
+
+
+def test_pch_warm_compiles_as_the_layer(pch_driver, tmp_path):
+    """`codemod warm` on a list recorded with -pch compiles in one process, as the layer: a PCH folder
+    per set of headers, so programs alike but for a header's content get the cubins of PCH-less
+    compiles (real NVRTC)."""
+    from codemod.verify import nvrtc, warm
+
+    try:
+        lib = nvrtc.load()
+    except nvrtc.NvrtcNotFound:
+        pytest.skip("no libnvrtc")
+    lst = tmp_path / "list.jsonl"
+    recorder = Run(pch_driver, tmp_path / "rec", ACTLIB_RTC_CACHE_RECORD=str(lst), ACTLIB_RTC_CACHE_DISABLE="1",
+                   MOCK_NVRTC_VERSION=f"{lib.version[0]}.{lib.version[1]}")
+    assert recorder("values", "11", "22", "33") == ["ok 3"]
+    cache = tmp_path / "warm"
+    result = warm.warm(lst, cache, jobs=1)
+    assert result["compiled"] == 3 and not result["failed"]
+    for p in warm.read_list(lst):
+        plain = [o for o in p.options if o not in warm.PCH_OPTIONS]
+        assert plain != p.options
+        r = lib.compile(p.source.decode(), p.filename, {n: c.decode() for n, c in p.headers}, plain, p.names,
+                        keep_cubin=True, exact=True)
+        assert rtc_cache.decode((cache / f"{p.key}.bin").read_bytes(), p.key)["cubin"] == r.cubin
