@@ -54,6 +54,9 @@ ELEMENTWISE = ("transformer_engine::unary_kernel", "transformer_engine::unary_gr
 _SIZE = {"__half": 2, "__nv_bfloat16": 2, "float": 4}
 TRIVIAL = "__global__ void codemod_bench_trivial(int *p) { *p = 1; }\n"
 SEED = "-frandom-seed=1"
+# What the layer adds with nvrtc_layer.cache.pch (codemod/verify/warm.py has the same). The layer
+# also gives each set of headers its own -pch-dir; the element-wise variants share one set.
+LAYER_PCH_OPTIONS = ("-pch", "-pch-messages=false", "-pch-verbose=false")
 
 
 def median(xs):
@@ -307,7 +310,7 @@ def main(argv=None) -> int:
         return worker(args.worker)
     if args.patched is None:
         ap.error("PATCHED is required")
-    candidate = args.candidate or ["-pch", "-pch-messages=false", "-pch-verbose=false"]
+    candidate = args.candidate or list(LAYER_PCH_OPTIONS)
     work = args.work or Path(tempfile.mkdtemp(prefix="nvrtc_cold_"))
     work.mkdir(parents=True, exist_ok=True)
     paths = manifest_paths(args.patched, args.manifests)

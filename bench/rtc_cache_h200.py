@@ -22,10 +22,15 @@ fresh processes with their own cache folder under --work:
 3. the forward+backward step (plan `step`): cold, warm (second process), cold after
    `codemod warm LIST -j CPUS` of the list the cold run recorded (warm-up wall stated), and cold
    with that list compiled by in-process threads (`NVTE_RTC_CACHE_WARM`).
-4. cold element-wise first use, where the time goes: NVRTC `--time` phases (C++ front end, NVVM
-   optimizer, PTX translation = ptxas), the headers alone (the same program without the name
-   expression: nothing instantiated), module load; and the same with `-pch` (NVRTC's precompiled
-   header, kept per process) as the candidate cut, alternating, with cubin sizes.
+4. cold element-wise first use, where the time goes, every number from a fresh process
+   (bench/nvrtc_cold.py): a sequence of distinct element-wise variants compiled in one process, as
+   a training process's first step does, without and with the layer's `-pch` options (NVRTC's
+   automatic precompiled headers: the process's first variant creates it, the later ones reuse it),
+   arms alternating process by process; per variant one process for NVRTC's `--time` phases (C++
+   front end, NVVM optimizer, PTX translation = ptxas) and one for the headers alone (the program
+   without its name expression); the module load of those cubins. `--nvrtc-extra=-no-cache` adds
+   an option to every measured compile (NVRTC 12.9+ reuses its own results for a repeated program;
+   no measured process repeats one, and rows with no optimizer and ptxas time are flagged).
 """
 
 from __future__ import annotations
@@ -46,6 +51,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import nvrtc_cold  # noqa: E402
 
 from codemod.verify import nvrtc, rtc_cache, warm  # noqa: E402
 from codemod.verify.manifest import find_manifests, load_manifest, root_for  # noqa: E402
@@ -211,42 +219,24 @@ def phase_load_only(args, cuda: Cuda, lib) -> list[dict]:
     return rows
 
 
-def phase_breakdown(args, cuda: Cuda, lib) -> list[dict]:
-    rows = []
-    picked = [v for v in _variants(args, args.load_variants) if not _grouped(v[0])]
-    step_at = max(1, len(picked) // max(1, args.breakdown_variants))
-    for kid, expr, src, headers, options, k in picked[::step_at][:args.breakdown_variants]:
-        base = dict(arch=args.arch, include_cuda=k.include_cuda_toolkit, include_cccl=k.include_cuda_cccl)
-        if not lib.compile(src, k.program_path, headers, options, [expr], **base).ok:
-            continue   # not built for this arch (e.g. sm_100a only)
-        row = {"kernel": kid, "variant": expr}
-        for label, extra in (("baseline", []), ("pch", ["-pch"])):
-            phases, total, size = [], [], 0
-            for rep in range(args.reps):
-                csv = Path(args.work) / f"time_{label}_{rep}.csv"
-                csv.unlink(missing_ok=True)
-                r = lib.compile(src, k.program_path, headers, options + extra + [f"--time={csv}"], [expr],
-                                keep_cubin=True, **base)
-                if not r.ok:
-                    raise SystemExit(f"{expr}: NVRTC failed:\n{r.log_head()}")
-                total.append(r.seconds * 1000)
-                size = len(r.cubin)
-                got = {}
-                for line in csv.read_text().splitlines()[1:]:
-                    parts = [p.strip() for p in line.split(",")]
-                    if len(parts) == 4:
-                        got[parts[1]] = got.get(parts[1], 0.0) + float(parts[2])
-                phases.append(got)
-                if rep == 0 and label == "baseline" and cuda is not None:
-                    row["module_load_ms"] = round(cuda.load(r.cubin, r.lowered[expr]), 3)
-            row[label] = {"total_ms_median": _median(total), "cubin_bytes": size,
-                          "phases_ms_median": {p: _median([ph.get(p, 0.0) for ph in phases]) for p in phases[0]}}
-        # the headers alone: the program without its name expression (no template instantiated)
-        h = [lib.compile(src, k.program_path, headers, options, [], **base).seconds * 1000 for _ in range(args.reps)]
-        row["headers_only_ms_median"] = _median(h)
-        rows.append(row)
-        print(f"breakdown: {expr[:80]}", file=sys.stderr)
-    return rows
+def phase_breakdown(args, cuda: Cuda | None) -> dict:
+    """Cold element-wise first use in fresh processes (bench/nvrtc_cold.py), plus module loads."""
+    work = Path(tempfile.mkdtemp(prefix="cold_", dir=args.work))
+    cold = argparse.Namespace(patched=args.patched, manifests=args.manifests, arch=args.arch, reps=args.reps,
+                              extra=args.nvrtc_extra)
+    paths = nvrtc_cold.manifest_paths(args.patched, args.manifests)
+    out = {"sequence": nvrtc_cold.sequence(cold, work, nvrtc_cold.elementwise_variants(paths, args.patched, args.sequence),
+                                           {"baseline": [], "pch": list(nvrtc_cold.LAYER_PCH_OPTIONS)}),
+           "rows": nvrtc_cold.breakdown(cold, work, nvrtc_cold.elementwise_variants(paths, args.patched,
+                                                                                    args.breakdown_variants))}
+    if cuda is not None:
+        items = [(m, k, i, args.nvrtc_extra, True)
+                 for m, k, i in nvrtc_cold.elementwise_variants(paths, args.patched, args.breakdown_variants)]
+        rows = nvrtc_cold.run_worker(work, "module_load", args.patched, args.arch, items, keep_cubin=True)[1:]
+        for row, r in zip(out["rows"], rows):
+            image = (work / f"module_load.jsonl.{r['pos']}.cubin").read_bytes()
+            row["module_load_ms"] = _median([cuda.load(image, r["lowered"]) for _ in range(args.reps)])
+    return out
 
 
 def main() -> int:
@@ -268,8 +258,12 @@ def main() -> int:
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--load-variants", type=int, default=3, help="variants per kernel for load-only and breakdown")
     ap.add_argument("--max-combos", type=int, default=40, help="element-wise combinations timed (spread over the plan)")
-    ap.add_argument("--breakdown-variants", type=int, default=12,
-                    help="element-wise variants (spread over the load-only ones) timed phase by phase")
+    ap.add_argument("--breakdown-variants", type=int, default=6,
+                    help="element-wise variants timed phase by phase, one fresh process each")
+    ap.add_argument("--sequence", type=int, default=12,
+                    help="distinct element-wise variants compiled in one fresh process (phase 4)")
+    ap.add_argument("--nvrtc-extra", action="append", default=[], metavar="OPT",
+                    help="option added to every compile of phase 4 (e.g. -no-cache)")
     args = ap.parse_args()
     args.work = args.work or Path(tempfile.mkdtemp(prefix="rtc_cache_bench_"))
     args.work.mkdir(parents=True, exist_ok=True)
@@ -325,7 +319,7 @@ def main() -> int:
     for name, fn in (("warm_second_process", p1), ("load_only", p1_load),
                      ("cold_processes", lambda: _phase_cold_processes(args, doc, combos)),
                      ("step", lambda: _phase_step(args, doc, step)),
-                     ("breakdown", lambda: _phase_breakdown(args, doc, cuda or Cuda(), lib))):
+                     ("breakdown", lambda: _phase_breakdown(args, doc, cuda or Cuda()))):
         if name in phases and (name != "step" or step):
             phase(name, fn)
     out.with_suffix(".md").write_text(_markdown(doc))
@@ -396,40 +390,25 @@ def _phase_step(args, doc: dict, step: list[str]) -> None:
                    "warm_kernel_ms": round(sum(r["warm_median_ms"] for r in s_warm), 4)}
 
 
-def _phase_breakdown(args, doc: dict, cuda, lib) -> None:
+def _phase_breakdown(args, doc: dict, cuda) -> None:
     """Where cold first use goes."""
-    rows = phase_breakdown(args, cuda, lib)
-    doc["breakdown"] = {"rows": rows,
-                        "baseline_total_ms_median": _median([r["baseline"]["total_ms_median"] for r in rows]),
-                        "pch_total_ms_median": _median([r["pch"]["total_ms_median"] for r in rows]),
-                        "headers_only_ms_median": _median([r["headers_only_ms_median"] for r in rows]),
-                        "module_load_ms_median": _median([r["module_load_ms"] for r in rows if "module_load_ms" in r]),
-                        "same_cubin_size_with_pch": sum(r["pch"]["cubin_bytes"] == r["baseline"]["cubin_bytes"] for r in rows)}
+    b = phase_breakdown(args, cuda)
+    arms = b["sequence"]["arms"]
+    doc["breakdown"] = {**b,
+                        "baseline_cpu_ms_median": arms["baseline"]["cpu_ms_median_over_variants"],
+                        "pch_cpu_ms_median": arms["pch"]["cpu_ms_median_over_variants"],
+                        "headers_only_cpu_ms_median": _median([r["headers_only_cpu_ms_median"] for r in b["rows"]]),
+                        "module_load_ms_median": _median([r["module_load_ms"] for r in b["rows"] if "module_load_ms" in r])}
 
 
 def _cpu_only(args) -> int:
-    lib = nvrtc.load()
-    rows = phase_breakdown(args, None, lib)
-    doc = {"schema": "codemod-bench-rtc-cache-cpu/1", "label": args.label, "arch": args.arch,
-           "nvrtc": ".".join(map(str, lib.version)), "cpus": os.cpu_count(), "host": platform.platform(),
-           "load": round(os.getloadavg()[0], 2), "reps": args.reps,
-           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "rows": rows}
-    out = REPO / "bench" / "results" / f"rtc_cache_breakdown_{args.label}"
-    out.with_suffix(".json").write_text(json.dumps(doc, indent=1) + "\n")
-    lines = [f"NVRTC phases of a cold element-wise first use (`--time`, median of {args.reps}), {args.arch}, NVRTC "
-             f"{doc['nvrtc']}, {doc['cpus']} CPUs, load {doc['load']}; no module load (no GPU)",
-             "front end / optimizer / ptxas / total | headers alone | total with -pch | variant"]
-    for r in rows:
-        p = r["baseline"]["phases_ms_median"]
-        lines.append(f"{p.get('CUDA C++ Frontend')} / {p.get('NVVM Optimizer')} / {p.get('PTX Translation')} / "
-                     f"{r['baseline']['total_ms_median']} | {r['headers_only_ms_median']} | {r['pch']['total_ms_median']} | "
-                     f"{r['variant']}")
-    tot = [r["baseline"]["total_ms_median"] for r in rows]
-    pch = [r["pch"]["total_ms_median"] for r in rows]
-    lines.append(f"median total {_median(tot)} ms, with -pch {_median(pch)} ms; headers alone {_median([r['headers_only_ms_median'] for r in rows])} ms")
-    out.with_suffix(".txt").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
-    return 0
+    """Phase 4 without module loads (bench/nvrtc_cold.py, written to bench/results/)."""
+    argv = [str(args.patched), "--label", args.label, "--arch", args.arch, "--reps", str(args.reps),
+            "--sequence", str(args.sequence), "--breakdown", str(args.breakdown_variants), "--identity", "0",
+            "--work", str(args.work)]
+    argv += ["--manifests", str(args.manifests)] if args.manifests else []
+    argv += [f"--extra={o}" for o in args.nvrtc_extra]
+    return nvrtc_cold.main(argv)
 
 
 def _markdown(d: dict) -> str:
@@ -467,19 +446,18 @@ def _markdown(d: dict) -> str:
             f"| 3. cold step, the list compiled in-process (`{ENV}_WARM`, CPU-count threads) | "
             f"{s['cold_with_in_process_warm_ms']} ms | |"])
     section("breakdown", lambda b: [
-        f"| 4. cold element-wise NVRTC, median: baseline / `-pch` | {b['baseline_total_ms_median']} / "
-        f"{b['pch_total_ms_median']} ms | ≤ 150 ms |",
-        f"| 4. headers alone / module load, median | {b['headers_only_ms_median']} / {b['module_load_ms_median']} ms | |"])
+        f"| 4. cold element-wise NVRTC in a process's sequence, median over variants (CPU ms): baseline / "
+        f"layer `-pch` | {b['baseline_cpu_ms_median']} / {b['pch_cpu_ms_median']} ms | ≤ 150 ms |",
+        f"| 4. headers alone (CPU ms) / module load, median | {b['headers_only_cpu_ms_median']} / "
+        f"{b['module_load_ms_median']} ms | |"])
     b = d.get("breakdown")
     if isinstance(b, dict) and "rows" in b:
-        lines += ["", "## Cold first use by phase (NVRTC `--time`, median ms)", "",
-                  "| variant | front end | optimizer | ptxas | headers alone | module load | total | with -pch |",
-                  "|---|---|---|---|---|---|---|---|"]
-        for r in b["rows"]:
-            p = r["baseline"]["phases_ms_median"]
-            lines.append(f"| `{r['variant'][:90]}` | {p.get('CUDA C++ Frontend')} | {p.get('NVVM Optimizer')} | "
-                         f"{p.get('PTX Translation')} | {r['headers_only_ms_median']} | {r.get('module_load_ms')} | "
-                         f"{r['baseline']['total_ms_median']} | {r['pch']['total_ms_median']} |")
+        seq = nvrtc_cold.markdown({"sequence": b["sequence"], "breakdown": b["rows"], "label": d["label"],
+                                   "date": d["date"], "commit": "-", "host": d["host"], "cpus": d["cpus"],
+                                   "load_before": "-", "load_after": "-", "nvrtc": d["nvrtc"], "arch": d["arch"],
+                                   "reps": "-"})
+        lines += [""] + seq.splitlines()[3:]
+        lines += ["", "Module load (ms): " + ", ".join(f"{r.get('module_load_ms')}" for r in b["rows"])]
     return "\n".join(lines) + "\n"
 
 
