@@ -369,7 +369,7 @@ def _layer_cache(root: Path, spec, cs: ChangeSet, head: str, fmt) -> None:
                     f"$XDG_CACHE_HOME/{cfg['default_dir']}), {env['disable']}=1 (off), {env['max_size']} (bound, "
                     f"default 1G), {env['record']} (list for `codemod warm`), {env['warm']} (a list compiled by "
                     f"{env['warm_threads']} background threads), {env['log']} (cache events)"
-                    + ("; NVRTC's automatic precompiled headers per process (-pch)" if cfg["pch"] else ""))
+                    + (f"; NVRTC's automatic precompiled headers per process ({env['pch']}=0: off)" if cfg["pch"] else ""))
 
 
 def _docs(root: Path, plan: Plan, cs: ChangeSet, version: str) -> None:

@@ -23,7 +23,7 @@ PROGRAM_FUNCTIONS = ("nvrtcCreateProgram", "nvrtcDestroyProgram", "nvrtcAddNameE
 PROGRAM_FREE = ("nvrtcVersion", "nvrtcGetErrorString", "nvrtcGetNumSupportedArchs", "nvrtcGetSupportedArchs")
 LOCK_TYPES = ("std::unique_lock", "std::lock_guard", "std::scoped_lock")
 ENV_SUFFIXES = {"dir": "DIR", "disable": "DISABLE", "max_size": "MAX_SIZE", "record": "RECORD", "log": "LOG",
-                "warm": "WARM", "warm_threads": "WARM_THREADS"}
+                "warm": "WARM", "warm_threads": "WARM_THREADS", "pch": "PCH"}
 
 
 _UNQUALIFIED_CALL = re.compile(r"(?<![\w:])(" + "|".join(PROGRAM_FUNCTIONS) + r")\s*\(")

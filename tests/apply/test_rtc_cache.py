@@ -385,6 +385,17 @@ def test_pch_never_fails_a_variant(pch_driver, tmp_path):
     assert out[0].startswith("r error")
 
 
+def test_pch_off_switch(pch_driver, tmp_path):
+    """`<prefix>_PCH=0`: the programs go to NVRTC without the PCH options (another key: entries
+    compiled with them are not loaded)."""
+    run = Run(pch_driver, tmp_path)
+    _ok(run("run", "a"))
+    _ok(run("run", "a", ACTLIB_RTC_CACHE_PCH="0"))
+    assert run.event_counts("compile") == 2 and run.event_counts("hit") == 0
+    cubins = sorted(rtc_cache.decode(d, k)["cubin"] for k, d in run.entries().items())
+    assert [b"-pch " in c for c in cubins].count(True) == 1
+
+
 def test_pch_real_nvrtc_headers_of_other_content(tmp_path):
     """The real NVRTC checks a PCH against the options and the program's leading directives, not the
     content of in-memory headers: programs alike but for a header's content, compiled one after the
