@@ -18,6 +18,7 @@ comes from a process that compiled nothing else of the kind measured before:
 - breakdown: per variant one fresh process: NVRTC's phases (`--time`: C++ front end, NVVM
   optimizer, PTX translation = ptxas), the headers alone (the program without its name
   expression) in another fresh process.
+- headers (`--headers`): the toolkit's fp16/bf16/fp8/fp4 headers alone, one fresh process each.
 - identity: a cover of every migrated kernel (K variants each, first to last) compiled by one
   process per arm, both with -frandom-seed=1 (NVRTC otherwise draws names at random per process,
   so no two processes give the same bytes); the SHA-256 of each cubin compared between arms.
@@ -239,6 +240,36 @@ def identity(args, work: Path, items: list, candidate: list[str]) -> dict:
             "not_compiled_for_arch": [r["variant"] for r in rows if not r["ok"][0]], "rows": rows}
 
 
+HEADER_SETS = {"(none)": [], "cuda_fp16.h": ["cuda_fp16.h"], "cuda_bf16.h": ["cuda_bf16.h"], "cuda_fp8.h": ["cuda_fp8.h"],
+               "cuda_fp4.h": ["cuda_fp4.h"], "fp16 + bf16 + fp8 + fp4": ["cuda_fp16.h", "cuda_bf16.h", "cuda_fp8.h", "cuda_fp4.h"]}
+_HEADER_PROBE = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from codemod.verify import nvrtc
+lib = nvrtc.load()
+lib.compile("__global__ void t() {}", "t.cu", {}, [], [], include_cuda=False)
+r = lib.compile(sys.argv[2], "probe.cu", {}, ["-default-device"], [], arch=sys.argv[3])
+print(int(r.ok), r.cpu_seconds * 1000)
+"""
+
+
+def toolkit_headers(args) -> dict:
+    """Which toolkit headers the element-wise programs' front end pays for: a program of nothing but
+    `#include <H>` (no kernel), one fresh process per compile; CPU ms, median over reps."""
+    out = {}
+    for name, headers in HEADER_SETS.items():
+        src = "".join(f"#include <{h}>\n" for h in headers)
+        xs = []
+        for _ in range(args.reps):
+            ok, ms = subprocess.run([sys.executable, "-c", _HEADER_PROBE, str(REPO), src, args.arch], capture_output=True,
+                                    text=True, check=True).stdout.split()
+            if ok != "1":
+                raise SystemExit(f"NVRTC failed on {src!r}")
+            xs.append(float(ms))
+        out[name] = median(xs)
+    return out
+
+
 def _git_commit() -> str:
     try:
         return subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
@@ -279,6 +310,10 @@ def markdown(d: dict) -> str:
             lines.append(f"| `{r['variant'][:110]}` | {r['cpu_ms_median']} | {p.get('CUDA C++ Frontend')} | "
                          f"{p.get('NVVM Optimizer')} | {p.get('PTX Translation')} | {r['headers_only_cpu_ms_median']} "
                          f"({h.get('CUDA C++ Frontend')} / {h.get('NVVM Optimizer')} / {h.get('PTX Translation')}) |")
+    h = d.get("toolkit_headers")
+    if h:
+        lines += ["", "## Toolkit headers alone (a program of `#include <H>` only, fresh process, CPU ms)", "",
+                  "| headers | CPU ms |", "|---|---|"] + [f"| {n} | {ms} |" for n, ms in h.items()]
     i = d.get("identity")
     if i:
         lines += ["", f"## Byte identity with `{' '.join(i['candidate'])}` (both arms `{SEED}`)", "",
@@ -298,6 +333,7 @@ def main(argv=None) -> int:
     ap.add_argument("--sequence", type=int, default=12, help="element-wise variants per process (0: skip)")
     ap.add_argument("--breakdown", type=int, default=6, help="variants timed phase by phase (0: skip)")
     ap.add_argument("--identity", type=int, default=3, help="variants per kernel in the byte-identity cover (0: skip)")
+    ap.add_argument("--headers", action="store_true", help="also time the toolkit's fp16/bf16/fp8/fp4 headers alone")
     ap.add_argument("--candidate", action="append", default=None, metavar="OPT",
                     help="option of the candidate arm (repeatable; default: the layer's -pch set)")
     ap.add_argument("--extra", action="append", default=[], metavar="OPT",
@@ -325,6 +361,8 @@ def main(argv=None) -> int:
                                    {"baseline": [], "candidate": candidate})
     if args.breakdown:
         doc["breakdown"] = breakdown(args, work, elementwise_variants(paths, args.patched, args.breakdown))
+    if args.headers:
+        doc["toolkit_headers"] = toolkit_headers(args)
     if args.identity:
         doc["identity"] = identity(args, work, cover(paths, args.patched, args.identity), candidate)
     doc["load_after"] = [round(x, 2) for x in os.getloadavg()]
