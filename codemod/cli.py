@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # Options that name a file a command writes (`parity report -o` too): a missing folder is refused
 # before any work, not after a long analysis.
-OUTPUT_OPTIONS = ("json", "html", "trace", "diff", "report")
+OUTPUT_OPTIONS = ("json", "html", "trace", "diff", "layer_diff", "report")
 
 
 def check_outputs(args: argparse.Namespace) -> None:
@@ -59,9 +59,9 @@ def check_outputs(args: argparse.Namespace) -> None:
             continue
         path = Path(value)
         if path.is_dir():
-            raise OutputError(f"--{dest} {value} is a folder, expected a file path")
+            raise OutputError(f"--{dest.replace('_', '-')} {value} is a folder, expected a file path")
         if not path.parent.is_dir():
-            raise OutputError(f"--{dest} {value}: folder {path.parent} does not exist",
+            raise OutputError(f"--{dest.replace('_', '-')} {value}: folder {path.parent} does not exist",
                               hint="create it first, or write somewhere else")
 
 

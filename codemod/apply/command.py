@@ -23,6 +23,9 @@ def add_parser(sub) -> None:
     mode.add_argument("--diff", type=Path, metavar="FILE", help="write the diff to FILE (report beside it)")
     mode.add_argument("--write", action="store_true", help="apply the changes to the tree (all or nothing)")
     mode.add_argument("--check", action="store_true", help="exit 1 when changes are pending")
+    p.add_argument("--layer-diff", type=Path, metavar="FILE",
+                   help="with --diff: the shared NVRTC layer's changes (stub runtime, disk cache, std names) go "
+                        "to FILE, a patch of their own to apply first; --diff then holds only the rule's")
     p.add_argument("--update", action="store_true",
                    help="on a migrated tree: regenerate the migration (after a kernel or rule change) and show, "
                         "write (--write) or check (--check) only the files that change")
@@ -74,7 +77,7 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
 
     from .generate import generate
     from .generate import manifest as generate_manifest
-    from .patch import apply_edits
+    from .patch import apply_edits, layer_part
     from .plan import build_plan, check_selection, outside_variants, units_reaching
     from .report import render_report
     from .review import change_sets
@@ -144,7 +147,9 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
                                             list(nvcc_times), jobs, policy, cmake)
         build_order.add_edit(spec, plan.build_order, cs, version)
     # formatted before the manifest records each file's hash
-    files = format_edits(apply_edits(root, cs), target_style(root, formatted))
+    style = target_style(root, formatted)
+    files = format_edits(apply_edits(root, cs), style)
+    plan.layer = layer_part(root, cs, files, lambda f: format_edits(f, style))
     rewritten = {path for path, (old, _) in files.items() if old is not None}
     if rewritten:
         analyzed = {tu.file for tu in analysis.translation_units}
@@ -294,8 +299,12 @@ def _output_paths(args) -> dict[str, Path]:
     CLI has checked the options' folders (cli.check_outputs); the report beside --diff shares that
     folder, so only a path naming a folder is left to refuse here."""
     out = {}
+    if args.layer_diff and not args.diff:
+        raise UsageError("--layer-diff needs --diff (the rule's own patch, applied after it)")
     if args.diff:
         out["--diff"] = args.diff
+    if args.layer_diff:
+        out["--layer-diff"] = args.layer_diff
     report = args.report or (args.diff.with_suffix(args.diff.suffix + ".report.md") if args.diff else None)
     if report:
         out["--report"] = report
@@ -357,7 +366,7 @@ def _recover_and_lock(root: Path, write: bool, held: contextlib.ExitStack) -> No
 
 
 def _run(args, root: Path) -> int:
-    from .patch import unified_diff
+    from .patch import after_layer, unified_diff
     from .review import review
 
     outputs = _output_paths(args)
@@ -386,7 +395,8 @@ def _run(args, root: Path) -> int:
     if files and not args.check and not args.no_precheck:
         _precheck(root, files, plan, progress)
     top, prefix = repo_location(root)
-    diff = unified_diff(files, prefix)
+    layer = plan.layer if args.layer_diff and plan is not None and not args.update else {}
+    diff = unified_diff(after_layer(files, layer) if layer else files, prefix)
     report_path = outputs.get("--report")
     if report_path:
         _write_output("--report", report_path, report)
@@ -403,10 +413,17 @@ def _run(args, root: Path) -> int:
         print(f"{summary}; written.{kept} Next: build, then `codemod verify {root}`.", file=sys.stderr)
         return 0
     if args.diff:
+        diffs = [args.diff]
+        if layer:
+            _write_output("--layer-diff", args.layer_diff, unified_diff(layer, prefix))
+            diffs.insert(0, args.layer_diff)
+            summary += f"; the NVRTC layer's part ({len(layer)} files): {args.layer_diff}"
+        elif args.layer_diff:
+            summary += f"; no NVRTC layer change ({args.layer_diff} not written)"
         _write_output("--diff", args.diff, diff)
         if plan is not None and plan.manifest:
             _write_output("--diff", manifest_beside(args.diff), plan.manifest)
-        print(f"{summary}; diff: {args.diff}" + (f". Next: {_apply_hint(top, args.diff)}" if files else ""),
+        print(f"{summary}; diff: {args.diff}" + (f". Next: {_apply_hint(top, *diffs)}" if files else ""),
               file=sys.stderr)
     else:
         sys.stdout.write(diff)
@@ -414,11 +431,13 @@ def _run(args, root: Path) -> int:
     return 0
 
 
-def _apply_hint(top: Path | None, diff: Path) -> str:
-    """The command that applies the diff: from the repository root, whose paths the diff carries."""
+def _apply_hint(top: Path | None, *diffs: Path) -> str:
+    """The commands that apply the diffs, in order: from the repository root, whose paths they carry
+    (`git apply --check` of the second needs the first applied)."""
     if top is None:
-        return f"git apply {diff} (from the library root)"
-    return f"git -C {top} apply --check {diff.resolve()} && git -C {top} apply {diff.resolve()}"
+        return " && ".join(f"git apply {d}" for d in diffs) + " (from the library root)"
+    return " && ".join(f"git -C {top} apply --check {d.resolve()} && git -C {top} apply {d.resolve()}"
+                       for d in diffs)
 
 
 def manifest_beside(diff: Path) -> Path:

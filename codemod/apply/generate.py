@@ -33,6 +33,7 @@ class Edit:
     end: int
     text: str
     why: str
+    layer: bool = False     # part of the NVRTC layer every rule shares (layer_part), not the rule's own
 
 
 @dataclass
@@ -40,6 +41,9 @@ class ChangeSet:
     new_files: dict[str, str] = field(default_factory=dict)
     edits: list[Edit] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # new files of the shared NVRTC layer (the stubs' runtime, the disk cache): with the layer edits,
+    # a patch of their own that the rule's patch applies on top of (`apply --layer-diff`)
+    layer_files: set[str] = field(default_factory=set)
     manifest: str = ""          # kept outside the tree (migrated.py), not one of the new files
     # the spellings the stubs' TypeName / FunctionName tables hold: (types, functions)
     domain: tuple = (frozenset(), frozenset())
@@ -295,6 +299,7 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
         error_headers=[relative_include(h, stubs_path) for h in
                        ([spec.layer["error_header"]] if spec.layer.get("error_header") else spec.stub_includes)]),
         stubs_path)
+    cs.layer_files.add(stubs_path)
     stub_ctx = dict(
         banner=head, guard=_guard(stub_path), cpp_name=posixpath.basename(cpp_path),
         stubs_header=relative_include(stubs_path, stub_path), stubs_header_name=posixpath.basename(stubs_path),
@@ -317,7 +322,7 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
     # The library's NVRTC layer, where it lacks what the stubs call (nvrtc_layer.extend).
     if "extend" in spec.layer:
         edits, added, present = layer.extend(root, spec.layer, kernels_features, render, added_banner(spec.rule_id, version))
-        cs.edits += [Edit(e.path, e.start, e.end, e.text, e.why) for e in edits]
+        cs.edits += [Edit(e.path, e.start, e.end, e.text, e.why, layer=True) for e in edits]
         if added:
             cs.notes.append(f"{spec.layer['header']}: the NVRTC layer lacked {', '.join(added)}: added "
                             f"(nvrtc_layer.extend){'; already present: ' + ', '.join(present) if present else ''}")
@@ -358,7 +363,8 @@ def _layer_cache(root: Path, spec, cs: ChangeSet, head: str, fmt) -> None:
         e.text = layer_cache.qualify_generated(e.text)
     edits = layer_cache.layer_edits(data, cfg["source"], spec.layer["header"], cfg["header"])
     for e in layer_cache.merge(edits, [(o.start, o.end) for o in others]):
-        cs.edits.append(Edit(e.path, e.start, e.end, e.text, e.why))
+        cs.edits.append(Edit(e.path, e.start, e.end, e.text, e.why, layer=True))
+    cs.layer_files.add(cfg["header"])
     cs.new_files[cfg["header"]] = fmt(render("layer/rtc_cache.h.j2", banner=head, guard=_guard(cfg["header"]),
                                              layer_source=cfg["source"], namespace=cfg["namespace"],
                                              env=cfg["env"], default_dir=cfg["default_dir"], pch=cfg["pch"]),
@@ -699,13 +705,13 @@ def _std_names(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str], s
     data = (root / header).read_bytes()
     at, text, defined = stdnames.additions(header, data, target, names)
     if defined:
-        cs.edits.append(Edit(header, at, at, text, "std names for NVRTC in the target's namespace"))
+        cs.edits.append(Edit(header, at, at, text, "std names for NVRTC in the target's namespace", layer=True))
         cs.notes.append(f"{header}: {', '.join(defined)} defined in {target} for device code (NVRTC has no std)")
     ints = stdnames.integer_names([cs.new_files[p].encode() if p in cs.new_files else (root / p).read_bytes()
                                    for p in shipped if not p.startswith(out)]) | (names & set(stdnames._INTEGERS)) | copy_ints
     at, text, defined = stdnames.integer_additions(header, data, target, ints)
     if defined:
-        cs.edits.append(Edit(header, at, at, text, "<cstdint> names for NVRTC"))
+        cs.edits.append(Edit(header, at, at, text, "<cstdint> names for NVRTC", layer=True))
         cs.notes.append(f"{header}: {', '.join(defined)} defined for NVRTC (global, as <cstdint> has them)")
 
 

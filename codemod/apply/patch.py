@@ -62,6 +62,30 @@ def apply_edits(root: Path, cs: ChangeSet) -> dict[str, tuple[str | None, str]]:
     return {p: v for p, v in sorted(result.items()) if v[0] != v[1]}
 
 
+def layer_part(root: Path, cs: ChangeSet, files: dict[str, tuple[str | None, str]], fmt) -> dict:
+    """The shared NVRTC layer's part of a migration's `files` (the change set's layer files and
+    edits, `fmt` formatting them as `files` were): path -> (text before, text after the layer part).
+    The rule's own part is `after_layer(files, layer)`; the two apply in that order."""
+    part = ChangeSet(new_files={p: t for p, t in cs.new_files.items() if p in cs.layer_files},
+                     edits=[e for e in cs.edits if e.layer])
+    if not part.new_files and not part.edits:
+        return {}
+    layer = fmt(apply_edits(root, part))
+    own = {e.path for e in cs.edits if not e.layer}     # files the rule's own part changes too
+    return {p: (old, new if p in own or p not in files else files[p][1]) for p, (old, new) in layer.items()}
+
+
+def after_layer(files: dict[str, tuple[str | None, str]], layer: dict) -> dict[str, tuple[str | None, str]]:
+    """What the migration changes once its layer part is applied: each file from its text after the
+    layer part (or its original) to its text after the whole migration."""
+    out = {}
+    for path, (old, new) in files.items():
+        before = layer[path][1] if path in layer else old
+        if before != new:
+            out[path] = (before, new)
+    return out
+
+
 def unified_diff(files: dict[str, tuple[str | None, str]], prefix: str = "") -> str:
     """A `git apply`-able diff; `prefix` (the library root's path inside its git repository, ending
     in `/`, or "") is put before every path, so the diff applies from the repository root."""

@@ -87,6 +87,8 @@ class Plan:
     entry_points: list = field(default_factory=list)
     # (includer, include name) -> the spelling apply writes (include_respellings)
     respelled: dict = field(default_factory=dict)
+    # path -> (text before, text after) of the shared NVRTC layer's part of the migration (patch.layer_part)
+    layer: dict = field(default_factory=dict)
 
     def read(self, root: Path, path: str) -> bytes:
         """A library file as the patch leaves it for NVRTC: an extracted header's new text."""
