@@ -293,7 +293,7 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
     kernels_features = _stub_features(root, stubs_path, plan)
     cs.new_files[stubs_path] = fmt(render(
         "rtc_stubs.h.j2", banner=shared_banner(version), guard=_guard(stubs_path), layer=spec.layer,
-        features=kernels_features,
+        features=kernels_features, copy_hash_base=COPY_HASH_BASE,
         layer_header=relative_include(spec.layer["header"], stubs_path), namespace=stubs_ns,
         # the header defining the error macro; without one, the rule's stub includes (which kernels.h had)
         error_headers=[relative_include(h, stubs_path) for h in
@@ -546,7 +546,7 @@ def _std_header_in_prelude_kernels(plan: Plan, header: str, shipped: dict[str, s
             shipped[header] = symbol_for(header)
 
 
-COPY_HASH_BASE = 1099511628211      # the polynomial hash kernels.h.j2's text_holds rolls
+COPY_HASH_BASE = 1099511628211      # the polynomial hash rtc_stubs.h's holds rolls (copy_holds.h.j2)
 
 
 def copy_hash(text: str) -> tuple[int, int]:

@@ -22,7 +22,9 @@ def _string_header(name: str, text: str) -> str:
 
 def _compile(tmp_path, header_text: str) -> subprocess.CompletedProcess:
     length, h = copy_hash(DECL)
-    check = render("copy_check.h.j2", namespace="lib::rtc", copy_hash_base=COPY_HASH_BASE, copy_checks=grouped_checks([
+    holds = render("copy_holds.h.j2", copy_hash_base=COPY_HASH_BASE)       # rtc_stubs.h's
+    check = "namespace lib::stubs {\n" + holds + "}\n" + render(
+        "copy_check.h.j2", namespace="lib::rtc", holds="::lib::stubs::holds", copy_checks=grouped_checks([
         dict(file="common.h", symbol="string_code_common_h", length=length, hash=h, name="is_fp8",
              what="what rtc/prelude/common.h copies")]))
     src = tmp_path / "check.cpp"

@@ -232,11 +232,11 @@ def test_docs_and_operator_test_are_generated(te_patch, tmp_path):
     r = subprocess.run(["git", "apply", str(patch)], cwd=applied, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     test = (applied / "tests/cpp/operator/test_nvrtc_activation.cu").read_text()
-    for form in ("nvte_gelu(input.data(), output.data(), 0);", "nvte_dgelu(grad.data(), input.data(), output.data(), 0);",
-                 "nvte_swiglu(input.data(), output.data(), 0);"):
-        assert form in test
-    swiglu = test[test.index("TEST_P(NvrtcActivationTest, NvteSwiglu)"):]
-    assert "{kRows, 2 * kCols}" in swiglu.split("TEST_P", 2)[1]          # gated: a [rows, 2 * cols] input
+    # one table row per entry point (unary or binary form; gated: a [rows, 2 * cols] input), one test body
+    for row in ('{"nvte_gelu", nvte_gelu, nullptr, false}', '{"nvte_dgelu", nullptr, nvte_dgelu, false}',
+                '{"nvte_swiglu", nvte_swiglu, nullptr, true}', '{"nvte_dswiglu", nullptr, nvte_dswiglu, true}'):
+        assert row in test
+    assert test.count("TEST_P(") == 1 and "entry.gated ? 2 * kCols : kCols" in test
     gtest, nvcc = os.environ.get("GTEST_INCLUDE_DIR"), find_nvcc()
     if not gtest or nvcc is None:
         pytest.skip("GTEST_INCLUDE_DIR or nvcc missing: the generated test is not compiled")
