@@ -317,7 +317,8 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
                               | {c["symbol"] for c in copy_checks}), copy_checks=grouped_checks(copy_checks),
         copy_hash_base=COPY_HASH_BASE, layer=spec.layer, legacy_option=spec.legacy_option, cpp_path=cpp_path,
         namespace=spec.namespace, options=spec.options, kernels=kernels_ctx,
-        programs=_program_names(list(program_list.values()))), cpp_path)
+        programs=_program_names(list(program_list.values())),
+        shared_headers=_shared_headers(list(program_list.values()))), cpp_path)
 
     # The library's NVRTC layer, where it lacks what the stubs call (nvrtc_layer.extend).
     if "extend" in spec.layer:
@@ -605,6 +606,20 @@ def _program_names(programs: list[dict]) -> list[dict]:
     for i, (p, stem) in enumerate(zip(programs, stems)):
         p["name"] = (stem if stems.count(stem) == 1 else f"{stem}_{i}") + "_program"
     return programs
+
+
+def _shared_headers(programs: list[dict]) -> list[dict] | None:
+    """One in-memory header list for every program of the rule (kernels.cpp), the union of theirs,
+    when no include name means two files in two programs; else None (a list per program). NVRTC
+    reads only the headers a program includes, so a program compiles the same with the union; the
+    source hash in each cache key then covers every header of the rule (a change to one recompiles
+    all the rule's kernels: conservative)."""
+    seen: dict[str, dict] = {}
+    for p in programs:
+        for h in p["headers"]:
+            if seen.setdefault(h["include_name"], h)["symbol"] != h["symbol"]:
+                return None
+    return sorted(seen.values(), key=lambda h: (h["include_name"].count("/"), h["include_name"]))
 
 
 def _declaration_groups(kernels: list[dict]) -> list[dict]:

@@ -29,8 +29,10 @@ def _apply(tmp_path, headers: str, capsys) -> tuple[int, str, str]:
 
 
 def _stub_header_names(diff: str) -> list[list[str]]:
-    """Per NVRTC program (kernels.cpp's stubs::Program), the include names the stubs hand to the layer."""
+    """Per NVRTC program (kernels.cpp's stubs::Program), or once for all when they share one list
+    (`static const std::vector<Header> headers`), the include names the stubs hand to the layer."""
     lists = re.findall(r"static const stubs::Program \w+\{(.*?)\}\};", diff, re.S)
+    lists += re.findall(r"static const std::vector<[\w:]+> headers = \{(.*?)\};", diff, re.S)
     return [re.findall(r'\{string_code_\w+, "([^"]+)"\}', block) for block in lists]
 
 
