@@ -619,7 +619,7 @@ def _shared_headers(programs: list[dict]) -> list[dict] | None:
         for h in p["headers"]:
             if seen.setdefault(h["include_name"], h)["symbol"] != h["symbol"]:
                 return None
-    return sorted(seen.values(), key=lambda h: (h["include_name"].count("/"), h["include_name"]))
+    return sorted(seen.values(), key=lambda h: h["include_name"])
 
 
 def _declaration_groups(kernels: list[dict]) -> list[dict]:
@@ -695,6 +695,7 @@ def _std_names(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str], s
     (`detail::X` inside its parent), and the definitions that namespace lacks are added to the
     target's header that holds it (TE: utils.cuh's transformer_engine::detail)."""
     target, header = std_cfg["namespace"], std_cfg["header"]
+    clashes = stdnames.namespace_clashes(root, target)
     names = set(used)
     out = plan.spec.output_dir + "/"
     extracted = {ex.header for ex in plan.extractions.values()}
@@ -711,7 +712,7 @@ def _std_names(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str], s
         found = stdnames.uses(data, source.host_only_functions(data))
         for start, end, name, chain in found:
             rooted = data[start:start + 2] == b"::"
-            cs.edits.append(Edit(repo_path, start, end, stdnames.replacement(target, chain, rooted, name),
+            cs.edits.append(Edit(repo_path, start, end, stdnames.replacement(target, chain, rooted, name, clashes),
                                  "std name in the target's namespace (NVRTC has no std)"))
             names.add(name)
         if found:
@@ -1102,6 +1103,7 @@ def _cmake(root: Path, plan: Plan, cs: ChangeSet, added: str, strings: list[str]
                          where=path, hint="check migrate/cmake/target in the rule")
     # A string header the library (or another rule) already makes is not made twice.
     made = {tuple(data[i + len(fn):cmake_command_end(data, i + len(fn) - 1) - 1].decode().split()[:2]) for i in lines}
+    made |= made_in_loops(data, cm["string_header_function"])
     block = render("cmake_block.cmake.j2", banner=added, rule=spec.rule_id, legacy_option=spec.legacy_option,
                    disable_env=spec.layer.get("disable_env"), function=cm["string_header_function"],
                    strings=[dict(path=p, symbol=symbol_for(p)) for p in strings if (p, symbol_for(p)) not in made])
@@ -1110,6 +1112,18 @@ def _cmake(root: Path, plan: Plan, cs: ChangeSet, added: str, strings: list[str]
     end = len(data)
     cs.edits.append(Edit(path, end, end, "\n" + render("cmake_defs.cmake.j2", banner=added, target=cm["target"],
                                                        defines=defines, cpp=cpp), "options seen by the stubs"))
+
+
+_STRING_LOOP = (r'foreach\(\s*(\w+)\s+IN\s+ITEMS\s+([^)]*)\)\s*string\(\s*MAKE_C_IDENTIFIER\s+"string_code_\$\{\1\}"\s+'
+                r'(\w+)\s*\)\s*FN\(\s*\$\{\1\}\s+\$\{\3\}\s*\)')
+
+
+def made_in_loops(data: bytes, function: str) -> set[tuple[str, str]]:
+    """(path, symbol) of the string headers a CMake file makes in the loops the CMake block writes
+    (`foreach(rtc_file IN ITEMS ...)` calling `function` on each, symbol `string_code_` + the path
+    as a C identifier, as symbol_for spells it)."""
+    loop = re.compile(_STRING_LOOP.replace("FN", re.escape(function)))
+    return {(p, symbol_for(p)) for m in loop.finditer(data.decode(errors="replace")) for p in m.group(2).split()}
 
 
 def manifest(plan: Plan, version: str = __version__, outside: dict | None = None) -> str:

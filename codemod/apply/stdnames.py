@@ -6,6 +6,7 @@ the definitions that namespace lacks are added to the target header that holds i
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from ..errors import ApplyError
 from . import source, stdshim
@@ -40,21 +41,60 @@ def uses(data: bytes, skip: list[tuple[int, int]] = ()) -> list[tuple[int, int, 
     return out
 
 
-def spelling(target: str, chain: list[str], rooted: bool) -> str:
+def spelling(target: str, chain: list[str], rooted: bool, clashes: frozenset | None = None) -> str:
     """How a use inside namespaces `chain` names `target` (`transformer_engine::detail`): the last
-    component alone inside its parent namespace (TE writes `detail::is_same_v` there), else in full."""
+    component alone inside its parent namespace (TE writes `detail::is_same_v` there), and below it
+    when `clashes` (namespace_clashes) shows that no namespace in between declares one of that name;
+    else in full."""
     parts = target.split("::")
-    if not rooted and chain == parts[:-1]:
+    parent = parts[:-1]
+    if not rooted and chain == parent:
+        return parts[-1]
+    if not rooted and clashes is not None and chain[:len(parent)] == parent and \
+            not any(tuple(chain[:k]) in clashes for k in range(len(parent) + 1, len(chain) + 1)):
         return parts[-1]
     return ("::" if rooted else "") + target
 
 
-def replacement(target: str, chain: list[str], rooted: bool, name: str) -> str:
+_C_SOURCES = {".h", ".hpp", ".cuh", ".cu", ".cpp", ".cc", ".cxx"}
+_USING = re.compile(rb"\busing\s+namespace\s+((?:::)?\w+(?:\s*::\s*\w+)*)\s*;")
+
+
+def namespace_clashes(root: Path, target: str) -> frozenset | None:
+    """The namespaces (name chains) of the library under `root` that declare a namespace named like
+    `target`'s last component other than `target` (TE: `transformer_engine::dispatch::fp8::detail`):
+    a use below one of them must spell `target` in full. None, so that every use below the parent is
+    spelled in full, when a using-directive anywhere in the library nominates a namespace named like
+    one of those (it would bring that other namespace into an unrelated scope)."""
+    last = target.split("::")[-1]
+    declares = re.compile(rb"\bnamespace\s+(?:\w+\s*::\s*)*" + re.escape(last.encode()) + rb"\b")
+    found, usings = set(), set()
+    for path in sorted(root.rglob("*")):
+        if path.suffix not in _C_SOURCES or not path.is_file():
+            continue
+        data = path.read_bytes()
+        usings |= {m.group(1).split(b"::")[-1].strip().decode() for m in _USING.finditer(data)}
+        if not declares.search(data):
+            continue
+        spaces = sorted(_namespaces(source.parse(data), data))
+        for start, end, name in spaces:
+            if name.split("::")[-1].strip() != last:
+                continue
+            outer = [n for a, b, n in spaces if a < start and end <= b]
+            chain = [c.strip() for n in outer + [name] for c in n.split("::")]
+            if "::".join(chain) != target:
+                found.add(tuple(chain[:-1]))
+    if any(c and c[-1] in usings for c in found):
+        return None
+    return frozenset(found)
+
+
+def replacement(target: str, chain: list[str], rooted: bool, name: str, clashes: frozenset | None = None) -> str:
     """What `std::name` becomes: a `<cstdint>` integer the global one (`::int32_t`, as `<cstdint>`
     declares it globally too), any other name in `target` (`spelling`)."""
     if name in _INTEGERS:
         return f"::{name}"
-    return f"{spelling(target, chain, rooted)}::{name}"
+    return f"{spelling(target, chain, rooted, clashes)}::{name}"
 
 
 def respell(text: str, target: str, chain: list[str] | None = None,

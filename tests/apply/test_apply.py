@@ -135,6 +135,37 @@ def test_cmake_insertion_point_is_after_the_whole_command():
     assert cmake_command_end(b"f(a (b)", 1) == -1
 
 
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="needs cmake")
+def test_cmake_block_loop_makes_each_string_header_once_under_its_symbol(tmp_path):
+    """The CMake block makes its string headers in one loop; CMake spells each symbol as the stubs
+    do (symbol_for), and a second rule's block leaves out what a first rule's loop makes."""
+    from codemod.apply.generate import made_in_loops, render
+    from codemod.apply.plan import symbol_for
+
+    paths = ["activation/rtc/kernels-x.cu", "cast/mxfp8/specialized/swizzle.cuh", "util/ptx.cuh"]
+    block = render("cmake_block.cmake.j2", banner="b", rule="r", legacy_option="L", disable_env=None,
+                   function="make_string_header_from_file", strings=[dict(path=p) for p in paths])
+    script = tmp_path / "s.cmake"
+    script.write_text('function(make_string_header_from_file file_ STRING_NAME)\n'
+                      '  message(STATUS "${file_} ${STRING_NAME}")\nendfunction()\n' + block)
+    r = subprocess.run(["cmake", "-P", str(script)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    made = [line.split()[-2:] for line in r.stdout.splitlines() if line.startswith("-- ")]
+    assert made == [[p, symbol_for(p)] for p in paths]
+    assert made_in_loops(block.encode(), "make_string_header_from_file") == {(p, symbol_for(p)) for p in paths}
+    assert made_in_loops(block.encode(), "other_function") == set()
+
+
+def test_programs_share_one_header_list_unless_an_include_name_means_two_files():
+    from codemod.apply.generate import _shared_headers
+
+    a = dict(headers=[dict(symbol="s_common", include_name="../common.h"), dict(symbol="s_m", include_name="math.h")])
+    b = dict(headers=[dict(symbol="s_common", include_name="../common.h"), dict(symbol="s_k", include_name="k.cuh")])
+    assert [h["include_name"] for h in _shared_headers([a, b])] == ["../common.h", "k.cuh", "math.h"]
+    c = dict(headers=[dict(symbol="s_other_common", include_name="../common.h")])   # another file, same name
+    assert _shared_headers([a, c]) is None
+
+
 def test_units_reaching_a_rewritten_header_follow_includes(tmp_path):
     """The TUs a rewritten header reaches, directly or through other headers (quoted includes from
     the including folder, then the rule's include dirs); others and the output folder are left out."""

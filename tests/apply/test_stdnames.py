@@ -133,3 +133,24 @@ def test_integers_the_prelude_copies_spell_are_collected():
     out = _respell_copies(groups, {"namespace": "lib::detail", "header": "utils.h"}, used, ints)
     assert used == {"max"} and ints == {"uintptr_t"}
     assert "detail::max(a, a)" in out[0]["texts"][0] and "std::" not in out[0]["texts"][0]
+
+
+def test_uses_below_the_parent_are_short_unless_a_namespace_in_between_declares_the_name(tmp_path):
+    """`detail::X` from `lib::a::b` finds `lib::detail` unless `lib::a` or `lib::a::b` declares a
+    `detail` of its own (TE: `transformer_engine::dispatch::fp8::detail`): the library is scanned for
+    such namespaces, and uses below one of them keep the full spelling."""
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "fp8.cuh").write_text("namespace lib {\nnamespace a {\nnamespace fp8 {\nnamespace detail {\n"
+                                            "int helper;\n}\n}  // namespace fp8\n}  // namespace a\n}  // namespace lib\n")
+    (tmp_path / "u.h").write_text("namespace lib::detail { int ok; }\nnamespace other::detail {}\n")
+    clashes = stdnames.namespace_clashes(tmp_path, "lib::detail")
+    assert clashes == {("lib", "a", "fp8"), ("other",)}
+    assert stdnames.replacement("lib::detail", ["lib"], False, "min", clashes) == "detail::min"
+    assert stdnames.replacement("lib::detail", ["lib", "a", "mxfp8"], False, "min", clashes) == "detail::min"
+    assert stdnames.replacement("lib::detail", ["lib", "a", "fp8", "k"], False, "min", clashes) == "lib::detail::min"
+    assert stdnames.replacement("lib::detail", ["lib", "a", "mxfp8"], True, "min", clashes) == "::lib::detail::min"
+    assert stdnames.replacement("lib::detail", ["lib", "a", "mxfp8"], False, "min") == "lib::detail::min"  # no scan
+    # a using-directive naming such a namespace could bring its `detail` anywhere: every use in full
+    (tmp_path / "v.cuh").write_text("namespace lib::a::mxfp8 { using namespace lib::a::fp8; }\n")
+    assert stdnames.namespace_clashes(tmp_path, "lib::detail") is None
+    assert stdnames.replacement("lib::detail", ["lib", "a", "mxfp8"], False, "min", None) == "lib::detail::min"

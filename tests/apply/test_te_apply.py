@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from codemod.apply.generate import made_in_loops
 from codemod.cli import main
 
 TE = os.environ.get("TE_SOURCE_DIR")
@@ -165,7 +166,9 @@ def test_kernel_strings_only_in_kernels_cpp_and_its_checks_hold(te_patch):
     strings = work.parent / "string_headers"
     strings.mkdir(exist_ok=True)
     template = (common / "util/string_header.h.in").read_text()
-    calls = re.findall(r"(?m)^\s*make_string_header_from_file\(\s*(\S+)\s+(\S+)\s*\)", (common / "CMakeLists.txt").read_text())
+    cmake = (common / "CMakeLists.txt").read_text()
+    calls = re.findall(r"(?m)^\s*make_string_header_from_file\(\s*(\S+)\s+(\S+)\s*\)", cmake)
+    calls += sorted(made_in_loops(cmake.encode(), "make_string_header_from_file"))     # the CMake block's loop
     assert ("activation/rtc/vectorized_pointwise.cu", "string_code_activation_rtc_vectorized_pointwise_cu") in calls
     for path, symbol in calls:
         (strings / f"{symbol}.h").write_text(template.replace("@STRING_NAME@", symbol).replace(
