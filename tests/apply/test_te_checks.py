@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -38,12 +39,14 @@ def test_te_checks_pass_on_the_patched_tree(rule, tmp_path):
     if not os.environ.get(env):
         pytest.skip(f"{env} is not set (the TransformerEngine checkout rule {rule} migrates)")
     repo = _clean_repo(Path(os.environ[env]), tmp_path / "te")
-    patch = tmp_path / f"{rule}.patch"
+    patch, layer = tmp_path / f"{rule}.patch", tmp_path / f"{rule}.layer.patch"
+    # the NVRTC layer's part first, then the rule's own (acceptance 7: the patch a maintainer reviews)
     assert main(["apply", "--target", rule, str(repo / "transformer_engine/common"), "--diff", str(patch),
-                 "--quiet", "--no-precheck"]) == 0
-    text = patch.read_text()
+                 "--layer-diff", str(layer), "--quiet", "--no-precheck"]) == 0
+    text = patch.read_text() + (layer.read_text() if layer.exists() else "")
     assert "namespace std" not in text and "using ::cuda::std::" not in text   # issue 15, acceptance 3
-    checks = run_checks(repo, patch)
+    checks = [replace(c, name=f"{layer.name}: {c.name}") for c in run_checks(repo, layer)] if layer.exists() else []
+    checks += run_checks(repo, patch)
     report = "\n".join(map(str, checks))
     print(report)
     assert "codemod_manifest" not in text and ".json" not in "".join(
