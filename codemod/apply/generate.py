@@ -920,10 +920,7 @@ def _launch_at(data: bytes, at: int, var: str) -> tuple[int, int, str] | None:
     paren = re.compile(rb"\s*\(").match(data, close + 3)
     if paren is None:
         return None
-    end = paren.end()
-    empty = re.compile(rb"\s*\)").match(data, end) is not None
-    tail = "" if empty else "," if data[end:end + 1] == b"\n" else ", "
-    return at, end, f"{var}.launch({', '.join(cfg)}{tail}"
+    return at, paren.end(), f"{var}.launch({', '.join(cfg)})("
 
 
 def _attribute_at(data: bytes, at: int, var: str) -> tuple[int, int, str] | None:
@@ -996,9 +993,6 @@ def _rewrite_launches(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, 
                 continue        # not rewritten: _check_rewritten names the site
             callee = ls.callee.split("::")[-1].strip()
             cfg = list(ls.config) + ["0", "0"][len(ls.config) - 2:]
-            has_args = ls.args_range[1] - ls.args_range[0] > 2
-            # NOTE: no trailing blank when the arguments start on the next line.
-            tail = ("," if data[ls.args_range[0] + 1:ls.args_range[0] + 2] in (b"\n", b"\r") else ", ") if has_args else ""
             sid = f"{path}:{ls.line}:{ls.col}"
             extra = deduced.get(sid, [])
             if callee in names and sid in site_ids and (ls.template_args is not None or extra):
@@ -1013,9 +1007,9 @@ def _rewrite_launches(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, 
                                f"{text(close + 1, ls.callee_range[1])}")
                 else:
                     spelled = f"{callee}<{', '.join(extra)}>"
-                new = f"{stub_ns(ls.callee_range[0])}::{spelled}().launch({', '.join(cfg)}{tail}"
+                new = f"{stub_ns(ls.callee_range[0])}::{spelled}().launch({', '.join(cfg)})("
             elif (path, ls.callee) in variables and sid in site_ids:
-                new = f"{ls.callee}.launch({', '.join(cfg)}{tail}"
+                new = f"{ls.callee}.launch({', '.join(cfg)})("
             else:
                 continue
             cs.edits.append(Edit(path, ls.callee_range[0], ls.args_range[0] + 1, new, "launch through NVRTC"))

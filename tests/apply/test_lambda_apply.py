@@ -48,7 +48,7 @@ def test_lambdas_get_the_stub_object_and_the_helper_is_unchanged(tmp_path, capsy
     assert "launch(rtc_router::topk_forward_kernel<T, 0, M>());" in unit
     assert "launch_simple(rtc_router::topk_simple_kernel<T, true>());" in unit
     assert "launch(rtc_router::topk_backward_kernel<T, 2>());" in unit
-    assert "kernel.launch(grid, kThreads, shmem, stream, logits, probs" in unit
+    assert "kernel.launch(grid, kThreads, shmem, stream)(logits, probs" in unit
     assert "kernel.set_attribute(cudaFuncAttributeMaxDynamicSharedMemorySize," in unit
     assert "persistent_grid(kernel, kThreads, shmem, total_blocks);" in unit
     assert "<<<" not in unit.split("topk_debug_dump")[0]       # only the unmigrated debug launch keeps <<<

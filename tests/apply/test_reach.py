@@ -283,7 +283,7 @@ def test_a_kernel_variable_launch_tree_sitter_misreads_is_rewritten_at_the_analy
     assert "auto kernel = rtc_scaled::row_amax_kernel<IType>();" in unit
     assert ("cudaError_t err = kernel.set_attribute(cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);"
             in unit)
-    assert "} kernel.launch(static_cast<unsigned>(in->rows), kThreads, smem_bytes, stream,\n" in unit
+    assert "} kernel.launch(static_cast<unsigned>(in->rows), kThreads, smem_bytes, stream)(\n" in unit
     assert "<<<" not in unit.split("launch_row_amax", 1)[1]
     cmd = ["cmake", "-S", str(root), "-B", str(tmp_path / "b"), "-G", "Ninja", "-DCMAKE_CUDA_ARCHITECTURES=90"]
     if _nvrtc_root() is not None:

@@ -406,7 +406,7 @@ def test_crlf_files_are_written_and_keep_crlf(tmp_path, capsys):
         data = (root / name).read_bytes()
         assert b"launch(" in data or b"rtc/activation" in data
         assert data.count(b"\n") == data.count(b"\r\n"), f"{name}: a bare LF was inserted"
-        assert b" \r\n" not in data, f"{name}: a trailing blank before CRLF"   # `.launch(g, b, 0, s,` + CRLF
+        assert b" \r\n" not in data, f"{name}: a trailing blank before CRLF"   # a rewritten launch's line + CRLF
     assert _cli(capsys, root, "--check") == (0, "nothing to do\n")
 
 
