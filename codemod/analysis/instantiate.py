@@ -112,6 +112,8 @@ class Evaluator:
     def _evaluate(self, text: str, env: dict, bindings: dict) -> str:
         def lookup(name: str):
             bare = name.lstrip(":")
+            if name.startswith("::"):  # spelled from the global scope: a namespace-scope name
+                return self.typedefs.get(bare)
             if bare in bindings:
                 return bindings[bare]["value"]
             if bare in env:

@@ -260,10 +260,9 @@ def template_ids(data: bytes, names: set[str]) -> list[tuple[int, int, str]]:
         ident = data[name.start_byte:name.end_byte].decode()
         if ident not in names:
             continue
-        parent = n.parent
         top = n
-        if parent is not None and parent.type == "qualified_identifier":
-            top = parent
+        while top.parent is not None and top.parent.type == "qualified_identifier":
+            top = top.parent    # `a::b::kernel<...>`: one qualified_identifier per component
         call = top.parent
         if call is not None and call.type == "call_expression" and any(c.type == "kernel_call_syntax" for c in call.children):
             continue

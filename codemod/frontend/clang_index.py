@@ -30,6 +30,27 @@ _DECL_KINDS = frozenset({CK.NAMESPACE, CK.LINKAGE_SPEC, CK.UNEXPOSED_DECL, CK.ST
                          CK.TYPE_ALIAS_DECL, CK.VAR_DECL, *FUNCTION_KINDS})
 
 
+# References whose declarations `TUIndexer.scoped_text` spells, and the declarations that may
+# stand before `::` in a nested name.
+_REF_KINDS = frozenset({CK.NAMESPACE_REF, CK.TYPE_REF, CK.TEMPLATE_REF, CK.DECL_REF_EXPR,
+                        CK.OVERLOADED_DECL_REF})
+_SCOPE_KINDS = frozenset({CK.NAMESPACE, CK.NAMESPACE_ALIAS, CK.STRUCT_DECL, CK.CLASS_DECL, CK.UNION_DECL,
+                          CK.ENUM_DECL, CK.TYPEDEF_DECL, CK.TYPE_ALIAS_DECL, CK.CLASS_TEMPLATE,
+                          CK.TYPE_ALIAS_TEMPLATE_DECL})
+_NAMESPACE_KINDS = (CK.NAMESPACE, CK.TRANSLATION_UNIT, CK.LINKAGE_SPEC)
+
+
+def _global_spelling(decl) -> str:
+    """`::a::b::c::X` for a declaration of namespace `a::b::c` (an unnamed namespace is reached
+    through its enclosing one); "" when it lies in the global or outermost namespace, or in a
+    class or function (a member, a local, a template parameter: not spelled from outside)."""
+    parent = decl.semantic_parent
+    if parent is None or parent.kind not in _NAMESPACE_KINDS:
+        return ""
+    parts = [p for p in qualname(decl).split("::") if p != "(anonymous namespace)"]
+    return "::" + "::".join(parts) if len(parts) > 2 else ""
+
+
 # Standard typedefs that template arguments spell (`IndexType = int32_t`), canonicalized like the
 # types a switch macro's aliases give (`int`): clang's canonical type where the TU declares the
 # name at top level, else the LP64 one (the host the frontend parses for is x86_64 Linux).
@@ -297,7 +318,7 @@ class TUIndexer:
                     value = decl.underlying_typedef_type.spelling
             else:
                 value = self._decl_init_text(decl, alias=True) or decl.underlying_typedef_type.spelling
-                value = qualify_self_named(decl, value)
+                value = self.scoped_text(qualify_self_named(decl, value), [decl])
             return decl.spelling, {"value": value, "kind": "type", "macro": macro}
         if decl.kind == CK.VAR_DECL and self._is_constexpr(decl):
             if macro is not None or in_body:
@@ -312,6 +333,7 @@ class TUIndexer:
                 value = self._decl_init_text(decl)
                 if value is None:
                     return None
+                value = self.scoped_text(value, child_cursors(decl))
             return decl.spelling, {"value": value, "kind": "value", "macro": macro}
         return None
 
@@ -355,7 +377,7 @@ class TUIndexer:
         ef, _, _, eoff = self.file_loc(cur.extent.end)
         if not sf or sf != ef or eoff < soff or eoff - soff > 400:
             return None
-        return normalize(self.files.get(sf)[soff:eoff])
+        return self.scoped_text(normalize(self.files.get(sf)[soff:eoff]), [cur])
 
     def _walk_stmts(self, stmts, scope, branches):
         """Statements of one block: declarations extend the scope of the statements after them."""
@@ -483,6 +505,53 @@ class TUIndexer:
             recognize(self, "assignment", cur, scope, branches)
         for ch in child_cursors(cur):
             self._walk(ch, scope, branches)
+
+    # -- names as clang resolved them ----------------------------------------------------------
+    def scoped_text(self, text: str | None, cursors) -> str | None:
+        """`text`, spelled where `cursors` are, with each name clang resolved to a declaration
+        nested deeper than the library's outermost namespace spelled from the global scope:
+        `inner::Config<M>` in `a::b::c` -> `::a::b::c::inner::Config<M>`, `detail::fn` ->
+        `::a::b::detail::fn`. The analysis moves argument texts out of the scope that spelled
+        them (into callees, into name expressions); a name of the outermost namespace (`a::X`
+        spelled `X`) keeps its spelling, which `names.default_namespace` qualifies in apply."""
+        if not text:
+            return text
+        table = self._names_of(cursors)
+        if not table:
+            return text
+
+        def lookup(name: str):
+            head, sep, _ = name.partition("::")
+            got = table.get(("q" if sep else "n", head))
+            return got + name[len(head):] if got else None
+
+        out = substitute(text, lookup)
+        return out if out != normalize(text) else text
+
+    def _names_of(self, cursors) -> dict[tuple[str, str], str]:
+        """(role, identifier) -> `::`-qualified spelling of every declaration the references under
+        `cursors` name that lies below the outermost namespace; role "q" for what may stand before
+        `::` (namespaces, types, templates), "n" for any name. An identifier that also names a
+        template parameter, a local or two declarations is left out (never guessed)."""
+        found: dict[tuple[str, str], set] = {}
+        for root in cursors:
+            if root is None:
+                continue
+            for c in root.walk_preorder():
+                if c.kind not in _REF_KINDS:
+                    continue
+                decls = ref_candidates(c)
+                if not decls:
+                    continue
+                for d in decls:
+                    name = d.spelling
+                    if not name:
+                        continue
+                    spelled = _global_spelling(d) if self.declared_in_project(d) else ""
+                    roles = ("q", "n") if d.kind in _SCOPE_KINDS else ("n",)
+                    for role in roles:
+                        found.setdefault((role, name), set()).add(spelled)
+        return {k: next(iter(v)) for k, v in found.items() if len(v) == 1 and next(iter(v))}
 
     # -- kernel references ---------------------------------------------------------------------
     def kernel_ref(self, cur):
@@ -682,13 +751,21 @@ class TUIndexer:
                 got = read_template_id(text, d["offset"])
             if not got:
                 return None, None
-            return got[0], splice_varargs(got[1], d.get("varargs"))
+            return got[0], self._scoped_args(splice_varargs(got[1], d.get("varargs")), refcur)
         if not fname:
             return None, None
         got = read_template_id(self.files.get(fname), off)
         if not got:
             return None, None
-        return got[0], got[1]
+        return got[0], self._scoped_args(got[1], refcur)
+
+    def _scoped_args(self, targs, refcur):
+        """Template arguments with their names spelled from the global scope where the spelling
+        site's scope is not the library's outermost namespace (`scoped_text`)."""
+        if not targs:
+            return targs
+        kids = child_cursors(refcur)
+        return [self.scoped_text(a, kids) for a in targs]
 
     def _scope_dict(self, scope):
         d = {}

@@ -155,6 +155,12 @@ def _needs_space(prev: str, tok: str) -> bool:
     return word(prev) and word(tok)
 
 
+def _continues_name(tok: str) -> bool:
+    """Whether `::` after `tok` continues a nested name (`a::`, `C<T>::`) rather than starting one
+    at the global scope."""
+    return tok[:1].isalnum() or tok[:1] == "_" or tok in (">", ">>")
+
+
 def substitute(text: str, lookup, max_depth: int = 12) -> str:
     """Replace identifiers (qualified or not) for which lookup(name) returns text, to a fixpoint."""
     for _ in range(max_depth):
@@ -169,6 +175,16 @@ def substitute(text: str, lookup, max_depth: int = 12) -> str:
                     name += "::" + toks[j + 2]
                     j += 2
                 prev = toks[i - 1] if i else ""
+                if prev == "::" and (i < 2 or not _continues_name(toks[i - 2])):
+                    # `::a::b`: a name from the global scope, looked up as such
+                    rep = lookup("::" + name)
+                    if rep is not None and rep != "::" + name:
+                        out[-1] = f" {rep} "
+                        changed = True
+                    else:
+                        out.append(f" {name} ")
+                    i = j + 1
+                    continue
                 rep = None if prev in (".", "->", "::") else lookup(name)  # a member is not a name in scope
                 if rep is not None and rep != name:
                     out.append(f" {rep} ")

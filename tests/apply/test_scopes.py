@@ -1,0 +1,93 @@
+"""Template arguments spelled relative to a nested namespace (golden/scopelib): the name
+expressions name what C++ finds from the scope that spelled them, not `names.default_namespace`."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import shutil
+
+import pytest
+
+from codemod.apply.golden import GOLDEN
+from codemod.cli import main
+from codemod.frontend.source_text import substitute
+
+RULE = GOLDEN / "scopelib" / "rule.yaml"
+
+
+def test_scopelib_golden_patch_matches_expected():
+    """Before scoped spellings apply named `::scopelib::inner::Config<1, true>` and
+    `&::scopelib::detail::identity` (the rule's default namespace), and the NVRTC precheck
+    refused the kernel: no patch."""
+    from codemod.apply.golden import golden_patch
+
+    patch, _, manifest = golden_patch("scopelib")
+    assert manifest == (GOLDEN / "scopelib" / "expected" / "apply.manifest.json").read_text()
+    expected = (GOLDEN / "scopelib" / "expected" / "apply.patch").read_text()
+    if patch != expected:
+        diff = "".join(difflib.unified_diff(expected.splitlines(True), patch.splitlines(True), n=2))
+        pytest.fail("golden patch drifted (regenerate with `python -m codemod.apply.golden scopelib "
+                    "--update` and review):\n" + diff[:8000])
+
+
+def test_arguments_are_named_from_the_scope_that_spells_them(tmp_path, capsys):
+    """`inner::Config` and `detail::identity` spelled in scopelib::quant::fp (the launch's scope),
+    `fp::inner::Config` and `fp::detail::square` spelled in scopelib::quant::sq and launched from
+    a launcher of scopelib: every variant's name expression is fully qualified, none in the
+    rule's default namespace."""
+    root = tmp_path / "input"
+    shutil.copytree(GOLDEN / "scopelib" / "input", root)
+    assert main(["analyze", str(root), "--target", str(RULE), "--json", str(tmp_path / "a.json"), "-q"]) == 0
+    doc = json.loads((tmp_path / "a.json").read_text())
+    args = {tuple(v["args"][:2]) for s in doc["sites"] for v in s["variants"]}
+    assert args == {("::scopelib::quant::fp::inner::Config<1, true>", "::scopelib::quant::fp::detail::identity"),
+                    ("::scopelib::quant::fp::inner::Config<2, true>", "::scopelib::quant::fp::detail::identity"),
+                    ("::scopelib::quant::fp::inner::Config<0, false>", "::scopelib::quant::fp::detail::square")}
+    capsys.readouterr()
+    assert main(["apply", "--target", str(RULE), str(root), "--diff", str(tmp_path / "p.diff"), "-q"]) == 0, \
+        capsys.readouterr().err
+    patch = (tmp_path / "p.diff").read_text()
+    assert "CODEMOD_SPELLING(type_arg, ::scopelib::quant::fp::inner::Config<0, false>)" in patch
+    assert "CODEMOD_SPELLING(fn_arg, &::scopelib::quant::fp::detail::identity)" in patch
+    assert "::scopelib::inner::" not in patch and "::scopelib::detail::" not in patch
+
+
+def test_a_name_of_the_outermost_namespace_keeps_its_spelling():
+    """golden/actlib spells `Empty`, `gelu<fp32, Empty>` and `dequant::DequantizeParam` in
+    namespace actlib: they stay as written (apply qualifies them in `names.default_namespace`)."""
+    doc = json.loads((GOLDEN / "actlib" / "expected" / "analysis.json").read_text())
+    values = {v for s in doc["sites"] for a in s["axes"] for v in a["domain"]}
+    assert {"Empty", "dequant::DequantizeParam", "gelu<float, Empty>"} <= values
+    assert not any(v.startswith("::") for v in values)
+
+
+def test_a_name_from_the_global_scope_is_looked_up_as_one():
+    """The analysis folds `::ns::kVec` (a constant spelled from the global scope) as it folds
+    `kVec`; `a::b` and `C<T>::x` stay nested names, never looked up from the global scope."""
+    table = {"::lib::sub::kVec": "4", "kVec": "8", "x": "X"}
+    assert substitute("::lib::sub::kVec * 2", table.get) == "4*2"
+    assert substitute("kVec + ::lib::sub::kVec", table.get) == "8+4"
+    assert substitute("C<T>::x", table.get) == "C<T>::x"
+    assert substitute("a::x", table.get) == "a::x"
+
+
+@pytest.mark.skipif(any(shutil.which(t) is None for t in ("nvcc", "cmake", "ninja")),
+                    reason="needs nvcc, cmake and ninja")
+def test_patched_scopelib_builds(tmp_path):
+    import subprocess
+
+    from codemod.apply.command import compute
+    from codemod.apply.patch import write_all
+    from tests.golden.test_golden_builds import _nvrtc_root
+
+    root = tmp_path / "input"
+    shutil.copytree(GOLDEN / "scopelib" / "input", root)
+    write_all(root, compute(root, str(RULE))[0])
+    cmd = ["cmake", "-S", str(root), "-B", str(tmp_path / "b"), "-G", "Ninja", "-DCMAKE_CUDA_ARCHITECTURES=90",
+           "-DCMAKE_BUILD_TYPE=Release"]
+    if _nvrtc_root() is not None:
+        cmd.append(f"-DSCOPELIB_NVRTC_ROOT={_nvrtc_root()}")
+    for c in (cmd, ["ninja", "-C", str(tmp_path / "b")]):
+        proc = subprocess.run(c, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
