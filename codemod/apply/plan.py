@@ -495,16 +495,19 @@ def _whole_lambdas(plans: list[KernelPlan], skipped: list[Skipped]) -> list[Kern
 def _type_headers(root: Path, spec: MigrateSpec, kernel: Kernel, source_file: str, headers: dict[str, str],
                   sites: list[Site], variants, extractions: dict) -> tuple[list[str], str | None]:
     """(headers the NVRTC program must include besides the kernel's own, a refusal or None): the
-    qualified types its name expressions spell (`Kernel_traits_finalize<...>`) must be declared
-    in the program; one its kernel header does not reach is looked up in the includes of the
-    launch sites' files (where the static build found it)."""
-    types = {p.name for p in kernel.params if p.kind == "type"}
-    names = kernel_api.spelled_type_names(v for var in variants for p, v in var.axes.items() if p in types)
+    qualified types and functions its name expressions spell (`Kernel_traits_finalize<...>`,
+    `&::ns::detail::identity`) must be declared in the program; one its kernel header does not
+    reach is looked up in the includes of the launch sites' files, then of the translation units
+    instantiating the kernel (where the static build found it: an argument spelled by a caller in
+    another header)."""
+    named = {p.name for p in kernel.params if p.kind in ("type", "function_pointer")}
+    names = kernel_api.spelled_type_names(v for var in variants for p, v in var.axes.items() if p in named)
     if not names:
         return [], None
     out = spec.output_dir + "/"
     reached = [source_file] + sorted({p for p in headers.values() if not p.startswith(out)})
     units = sorted({s.file for s in sites})
+    units += sorted(set(kernel.tus) - set(units))
     known = set(spec.kernel_strings.get("prelude_copy", []))
     found, nowhere = kernel_api.type_headers(
         root, names, reached, units, lambda path, inc: _resolve(root, path, inc, spec.include_dirs),
