@@ -91,3 +91,42 @@ def test_patched_scopelib_builds(tmp_path):
     for c in (cmd, ["ninja", "-C", str(tmp_path / "b")]):
         proc = subprocess.run(c, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+
+
+def test_a_function_argument_declared_only_where_a_caller_includes_it_reaches_the_program(tmp_path, capsys):
+    """`fp::detail::square` declared in quant/ops.cuh, which only the unit includes; the launch is in
+    quant/launch.cuh (not including it): the NVRTC program includes ops.cuh, found through the
+    includes of the unit instantiating the kernel, and the precheck compiles the name expression."""
+    root = tmp_path / "input"
+    shutil.copytree(GOLDEN / "scopelib" / "input", root)
+    kernels = root / "quant" / "kernels.cuh"
+    square = "__device__ inline float square(float x) { return x * x; }\n"
+    text = kernels.read_text()
+    assert text.count(square) == 1
+    kernels.write_text(text.replace(square, ""))
+    (root / "quant" / "ops.cuh").write_text(
+        "// A device function the kernel's header does not declare.\n#ifndef SCOPELIB_QUANT_OPS_CUH_\n"
+        "#define SCOPELIB_QUANT_OPS_CUH_\n\nnamespace scopelib {\nnamespace quant {\nnamespace fp {\n"
+        f"namespace detail {{\n\n{square}\n}}  // namespace detail\n}}  // namespace fp\n}}  // namespace quant\n"
+        "}  // namespace scopelib\n\n#endif  // SCOPELIB_QUANT_OPS_CUH_\n")
+    unit = root / "quant" / "quant.cu"
+    text = unit.read_text()
+    start = text.index("constexpr int kThreads")
+    end = text.index("namespace quant {")
+    head = text[start:end]
+    start2 = text.index("// A launcher of the outer namespace")
+    end2 = text.index("namespace quant {\nnamespace sq {")
+    launcher = text[start2:end2]
+    (root / "quant" / "launch.cuh").write_text(
+        "// The outer launcher, in a header that does not include ops.cuh.\n#ifndef SCOPELIB_QUANT_LAUNCH_CUH_\n"
+        "#define SCOPELIB_QUANT_LAUNCH_CUH_\n\n#include \"../common.h\"\n#include \"kernels.cuh\"\n\n"
+        f"namespace scopelib {{\n\n{head}{launcher}}}  // namespace scopelib\n\n#endif  // SCOPELIB_QUANT_LAUNCH_CUH_\n")
+    text = text.replace(launcher, "").replace(head, "")
+    text = text.replace('#include "kernels.cuh"\n', '#include "kernels.cuh"\n#include "launch.cuh"\n#include "ops.cuh"\n')
+    unit.write_text(text)
+    assert main(["apply", "--target", str(RULE), str(root), "--diff", str(tmp_path / "p.diff"), "-q"]) == 0, \
+        capsys.readouterr().err
+    patch = (tmp_path / "p.diff").read_text()
+    program = patch[patch.index("+++ b/rtc/quant/kernels.cu\n"):]
+    program = program[:program.index("diff --git")] if "diff --git" in program else program
+    assert '#include "quant/ops.cuh"' in program
