@@ -17,6 +17,22 @@ _BUILTIN = {"float", "double", "int", "unsigned", "signed", "char", "short", "lo
             "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t", "half"}
 
 
+def named_value(text: str, values: dict[str, str]) -> str | None:
+    """The rule's value (`names.values`) for a constant or enumerator: its key as spelled, or, for
+    one the analysis spells from the global scope (`::te::router::Mode::Fast`, docs/analysis.md),
+    the key its trailing components spell (`Mode::Fast`), the longest first."""
+    text = text.strip()
+    if text in values:
+        return values[text]
+    if text.startswith("::"):
+        parts = text[2:].split("::")
+        for i in range(len(parts)):
+            got = values.get("::".join(parts[i:]))
+            if got is not None:
+                return got
+    return None
+
+
 def qualify(text: str, spec: MigrateSpec) -> str:
     """`gelu<fp32, Empty>` -> `::actlib::gelu<float, ::actlib::Empty>` (aliases resolved first)."""
     aliases = spec.aliases()
@@ -53,7 +69,8 @@ def argument(kind: str, value: str, spec: MigrateSpec, enum: str | None = None) 
     enumeration value as `static_cast<::Enum>(N)` (the analysis gives its number)."""
     if kind == "value":
         # a named constant or enumerator the rule gives a value (`Mode::Balanced: "1"`)
-        value = spec.names.get("values", {}).get(value.strip(), value)
+        named = named_value(value, spec.names.get("values", {}))
+        value = value if named is None else named
         try:
             v = evaluate(value, spec.type_sizes())
         except NotConstant:

@@ -130,3 +130,28 @@ def test_a_function_argument_declared_only_where_a_caller_includes_it_reaches_th
     program = patch[patch.index("+++ b/rtc/quant/kernels.cu\n"):]
     program = program[:program.index("diff --git")] if "diff --git" in program else program
     assert '#include "quant/ops.cuh"' in program
+
+
+def test_a_rule_value_names_an_enumerator_spelled_from_the_global_scope():
+    """TE's fused router spells `TopkFuncType::Radix` in transformer_engine::fused_router, where the
+    enum lives: the analysis writes `::transformer_engine::fused_router::TopkFuncType::Radix`, and
+    the rule's key `TopkFuncType::Radix` (its trailing components) still gives the value."""
+    from codemod.apply.names import argument, named_value
+
+    values = {"TopkFuncType::Radix": "1", "Radix": "7", "kVec": "4"}
+    assert named_value("::te::router::TopkFuncType::Radix", values) == "1"   # the longest key first
+    assert named_value("TopkFuncType::Radix", values) == "1"
+    assert named_value("::te::ops::kVec", values) == "4"
+    assert named_value("OtherType::Radix", values) is None                  # a key is never a suffix of a spelled name
+
+    class Spec:
+        names = {"values": values, "default_namespace": "te"}
+
+        def type_sizes(self):
+            return {}
+
+        def aliases(self):
+            return {}
+
+    assert argument("value", "::te::router::TopkFuncType::Radix", Spec(), enum="te::router::TopkFuncType") == \
+        "static_cast<::te::router::TopkFuncType>(1)"
