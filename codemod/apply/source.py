@@ -113,6 +113,17 @@ def device_variables(data: bytes) -> list[str]:
 _DEVICE_TOKENS = (b"__device__", b"__global__", b"__host__")
 
 
+def _split_device_head(data: bytes, start: int) -> bool:
+    """Whether the definition tree-sitter starts at `start` ends a kernel or device function whose
+    execution space a preprocessor block cut off (`template <...> __global__ void\n#if ...\n
+    __launch_bounds__(N)\n#endif\n k(...) {...}`, TE's compute_rowwise_amax_kernel, CM0202):
+    tree-sitter reads `k(...) {...}` alone, with no qualifier. Guarding it would leave NVRTC the
+    dangling head; left visible, a wrong call is the precheck's to catch."""
+    before = data[:start]
+    cut = max(before.rfind(b";"), before.rfind(b"}"), before.rfind(b"{"))
+    return any(tok in before[cut + 1:] for tok in _DEVICE_TOKENS)
+
+
 def host_only_functions(data: bytes) -> list[tuple[int, int]]:
     """Byte ranges of namespace- or file-scope function definitions and prototypes with no CUDA
     execution-space qualifier and not `constexpr` (host-only), template headers included;
@@ -152,6 +163,8 @@ def host_only_functions(data: bytes) -> list[tuple[int, int]]:
             head = data[child.start_byte:body.start_byte if body is not None else child.end_byte]
             if any(tok in head for tok in _DEVICE_TOKENS) or re.search(rb"\bconstexpr\b", head):
                 continue    # constexpr: device code may call it (--expt-relaxed-constexpr, -default-device)
+            if _split_device_head(data, child.start_byte):
+                continue
             ranges.append((child.start_byte, child.end_byte))
 
     visit(parse(data))

@@ -319,6 +319,21 @@ def test_constexpr_functions_stay_visible_to_nvrtc():
     assert data[start:end] == b"int host() { return 2; }"
 
 
+def test_a_kernel_head_split_by_an_if_is_not_guarded_as_host_code():
+    """`__global__ void` then `#if ... __launch_bounds__(N) #endif` then the declarator (TE's
+    compute_rowwise_amax_kernel, CM0202): tree-sitter sees `k(...) {...}` as a definition with no
+    qualifier. Guarding it from `k(` on left NVRTC `template <...> __global__ void` dangling
+    ("template" is not allowed at the next kernel)."""
+    from codemod.apply import source
+
+    data = (b"namespace n {\ntemplate <int N>\n__global__ void\n#if defined(__CUDA_ARCH__)\n"
+            b"__launch_bounds__(N)\n#endif\n    k(float *out) {\n  out[0] = N;\n}\n\n"
+            b"template <int N>\n__global__ void __launch_bounds__(N) c(float *out) { out[0] = N; }\n\n"
+            b"void launch(float *out) { c<4><<<1, 1>>>(out); }\n}\n")
+    found = [data[s:e] for s, e in source.host_only_functions(data)]
+    assert found == [b"void launch(float *out) { c<4><<<1, 1>>>(out); }"]
+
+
 def test_numeric_limits_shim_is_defined_without_libcu():
     from codemod.apply import stdshim
 
