@@ -56,7 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import nvrtc_cold  # noqa: E402
 
 from codemod.verify import nvrtc, rtc_cache, warm  # noqa: E402
-from codemod.verify.manifest import find_manifests, load_manifest, root_for  # noqa: E402
+from codemod.verify.manifest import load_manifest, root_for  # noqa: E402
 
 ENV = "NVTE_RTC_CACHE"
 PHASES = ("warm_second_process", "load_only", "cold_processes", "step", "breakdown")
@@ -125,26 +125,19 @@ class Cuda:
         return ms
 
 
-def _manifests(args) -> list:
-    """The apply manifests of the migrated tree: those `codemod apply` keeps in the checkout's git
-    folder (or an older one wrote into the tree), or instead every *.json under --manifests (a copy
-    made for a machine that has the tree without its .git). None found is an error, not an empty phase."""
-    paths = sorted(args.manifests.rglob("*.json")) if args.manifests else find_manifests(args.patched)
-    if not paths:
-        raise SystemExit(f"no apply manifest for {args.patched}: pass --manifests DIR (a copy of "
-                         "<git dir>/codemod/manifests/...)")
-    return [load_manifest(p, root_for(p, args.patched)) for p in paths]
-
-
 def _variants(args, per_kernel: int):
-    """(kernel id, variant name expression, source, headers, options, include flags) of spread variants."""
-    for m in _manifests(args):
-        for k in m.kernels:
-            n = len(k.variants)
-            picks = sorted({round(i * (n - 1) / max(1, per_kernel - 1)) for i in range(per_kernel)}) if n else []
-            for i in picks:
-                yield k.id, k.variants[i].name_expression, m.read(k.program_path), \
-                    {name: m.read(p) for name, p in k.headers.items()}, list(k.nvrtc_options), k
+    """(kernel id, variant name expression, source, headers, options, kernel) of `per_kernel`
+    variants spread over every kernel (nvrtc_cold.cover, over nvrtc_cold.manifest_paths: the tree's
+    manifests or --manifests; none is an error)."""
+    loaded = {}
+    for man, kid, i in nvrtc_cold.cover(nvrtc_cold.manifest_paths(args.patched, args.manifests), args.patched,
+                                        per_kernel):
+        if man not in loaded:
+            loaded[man] = load_manifest(Path(man), root_for(Path(man), args.patched))
+        m = loaded[man]
+        k = next(k for k in m.kernels if k.id == kid)
+        yield k.id, k.variants[i].name_expression, m.read(k.program_path), \
+            {name: m.read(p) for name, p in k.headers.items()}, list(k.nvrtc_options), k
 
 
 def _grouped(kernel_id: str) -> bool:
