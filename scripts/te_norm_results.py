@@ -97,8 +97,20 @@ def build_record(res: Path, side: str, sizes: dict) -> dict | None:
     return out
 
 
-def test_outcomes(res: Path, side: str) -> dict[str, str]:
-    """test name -> passed / failed / skipped over every shard's gtest XML of one side."""
+def skip_reason(case: ET.Element) -> str:
+    """A skipped test's reason: gtest's message without its leading `path:line`, or `file:line`
+    (no message) for a bare GTEST_SKIP()."""
+    node = case.find("skipped")
+    text = (node.get("message") or node.text or "") if node is not None else ""
+    first, _, rest = text.strip().partition("\n")
+    if re.match(r"^\S+:\d+$", first):
+        return rest.strip() or f"{Path(first).name} (no message)"
+    return text.strip() or "(no message)"
+
+
+def test_outcomes(res: Path, side: str, reasons: dict[str, int] | None = None) -> dict[str, str]:
+    """test name -> passed / failed / skipped over every shard's gtest XML of one side; with
+    REASONS, also count each skip reason."""
     outcomes: dict[str, str] = {}
     for xml in sorted(res.glob(f"tests-{side}-*.xml")):
         for case in ET.parse(xml).getroot().iter("testcase"):
@@ -107,6 +119,9 @@ def test_outcomes(res: Path, side: str) -> dict[str, str]:
                 outcomes[name] = "failed"
             elif case.get("result") == "skipped" or case.find("skipped") is not None:
                 outcomes[name] = "skipped"
+                if reasons is not None:
+                    why = skip_reason(case)
+                    reasons[why] = reasons.get(why, 0) + 1
             else:
                 outcomes[name] = "passed"
     return outcomes
@@ -119,12 +134,25 @@ def tests_summary(res: Path) -> dict:
             side, *kv = line.split()
             status[side] = dict(x.split("=", 1) for x in kv)
     out: dict = {"filter": "*NormTestSuite*", "sides": {}}
-    outcomes = {side: test_outcomes(res, side) for side in ("original", "migrated")}
+    reasons: dict[str, dict[str, int]] = {"original": {}, "migrated": {}}
+    outcomes = {side: test_outcomes(res, side, reasons[side]) for side in ("original", "migrated")}
     for side, oc in outcomes.items():
         counts = {k: sum(1 for v in oc.values() if v == k) for k in ("passed", "failed", "skipped")}
         ldd = res / f"tests-{side}.ldd"
-        loaded = [l.strip() for l in ldd.read_text().splitlines() if "libtransformer_engine" in l] if ldd.is_file() else []
-        out["sides"][side] = {"tests": len(oc), **counts, **status.get(side, {}), "loaded": loaded}
+        # which library the run loaded, without the device's paths: `libtransformer_engine.so => WORK/build-SIDE/...`
+        loaded = [re.sub(r"=> \S*/(build-[^/\s]+/\S+)(\s*\(0x[0-9a-f]+\))?", r"=> WORK/\1", l.strip())
+                  for l in ldd.read_text().splitlines() if "libtransformer_engine" in l] if ldd.is_file() else []
+        by_backend: dict[str, int] = {}
+        for n, v in oc.items():  # OperatorTest/NormTestSuite.TestNorm/TeRmsNorm_float32X...: the backend
+            if v == "passed":
+                b = n.rsplit("/", 1)[-1].split("_", 1)[0]
+                by_backend[b] = by_backend.get(b, 0) + 1
+        out["sides"][side] = {"tests": len(oc), **counts, **status.get(side, {}), "loaded": loaded,
+                              "passed_by_backend": dict(sorted(by_backend.items())),
+                              "skip_reasons": dict(sorted(reasons[side].items(), key=lambda kv: -kv[1]))}
+    stages = (res / "stages").read_text() if (res / "stages").is_file() else ""
+    m = re.search(r"tests build started, linked against the (\w+) library", stages)
+    out["linked_against"] = m.group(1) if m else None
     both = set(outcomes["original"]) | set(outcomes["migrated"])
     out["outcome_differences"] = sorted(
         f"{n}: {outcomes['original'].get(n, 'absent')} -> {outcomes['migrated'].get(n, 'absent')}"
@@ -331,8 +359,8 @@ def render_markdown(r: dict) -> str:
     lines += ["## TE's C++ normalization tests (`tests/cpp/operator`, `test_operator`)", "",
               "Built once, as TE documents (`qa/L0_cppunittest/test.sh`: CMake + Ninja in `tests/cpp`), target "
               "`test_operator`, from the original tree's `tests/cpp` (equal in both trees, and every library file "
-              "the tests include is equal: `scripts/norm_test_headers.py`), linked against the original library; "
-              "each run loads one library through `LD_LIBRARY_PATH` (checked with `ldd`). Filter "
+              "the tests include is equal: `scripts/norm_test_headers.py`), linked against the "
+              f"{t.get('linked_against') or '(not recorded)'} library; each run loads one library through `LD_LIBRARY_PATH` (checked with `ldd`). Filter "
               f"`{t['filter']}` (NormTestSuite, MxNormTestSuite), gtest shards run at once.", ""]
     if t.get("build"):
         lines.append(f"Tests build: configure {t['build']['configure_s']} s, build {t['build']['build_s']} s.")
@@ -342,6 +370,19 @@ def render_markdown(r: dict) -> str:
         s = t["sides"].get(side, {})
         lines.append(f"| {side} | {s.get('tests', 0)} | {s.get('passed', 0)} | {s.get('failed', 0)} | "
                      f"{s.get('skipped', 0)} | {s.get('wall_s', '—')} s | {s.get('rc', '—')} |")
+    po, pm = (t["sides"].get(k, {}).get("passed_by_backend", {}) for k in ("original", "migrated"))
+    if po or pm:
+        lines += ["", "Passed, by the backend in the test's name (`Te*` run TE's own kernels, the ones the rule "
+                  "moved to NVRTC; `Cudnn*` run cuDNN's): "
+                  + "; ".join(f"{b} {po.get(b, 0)} / {pm.get(b, 0)}" for b in dict.fromkeys([*po, *pm]))
+                  + " (original / migrated)."]
+    so, sm = (t["sides"].get(k, {}).get("skip_reasons", {}) for k in ("original", "migrated"))
+    if so or sm:
+        lines += ["", "Skipped, by the reason the test gives (TE's own skip conditions; `test_normalization_mxfp8.cu`'s "
+                  "bare `GTEST_SKIP()` is its check for a Blackwell device):", "",
+                  "| reason | original | migrated |", "|---|---:|---:|"]
+        for why in dict.fromkeys([*so, *sm]):
+            lines.append(f"| {why} | {so.get(why, 0)} | {sm.get(why, 0)} |")
     diffs = t["outcome_differences"]
     lines += ["", f"Tests whose outcome differs between the two libraries: **{len(diffs)}**"
               + ("" if not diffs else ": " + "; ".join(f"`{d}`" for d in diffs[:20])

@@ -128,3 +128,20 @@ def test_a_second_sessions_pair_fills_the_side_by_side(tmp_path):
     assert r["side_by_side"]["hand_build"]["wall_s"] == 690.0 and r["side_by_side"]["migrated_build"]["so_bytes"] == 81
     md = out.with_suffix(".md").read_text()
     assert "## Rule vs hand, built at the same time (second session)" in md and "| build wall | 700.0 s | 690.0 s |" in md
+
+
+def test_skip_reasons_drop_the_location_and_name_a_bare_skip_by_its_line(tmp_path: Path):
+    xml = ('<?xml version="1.0"?><testsuites><testsuite name="S">'
+           '<testcase name="TestNorm/TeRmsNorm_a" classname="S" result="completed"/>'
+           '<testcase name="TestNorm/CudnnRmsNorm_b" classname="S" result="completed"/>'
+           '<testcase name="c" classname="S" result="skipped"><skipped message="/x/test_normalization.cu:33&#x0A;'
+           'LN kernel does not support OutputType &gt; InputType&#x0A;"/></testcase>'
+           '<testcase name="d" classname="S" result="skipped"><skipped message="/x/test_normalization_mxfp8.cu:111&#x0A;"/>'
+           '</testcase></testsuite></testsuites>')
+    (tmp_path / "tests-original-0.xml").write_text(xml)
+    (tmp_path / "stages").write_text("19:32:32 tests build started, linked against the migrated library (8,9)\n")
+    t = W.tests_summary(tmp_path)
+    assert t["sides"]["original"]["skip_reasons"] == {"LN kernel does not support OutputType > InputType": 1,
+                                                     "test_normalization_mxfp8.cu:111 (no message)": 1}
+    assert t["sides"]["original"]["passed_by_backend"] == {"CudnnRmsNorm": 1, "TeRmsNorm": 1}
+    assert t["linked_against"] == "migrated"
