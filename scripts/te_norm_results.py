@@ -248,6 +248,14 @@ def collect(res: Path, analysis: Path | None, patch: Path | None, hand_numstat: 
                                                    "seconds", "shards")}
         parity.update(mismatch_count=p.get("mismatch_count"), seed=p.get("seed"),
                       entry_points=sorted({c.get("entry") for c in p.get("combinations", []) if c.get("entry")}))
+        rejected: dict[str, dict] = {}  # entry point -> rejected cases and the errors both builds gave
+        for c in p.get("combinations", []):
+            if c.get("rejected"):
+                r = rejected.setdefault(c["entry"].split("/")[0], {"cases": 0, "errors": []})
+                r["cases"] += c["rejected"]
+                r["errors"] += [str(e) for e in c.get("rejections", []) if str(e) not in r["errors"]]
+        parity["rejected_by_entry"] = dict(sorted(rejected.items()))
+        parity["bench_summary"] = p.get("bench_summary")
     stages = (res / "stages").read_text().splitlines() if (res / "stages").is_file() else []
     env = read_environment(res)
     commit = next((b["codemod_commit"] for b in builds.values() if b and b.get("codemod_commit")), "")
@@ -354,6 +362,15 @@ def render_markdown(r: dict) -> str:
                   f"{p.get('shards')} shards; driver run " + ", ".join(
                       f"{k} {v} s" for k, v in sorted((p.get("seconds") or {}).items())) + "). Entry points: "
                   + ", ".join(f"`{e}`" for e in p["entry_points"]) + ".", ""]
+        if p.get("rejected_by_entry"):
+            lines += ["Rejected by both builds with the same error (TE's own checks; no case ran on one build only): "
+                      + "; ".join(f"`{e}` {r['cases']} ({', '.join(repr(x) for x in r['errors'])})"
+                                  for e, r in p["rejected_by_entry"].items()) + ".", ""]
+        b = p.get("bench_summary") or {}
+        if b:
+            lines += [f"Warm time migrated / original (shape {b.get('shape')}, {b.get('reps')} reps): median "
+                      f"{b.get('warm_ratio_median', 0):.3f} (min {b.get('warm_ratio_min', 0):.3f}, max "
+                      f"{b.get('warm_ratio_max', 0):.3f}).", ""]
     else:
         lines += ["Not obtained (no `parity_norm.json` in the results).", ""]
     lines += ["## TE's C++ normalization tests (`tests/cpp/operator`, `test_operator`)", "",
