@@ -183,7 +183,12 @@ def _regenerate(root: Path, target: str, spec, doc: dict | None, update: bool, s
 
     from . import migrated
 
+    from .style import target_style
+
     overlay, source = migrated.unmigrated(root, spec, doc)
+    # the real tree's style: the scratch copy below holds the library, not the repository's
+    # .clang-format or pre-commit pin, and would be formatted otherwise than `--write` formatted it
+    kwargs = dict(kwargs, formatted=target_style(root, kwargs.get("formatted", True)))
     progress = kwargs.get("progress")
     if progress:
         progress(f"apply: regenerating the migration of rule {spec.rule_id} from the tree un-migrated ({source})")
@@ -402,7 +407,8 @@ def _run(args, root: Path) -> int:
         _write_output("--report", report_path, report)
     summary = _summary(files, plan, report_path)
     if args.check:
-        print(summary if files else "nothing to do", file=sys.stderr)
+        done = report.splitlines()[0] if not files and report.startswith("already migrated") else "nothing to do"
+        print(summary if files else done, file=sys.stderr)
         return 1 if files else 0
     if args.write:
         stored = write_migration(root, files, plan, force=args.force)

@@ -208,8 +208,11 @@ def _from_git(root: Path, spec) -> tuple[list[str], dict[str, tuple[str, str]], 
 
 
 def _merge(path: str, current: str, written: str, original: str) -> str:
-    """`current` with the change written -> original applied (git merge-file); a conflict is an
-    ApplyError naming the file."""
+    """`current` with the change written -> original applied: git merge-file, and where that reports
+    a conflict (another rule stacked its own lines right next to this migration's, e.g. an entry
+    inserted at the same anchor of a docs page or a sentence appended to the same line), each hunk
+    of the change replayed on its own at the one place its written text and context occur
+    (`_replay_hunks`). A hunk found nowhere or twice is an Unmigratable naming the file."""
     with tempfile.TemporaryDirectory(prefix="codemod-merge-") as tmp:
         names = []
         for name, text in (("current", current), ("written", written), ("original", original)):
@@ -220,9 +223,70 @@ def _merge(path: str, current: str, written: str, original: str) -> str:
             proc = subprocess.run(["git", "merge-file", "-p", "--quiet", *names], capture_output=True, text=True)
         except OSError as exc:
             raise ApplyError(f"cannot run git merge-file: {exc.strerror}", where=path) from None
-    if proc.returncode != 0:
+    if proc.returncode == 0:
+        return proc.stdout
+    replayed = _replay_hunks(current, written, original)
+    if replayed is None:
         raise Unmigratable("changes made since the migration touch the lines it rewrote; cannot un-migrate "
-                         "this file to regenerate the migration", where=path,
-                         hint="move those changes out of the rewritten lines, or revert the migration and apply "
-                              "the rule again")
-    return proc.stdout
+                           "this file to regenerate the migration", where=path,
+                           hint="move those changes out of the rewritten lines, or revert the migration and apply "
+                                "the rule again")
+    return replayed
+
+
+_CONTEXT_LINES = 3
+
+
+def _hunks(written: str, original: str) -> list[tuple[str, str, str, str]]:
+    """The change written -> original as (before, old, new, after): `old` the written text a hunk
+    replaces with `new`, `before`/`after` up to _CONTEXT_LINES lines of written text around it. A
+    one-line change is narrowed to the characters that differ (the rest of the line joins the
+    context), so that a sentence appended to a line another change also appended to is found."""
+    import difflib
+
+    wl, ol = written.splitlines(keepends=True), original.splitlines(keepends=True)
+    out = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, wl, ol, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        before = "".join(wl[max(0, i1 - _CONTEXT_LINES):i1])
+        after = "".join(wl[i2:i2 + _CONTEXT_LINES])
+        old, new = "".join(wl[i1:i2]), "".join(ol[j1:j2])
+        if i2 - i1 == 1 and j2 - j1 == 1:
+            n = 0
+            while n < min(len(old), len(new)) and old[n] == new[n]:
+                n += 1
+            m = 0
+            while m < min(len(old), len(new)) - n and old[-1 - m] == new[-1 - m]:
+                m += 1
+            before, after = before + old[:n], old[len(old) - m:] + after
+            old, new = old[n:len(old) - m], new[n:len(new) - m]
+        out.append((before, old, new, after))
+    return out
+
+
+def _replay_hunks(current: str, written: str, original: str) -> str | None:
+    """Each hunk of written -> original applied to `current` where its written text occurs exactly
+    once with its context (both sides, else all of the context before it, else all after it); None
+    when a hunk is found nowhere or more than once, or two hunks overlap."""
+    edits = []
+    for before, old, new, after in _hunks(written, original):
+        at = None
+        for prefix, suffix in ((before, after), (before, ""), ("", after)):
+            needle = prefix + old + suffix
+            if not needle or (not prefix and not suffix and not old):
+                continue
+            first = current.find(needle)
+            if first >= 0 and current.find(needle, first + 1) < 0:
+                at = first + len(prefix)
+                break
+        if at is None:
+            return None
+        edits.append((at, at + len(old), new))
+    edits.sort()
+    for (_, end, _), (start, _, _) in zip(edits, edits[1:]):
+        if start < end:
+            return None
+    for start, end, new in reversed(edits):
+        current = current[:start] + new + current[end:]
+    return current

@@ -131,10 +131,14 @@ def pinned_version(config: Path) -> str | None:
     return m.group(1) if m else None
 
 
-def target_style(root: Path, formatted: bool = True) -> TargetStyle:
+def target_style(root: Path, formatted: "bool | TargetStyle" = True) -> TargetStyle:
     """The target's .clang-format (searched from the library root up to its repository root) and
     pinned clang-format version. Without the pinned version installed, the installed clang-format is
-    used and `warning` says so (the target's hook may then reformat a few lines)."""
+    used and `warning` says so (the target's hook may then reformat a few lines). `formatted` may be
+    the style itself, found once for the real tree: a regeneration runs in a scratch copy that has
+    neither the repository's .clang-format nor its git top (`command._regenerate`)."""
+    if isinstance(formatted, TargetStyle):
+        return formatted
     top = _repo_top(root)
     style_file = _upwards(root, ".clang-format", top)
     config = _upwards(root, ".pre-commit-config.yaml", top)

@@ -145,3 +145,22 @@ def test_manifest_entries_above_the_library_root_stay_checkable(tmp_path):
         check(lib, {"files": {"../../../elsewhere.rst": {"before": None, "after": after}}}, "m.json")
     with pytest.raises(ApplyError, match="leaves the tree"):
         check(lib, {"files": {"../../docs/../../x.rst": {"before": None, "after": after}}}, "m.json")
+
+
+def test_check_right_after_write_holds_when_the_style_file_sits_above_the_library(tmp_path, capsys):
+    """The repository's .clang-format is above the library root (as TE's is above
+    transformer_engine/common): the regeneration `--check` runs in a scratch copy of the library must
+    format as `--write` did, not with codemod's fallback style (it did: --check found every formatted
+    file pending right after --write)."""
+    repo = tmp_path / "repo"
+    lib = repo / "lib"
+    shutil.copytree(GOLDEN / "actlib" / "input", lib)
+    (repo / ".clang-format").write_text("BasedOnStyle: Google\nColumnLimit: 100\nPointerAlignment: Right\n"
+                                        "DerivePointerAlignment: false\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+    assert main(["apply", "--target", RULE, str(lib), "--write", "--no-precheck", "-q"]) == 0
+    capsys.readouterr()
+    assert main(["apply", "--target", RULE, str(lib), "--check", "-q"]) == 0
+    assert "already migrated" in capsys.readouterr().err
