@@ -306,6 +306,16 @@ def _s(x, unit=" s") -> str:
     return "—" if x is None else f"{x:,.1f}{unit}" if isinstance(x, float) else f"{x:,}{unit}"
 
 
+def verify_summary(v: dict) -> dict:
+    """The part of a codemod-verify/1 report the results quote: what compiled, for which archs."""
+    progs = v.get("programs", [])
+    return {"ok": v.get("ok"), "kernels": v.get("kernels"), "variants_total": v.get("variants_total"),
+            "variants_compiled": sum(p.get("variants", 0) for p in progs if p.get("arch") == (v.get("archs") or [""])[0]),
+            "programs": len(progs), "programs_ok": sum(1 for p in progs if p.get("ok")),
+            "archs": v.get("archs"), "nvrtc": v.get("nvrtc_version"), "seconds": v.get("seconds"),
+            "jobs": v.get("jobs"), "host": (v.get("host") or {}).get("status")}
+
+
 def render_markdown(r: dict) -> str:
     b, env, t, p, sbs = r["builds"], r["machine"], r["tests"], r["parity"], r["side_by_side"]
     lines = [
@@ -354,6 +364,13 @@ def render_markdown(r: dict) -> str:
             lines.append(f"| {label} | " + " | ".join(
                 _s((pb.get(sd) or {}).get(key), unit) if key != "rc" else str((pb.get(sd) or {}).get(key))
                 for sd in ("migrated", "hand")) + " |")
+    v = r.get("verify")
+    if v:
+        lines += ["", "## `codemod verify` of the migrated tree built here", "",
+                  f"The same migrated tree (`--no-host`, on the CPU machine, {v['jobs']} process, NVRTC {v['nvrtc']}): "
+                  f"{v['kernels']} kernels, {v['variants_compiled']} of {v['variants_total']} variants (greedy cover) "
+                  f"for {', '.join(v['archs'])}: {v['programs_ok']} of {v['programs']} NVRTC programs compiled "
+                  f"({'ok' if v['ok'] else 'FAILED'}; {v['seconds']:.0f} s)."]
     lines += ["", "## Byte parity, original vs migrated", ""]
     if p:
         lines += [f"**{p['equal']} of {p['ran']} cases byte-equal** ({'all equal' if p['all_equal'] else 'NOT all equal'}; "
@@ -440,11 +457,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rule", type=Path, default=Path("rules/normalization.yaml"))
     ap.add_argument("--pair", type=Path, help="the res/ folder of a second session's `device_norm.sh pair`")
     ap.add_argument("--out", type=Path, default=Path("docs/results/te_norm_device"))
+    ap.add_argument("--verify", type=Path, help="`codemod verify --json` of the migrated tree the device built")
     args = ap.parse_args(argv)
     if not (args.res / "stages").is_file():
         print(f"te_norm_results: {args.res} holds no stages file (not a device_norm.sh res/ folder)", file=sys.stderr)
         return 2
     result = collect(args.res, args.analysis, args.patch, args.hand_numstat, args.rule, args.pair)
+    if args.verify:
+        result["verify"] = verify_summary(json.loads(args.verify.read_text()))
     args.out.with_suffix(".json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
     args.out.with_suffix(".md").write_text(render_markdown(result))
     print(f"wrote {args.out.with_suffix('.json')} and {args.out.with_suffix('.md')}")

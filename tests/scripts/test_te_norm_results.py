@@ -145,3 +145,12 @@ def test_skip_reasons_drop_the_location_and_name_a_bare_skip_by_its_line(tmp_pat
                                                      "test_normalization_mxfp8.cu:111 (no message)": 1}
     assert t["sides"]["original"]["passed_by_backend"] == {"CudnnRmsNorm": 1, "TeRmsNorm": 1}
     assert t["linked_against"] == "migrated"
+
+
+def test_verify_summary_counts_the_first_archs_variants_and_every_program():
+    v = {"ok": True, "kernels": 2, "variants_total": 5, "archs": ["sm_90", "sm_100a"], "nvrtc_version": "13.0",
+         "seconds": 3.0, "jobs": 1, "host": {"status": "skipped"},
+         "programs": [{"arch": "sm_90", "variants": 3, "ok": True}, {"arch": "sm_100a", "variants": 3, "ok": True},
+                      {"arch": "sm_90", "variants": 1, "ok": False}]}
+    s = W.verify_summary(v)
+    assert s["variants_compiled"] == 4 and s["programs"] == 3 and s["programs_ok"] == 2 and s["host"] == "skipped"
