@@ -164,3 +164,24 @@ def test_check_right_after_write_holds_when_the_style_file_sits_above_the_librar
     capsys.readouterr()
     assert main(["apply", "--target", RULE, str(lib), "--check", "-q"]) == 0
     assert "already migrated" in capsys.readouterr().err
+
+
+def test_a_rule_lands_in_two_pull_requests_only_then_update(actlib_git, tmp_path, capsys):
+    """A large rule reviewed as two pull requests: `--only` some kernels (the first), committed, then
+    `--update` (the second: the rule's other kernels). The tree then equals a migration of the
+    whole rule in one go, and the second diff touches only what the first left out."""
+    first = ["actlib::unary_kernel", "actlib::unary_grad_kernel", "actlib::gated_act_kernel",
+             "actlib::dgated_act_kernel"]
+    args = ["apply", "--target", RULE, str(actlib_git), "--no-precheck", "-q"]
+    assert main([*args, "--write", "--only", *first]) == 0
+    _git(actlib_git, "add", "-A")
+    _git(actlib_git, "commit", "-qm", "first: the element-wise kernels")
+    second = tmp_path / "second.diff"
+    assert main([*args, "--update", "--diff", str(second)]) == 0
+    text = second.read_text()
+    assert "cast_fp8_kernel" in text and "quantize_block_kernel" in text
+    assert main([*args, "--update", "--write", "--allow-dirty"]) == 0, capsys.readouterr().err
+    whole = _fresh(tmp_path, None)
+    for path, want in whole.items():
+        assert (actlib_git / path).read_text() == want, path
+    assert main([*args, "--check"]) == 0
