@@ -31,7 +31,8 @@
 #   TESTS_BUILD_CMD            ({build}); the tests are built once, from ORIGINAL's tests/cpp, and run
 #                              against both libraries: they link the library dynamically and include
 #                              only files scripts/norm_test_headers.py found equal in the trees
-# Optional: TESTS_BIN (operator/test_operator), TESTS_FILTER (*NormTestSuite*), TESTS_SHARDS (8, gtest
+# Optional: PARITY_LABEL (te_norm: the parity report's label; its files res/parity_<label less te_>.json/.md),
+# TESTS_BIN (operator/test_operator), TESTS_FILTER (*NormTestSuite*), TESTS_SHARDS (8, gtest
 # shards run at once per library), PARITY_SHARDS (16), PARITY_RUN (python3 -m codemod.parity run),
 # PY (python3), COMMIT (codemod commit to record), POLL_S, CHAIN_CPUS_A / CHAIN_CPUS_B (override the
 # halves).
@@ -113,7 +114,7 @@ start_tests_build() {  # start_tests_build SIDE CPUS ORIGINAL: TE's tests/cpp, l
 }
 
 chain() {  # chain ORIGINAL MIGRATED HAND DRIVER
-    local orig=$1 migr=$2 hand=$3 driver=$4 a b tcpus status=0 trc side d
+    local orig=$1 migr=$2 hand=$3 driver=$4 a b tcpus status=0 trc side d label=${PARITY_LABEL:-te_norm}
     a=${CHAIN_CPUS_A:-}; b=${CHAIN_CPUS_B:-}
     if [ -z "$a" ] || [ -z "$b" ]; then read -r a b < <(bash "$here/device_builds.sh" cpus "$work"); fi
     echo "A $a" > "$res/cpus.txt"; echo "B $b" >> "$res/cpus.txt"
@@ -142,7 +143,8 @@ chain() {  # chain ORIGINAL MIGRATED HAND DRIVER
         bg parity env NVTE_RTC_CACHE_DIR="$work/rtc-cache-parity" taskset -c "$a" ${PARITY_RUN:-$py -m codemod.parity run} \
             --original "$orig/transformer_engine/common" --migrated "$migr/transformer_engine/common" \
             --build-cmd "$BUILD_CMD" --driver "$driver" --work "$work" --skip-build --shards "${PARITY_SHARDS:-16}" \
-            --json "$res/parity_norm.json" --markdown "$res/parity_norm.md" --commit "${COMMIT:-}" --label te_norm
+            --json "$res/parity_${label#te_}.json" --markdown "$res/parity_${label#te_}.md" --commit "${COMMIT:-}" \
+            --label "$label"
     else
         stage "no parity: a library is missing"; status=1; echo 2 > "$work/parity.rc"
     fi

@@ -8,6 +8,8 @@
 #
 #   scripts/norm_bundles.sh TE_NORM_CHECKOUT OUT_DIR [NAME]     # NAME default te_norm
 #
+#   TARGETS="R ..." the rules applied, in order (default: normalization); the first apply gets
+#                   FIRST_ARGS (e.g. its --build-log/--nvcc-time), the later ones --allow-dirty
 #   HAND=DIR        also bundle DIR as NAME_hand.tgz
 #   VERIFY="ARGS"   run `codemod verify ARGS --json OUT/NAME_verify.json` on the migrated git copy
 #                   (e.g. VERIFY="--no-host -j 2"); its exit status is kept in OUT/NAME_verify.rc
@@ -38,7 +40,18 @@ mig="$scratch/full_mig"
 mkdir -p "$mig"
 (cd "$src" && tar cf - --exclude=.git .) | tar xf - -C "$mig"
 git -C "$mig" init -q && git -C "$mig" add -A && git -C "$mig" -c user.name=codemod -c user.email=codemod@localhost commit -qm base
-"$py" -m codemod apply --target normalization "$mig/transformer_engine/common" --write --report "$out/${name}_apply_report.md"
+first=1
+for target in ${TARGETS:-normalization}; do
+    if [ $first = 1 ]; then
+        # shellcheck disable=SC2086
+        "$py" -m codemod apply --target "$target" "$mig/transformer_engine/common" --write ${FIRST_ARGS:-} \
+            --report "$out/${name}_apply_report.md"
+        first=0
+    else
+        "$py" -m codemod apply --target "$target" "$mig/transformer_engine/common" --write --allow-dirty \
+            --report "$out/${name}_apply_report_$target.md"
+    fi
+done
 git -C "$mig" add -A && git -C "$mig" diff --cached --stat | tail -1
 git -C "$mig" diff --cached --binary > "$out/${name}_mig.patch"
 rm -rf "$out/${name}_mig_manifests"
