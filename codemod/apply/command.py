@@ -60,7 +60,8 @@ def add_parser(sub) -> None:
 
 def compute(root: Path, target: str, only=None, exclude=None, version: str | None = None, progress=None,
             review=None, formatted: bool = True, build_log: Path | None = None, nvcc_times=(),
-            jobs: int | None = None, policy: str | None = None, update: bool = False, regenerate: bool = False):
+            jobs: int | None = None, policy: str | None = None, update: bool = False, regenerate: bool = False,
+            later: frozenset = frozenset()):
     """(files, report text, plan) for a tree; `plan.manifest` is the migration's manifest, kept
     outside the tree (`write_migration`). On a migrated tree (its manifest found, or its generated
     code recognised): with the manifest and without `update`, files is empty when every file it
@@ -69,7 +70,8 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     `regenerate`, as --check does) and files holds what differs (`update`), or PartlyMigrated names it.
     `review(views) -> {kernel id: reason}` decides per kernel change set (--interactive); the
     declined kernels leave the plan the way --exclude does. `build_log` (with `nvcc_times`, `jobs`,
-    `policy`): predict the build and add the rule's build-order edit (build_order.py)."""
+    `policy`): predict the build and add the rule's build-order edit (build_order.py). `later`: the
+    rules migrated after this one (a regeneration; stacking.py)."""
     from .. import __version__
     from ..analysis.analyze import analyze
     from ..rule import load_rule
@@ -136,7 +138,7 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     if not plan.kernels:
         from .generate import ChangeSet
         return {}, render_report(plan, ChangeSet(), {}), plan
-    cs = generate(root, plan, version, formatted)
+    cs = generate(root, plan, version, formatted, later)
     for note in cs.notes:
         if note.startswith("warning: "):
             print(note, file=sys.stderr)
@@ -188,7 +190,8 @@ def _regenerate(root: Path, target: str, spec, doc: dict | None, update: bool, s
     overlay, source = migrated.unmigrated(root, spec, doc)
     # the real tree's style: the scratch copy below holds the library, not the repository's
     # .clang-format or pre-commit pin, and would be formatted otherwise than `--write` formatted it
-    kwargs = dict(kwargs, formatted=target_style(root, kwargs.get("formatted", True)))
+    kwargs = dict(kwargs, formatted=target_style(root, kwargs.get("formatted", True)),
+                  later=migrated.later_rules(root, spec.rule_id))
     progress = kwargs.get("progress")
     if progress:
         progress(f"apply: regenerating the migration of rule {spec.rule_id} from the tree un-migrated ({source})")

@@ -15,7 +15,7 @@ import jinja2
 from .. import __version__
 from ..errors import ApplyError, UnsupportedConstruct
 from ..frontend.treesitter import scan_bytes
-from . import kernel_api, layer, layer_cache, source, stdnames, stdshim, zero_length
+from . import kernel_api, layer, layer_cache, source, stacking, stdnames, stdshim, zero_length
 from .. import strict_json
 from .extract import header_guard
 from .style import (FALLBACK_STYLE, C_FILE, TargetStyle, find_clang_format, leading_comment, license_header,
@@ -47,6 +47,9 @@ class ChangeSet:
     manifest: str = ""          # kept outside the tree (migrated.py), not one of the new files
     # the spellings the stubs' TypeName / FunctionName tables hold: (types, functions)
     domain: tuple = (frozenset(), frozenset())
+    # rules migrated after this one on the tree (a regeneration): its blocks at anchors shared with
+    # theirs go back where they were (stacking.py)
+    later: frozenset = frozenset()
 
 
 @lru_cache(maxsize=1)
@@ -166,14 +169,16 @@ def program_paths(plan: Plan) -> dict[str, str]:
     return paths
 
 
-def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool = True) -> ChangeSet:
+def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool = True,
+             later: frozenset = frozenset()) -> ChangeSet:
     """`formatted=False` (--no-format) keeps the templates' raw output instead of clang-format's.
-    Generated C++ is formatted with the target's .clang-format and pinned clang-format (style.py)."""
+    Generated C++ is formatted with the target's .clang-format and pinned clang-format (style.py).
+    `later`: the rules migrated after this one on a tree being regenerated (stacking.py)."""
     style = target_style(root, formatted)
     fmt = lambda text, filename: style.format(text, filename)   # noqa: E731
     spec = plan.spec
     out = spec.output_dir
-    cs = ChangeSet()
+    cs = ChangeSet(later=frozenset(later))
     head = banner(spec.rule_id, version)
     ks_spec = spec.kernel_strings
 
@@ -405,7 +410,7 @@ def _docs(root: Path, plan: Plan, cs: ChangeSet, version: str) -> None:
     ctx = dict(banner=added_banner(spec.rule_id, version), rule=spec.rule_id, legacy_option=spec.legacy_option,
                disable_env=spec.layer.get("disable_env"), kernels=[f"``{n}``" for n in names])
     entry = render("envvar_entry.rst.j2", **ctx)
-    at = sum(len(line) for line in lines[:after[1]])
+    at = sum(len(line) for line in lines[:stacking.docs_entry_line(lines, after[1], cs.later)])
     disable = ctx["disable_env"]
     switch = _envvar_block(lines, disable) if disable else None
     if disable and switch is None:
@@ -413,7 +418,8 @@ def _docs(root: Path, plan: Plan, cs: ChangeSet, version: str) -> None:
     cs.edits.append(Edit(path, at, at, entry + "\n", "documentation of the legacy option"))
     if switch is not None:
         last = max(i for i in range(switch[0], switch[1]) if lines[i].strip())
-        end = sum(len(line) for line in lines[:last]) + len(lines[last].rstrip("\r\n"))
+        start = sum(len(line) for line in lines[:last])
+        end = start + stacking.sentence_at(lines[last], len(lines[last].rstrip("\r\n")), cs.later)
         cs.edits.append(Edit(path, end, end, render("envvar_disable.rst.j2", new_entry=False, **ctx).rstrip("\n"),
                              "the disable switch's effect on the migrated kernels"))
 
@@ -719,13 +725,13 @@ def _std_names(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str], s
             cs.notes.append(f"{repo_path}: {len(found)} std:: uses in device code respelled in {target} "
                             f"({', '.join(sorted({f[2] for f in found}))})")
     data = (root / header).read_bytes()
-    at, text, defined = stdnames.additions(header, data, target, names)
+    at, text, defined = stdnames.additions(header, data, target, names, plan.spec.rule_id, cs.later)
     if defined:
         cs.edits.append(Edit(header, at, at, text, "std names for NVRTC in the target's namespace", layer=True))
         cs.notes.append(f"{header}: {', '.join(defined)} defined in {target} for device code (NVRTC has no std)")
     ints = stdnames.integer_names([cs.new_files[p].encode() if p in cs.new_files else (root / p).read_bytes()
                                    for p in shipped if not p.startswith(out)]) | (names & set(stdnames._INTEGERS)) | copy_ints
-    at, text, defined = stdnames.integer_additions(header, data, target, ints)
+    at, text, defined = stdnames.integer_additions(header, data, target, ints, plan.spec.rule_id, cs.later)
     if defined:
         cs.edits.append(Edit(header, at, at, text, "<cstdint> names for NVRTC", layer=True))
         cs.notes.append(f"{header}: {', '.join(defined)} defined for NVRTC (global, as <cstdint> has them)")
@@ -1101,9 +1107,11 @@ def _cmake(root: Path, plan: Plan, cs: ChangeSet, added: str, strings: list[str]
     block = render("cmake_block.cmake.j2", banner=added, rule=spec.rule_id, legacy_option=spec.legacy_option,
                    disable_env=spec.layer.get("disable_env"), function=cm["string_header_function"],
                    strings=[dict(path=p, symbol=symbol_for(p)) for p in strings if (p, symbol_for(p)) not in made])
+    if lines:
+        at = stacking.cmake_block_at(data.decode(), at, cs.later)
     cs.edits.append(Edit(path, at, at, "\n" + block if lines else block + "\n", "kernel strings and legacy option"))
     defines = [spec.legacy_option] + [c["cmake_option"] for c in spec.options["conditional"]]
-    end = len(data)
+    end = stacking.before_first(data.decode(), stacking.cmake_options_starts(data.decode()), len(data), cs.later)
     cs.edits.append(Edit(path, end, end, "\n" + render("cmake_defs.cmake.j2", banner=added, target=cm["target"],
                                                        defines=defines, cpp=cpp), "options seen by the stubs"))
 

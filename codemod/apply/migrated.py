@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .. import strict_json
 from ..errors import ApplyError
-from ..tool_state import manifest_path
+from ..tool_state import manifest_path, manifest_paths
 from .journal import atomic_write, file_sha256, sha256, state
 
 class Unmigratable(ApplyError):
@@ -144,6 +144,29 @@ def untouched(root: Path, doc: dict) -> bool:
 
 
 # --- un-migrating (apply --update) ------------------------------------------------------------------
+
+def later_rules(root: Path, rule_id: str) -> frozenset[str]:
+    """The rules migrated on this tree after `rule_id`: those whose stored manifest records, as the
+    text a file had before their edit, `rule_id`'s block in it (its banner or std-names note). What
+    a regeneration of `rule_id` needs to put its blocks back among theirs (stacking.py)."""
+    from . import stacking
+
+    marks = (f" from rule {rule_id}.", stacking.note(rule_id))
+    out = set()
+    for path in manifest_paths(root):
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        other = doc.get("rule") if isinstance(doc, dict) else None
+        edited = doc.get("edited") if isinstance(doc, dict) else None
+        if not isinstance(other, str) or other == rule_id or not isinstance(edited, dict):
+            continue
+        if any(isinstance(e, dict) and isinstance(e.get("before"), str) and any(m in e["before"] for m in marks)
+               for e in edited.values()):
+            out.add(other)
+    return frozenset(out)
+
 
 def unmigrated(root: Path, spec, doc: dict | None) -> tuple[dict[str, str | None], str]:
     """(path -> text of the tree as it would be without the migration, None for a file the migration

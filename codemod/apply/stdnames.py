@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from ..errors import ApplyError
-from . import source, stdshim
+from . import source, stacking, stdshim
 
 _USE = re.compile(rb"(::)?\bstd::([A-Za-z_]\w*)")
 _INTEGERS = [n for n in stdshim.DEFINITIONS if re.fullmatch(r"u?int(8|16|32|64|ptr)_t", n)]
@@ -111,10 +111,12 @@ def respell(text: str, target: str, chain: list[str] | None = None,
     return data.decode(), names
 
 
-def additions(header: str, data: bytes, target: str, names: set[str]) -> tuple[int, str, list[str]]:
+def additions(header: str, data: bytes, target: str, names: set[str], rule_id: str = "std_names",
+              later: frozenset = frozenset()) -> tuple[int, str, list[str]]:
     """(offset, text, names defined) to add to `header` so that `target` defines `names`: codemod's
     definitions of those (and what they need) that the header does not declare in `target` already,
-    inserted before the closing brace of the header's `namespace` block for `target`."""
+    inserted before the closing brace of the header's `namespace` block for `target` (before the
+    blocks of rules migrated after `rule_id`, on a regeneration: stacking.py)."""
     names = {n for n in names if n not in _INTEGERS}       # global: integer_additions
     have = _declared_in(data, target)
     texts, unknown = stdshim.definitions(sorted(names), have)
@@ -124,9 +126,10 @@ def additions(header: str, data: bytes, target: str, names: set[str]) -> tuple[i
     if not texts:
         return -1, "", []
     body = "\n".join(texts)
-    note = "// std names NVRTC lacks, for device code (codemod, rule std_names)."
+    note = f"// std names NVRTC lacks, for device code {stacking.note(rule_id)}."
     close = _namespace_close(data, target)
     if close >= 0:
+        close = stacking.before_first(data.decode(), stacking.std_names_starts(data.decode()), close, later)
         return close, f"\n{note}\n{body}\n\n", defined
     # NOTE: a new namespace goes at the top of the parent's first block: the header's own uses,
     # respelled into it, may come anywhere after (TE 6377ca161's utils.cuh uses is_same_v in
@@ -232,7 +235,8 @@ def integer_names(texts: list[bytes]) -> set[str]:
     return found
 
 
-def integer_additions(header: str, data: bytes, target: str, names: set[str]) -> tuple[int, str, list[str]]:
+def integer_additions(header: str, data: bytes, target: str, names: set[str], rule_id: str = "std_names",
+                      later: frozenset = frozenset()) -> tuple[int, str, list[str]]:
     """(offset, text, names) defining under `__CUDACC_RTC__` the integer names `header` does not
     define yet (TE's utils.cuh has the unsigned ones), before its namespace block of `target`."""
     missing = sorted(n for n in names if not re.search(rb"\busing\s+" + n.encode() + rb"\s*=|\btypedef\b[^;]*\b"
@@ -259,5 +263,6 @@ def integer_additions(header: str, data: bytes, target: str, names: set[str]) ->
         raise ApplyError(f"{header}: no `namespace {first}` to put {', '.join(missing)} before", where=header)
     at = source.comment_start(data, data.rfind(b"\n", 0, at) + 1)    # before the block's own comment
     body = "\n".join(stdshim.DEFINITIONS[n][1] for n in missing)
-    return at, (f"#ifdef __CUDACC_RTC__\n// <cstdint> names NVRTC lacks (codemod, rule std_names).\n{body}\n"
+    at = stacking.before_first(data.decode(), stacking.integer_starts(data.decode()), at, later)
+    return at, (f"#ifdef __CUDACC_RTC__\n// <cstdint> names NVRTC lacks {stacking.note(rule_id)}.\n{body}\n"
                 "#endif  // __CUDACC_RTC__\n\n"), missing
