@@ -9,7 +9,8 @@
 #   scripts/norm_bundles.sh TE_NORM_CHECKOUT OUT_DIR [NAME]     # NAME default te_norm
 #
 #   TARGETS="R ..." the rules applied, in order (default: normalization); the first apply gets
-#                   FIRST_ARGS (e.g. its --build-log/--nvcc-time), the later ones --allow-dirty
+#                   FIRST_ARGS (e.g. its --build-log/--nvcc-time), the later ones --allow-dirty;
+#                   APPLY_ARGS go to every apply (e.g. --no-precheck for a trial)
 #   HAND=DIR        also bundle DIR as NAME_hand.tgz
 #   VERIFY="ARGS"   run `codemod verify ARGS --json OUT/NAME_verify.json` on the migrated git copy
 #                   (e.g. VERIFY="--no-host -j 2"); its exit status is kept in OUT/NAME_verify.rc
@@ -44,11 +45,12 @@ first=1
 for target in ${TARGETS:-normalization}; do
     if [ $first = 1 ]; then
         # shellcheck disable=SC2086
-        "$py" -m codemod apply --target "$target" "$mig/transformer_engine/common" --write ${FIRST_ARGS:-} \
+        "$py" -m codemod apply --target "$target" "$mig/transformer_engine/common" --write ${FIRST_ARGS:-} ${APPLY_ARGS:-} \
             --report "$out/${name}_apply_report.md"
         first=0
     else
-        "$py" -m codemod apply --target "$target" "$mig/transformer_engine/common" --write --allow-dirty \
+        # shellcheck disable=SC2086
+        "$py" -m codemod apply --target "$target" "$mig/transformer_engine/common" --write --allow-dirty ${APPLY_ARGS:-} \
             --report "$out/${name}_apply_report_$target.md"
     fi
 done
