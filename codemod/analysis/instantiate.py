@@ -46,10 +46,12 @@ def expansions(copy: dict) -> list[dict]:
     else:
         from itertools import product
 
-        for combo in product(*[b["values"] for _, b in multi]):
+        for combo in product(*[list(enumerate(b["values"])) for _, b in multi]):
             nb = dict(bindings)
-            for (n, b), v in zip(multi, combo):
+            for (n, b), (i, v) in zip(multi, combo):
                 nb[n] = {**b, "value": v, "values": None}
+                if b.get("enumerators"):     # the arm's own enumerator (an enumeration constant)
+                    nb[n]["enumerator"] = b["enumerators"][i]
             views.append({**copy, "bindings": nb, "_views": None})
     copy["_views"] = views
     return views
@@ -92,7 +94,7 @@ class Evaluator:
                     seen.add(n)
                     if n in bindings:
                         v = bindings[n]["value"]
-                        bound.append((n, v))
+                        bound.append((n, v, bindings[n].get("enumerator")))
                         todo.append(v)
                     else:
                         free.append(n)
@@ -115,7 +117,9 @@ class Evaluator:
             if name.startswith("::"):  # spelled from the global scope: a namespace-scope name
                 return self.typedefs.get(bare)
             if bare in bindings:
-                return bindings[bare]["value"]
+                # an enumeration constant nested in a larger text (`Config<kMode, true>`) keeps its
+                # enumerator: a number is no argument of an enumeration parameter
+                return bindings[bare].get("enumerator") or bindings[bare]["value"]
             if bare in env:
                 return env[bare]
             if bare in self.typedefs:
@@ -127,6 +131,9 @@ class Evaluator:
                     return f"{got}::{rest}"
             return None
 
+        whole = bindings.get(text.strip()) if bindings else None
+        if whole is not None and "enumerator" in whole:
+            return whole["value"]      # a whole argument: its number (apply casts it to the parameter's type)
         if "\\" in text:  # a line continuation left in an argument spelled in a #define
             text = normalize(text.replace("\\", " "))
         return self.members.resolve(substitute(text, lookup))

@@ -137,7 +137,9 @@ def spelled_type_names(values) -> set[str]:
 
 
 def _declares(data: bytes, name: str) -> bool:
-    return any(True for _ in source.declarations(data, {name}))
+    """Whether `data` declares `name`: a declaration, or an enumerator (`::E::kName`, the analysis'
+    spelling of an enumeration constant nested in a type argument)."""
+    return any(True for _ in source.declarations(data, {name})) or name in source.enumerators(data)
 
 
 def type_headers(root: Path, names: set[str], reached: list[str], units: list[str], resolve,

@@ -10,7 +10,7 @@ from pathlib import Path
 from ..errors import ApplyError, UnsupportedConstruct, UsageError
 from ..frontend.treesitter import scan_bytes
 from ..model import Analysis, Kernel, Site
-from . import kernel_api, source
+from . import build_defines, kernel_api, source
 from .names import Unspellable, argument, spelled_id
 from .spec import MigrateSpec
 from .stdshim import shim_path
@@ -89,6 +89,9 @@ class Plan:
     respelled: dict = field(default_factory=dict)
     # path -> (text before, text after) of the shared NVRTC layer's part of the migration (patch.layer_part)
     layer: dict = field(default_factory=dict)
+    # migrate.options.build_defines: NAME -> the library's default (build_defines.defaults), what the
+    # precheck and verify compile with; the stubs pass the host compile's value
+    build_defines: dict = field(default_factory=dict)
 
     def read(self, root: Path, path: str) -> bytes:
         """A library file as the patch leaves it for NVRTC: an extracted header's new text."""
@@ -458,7 +461,8 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
     shipped = {p for kp in plans for p in [kp.source_file, *kp.headers.values()]}
     return Plan(spec, sorted(plans, key=lambda p: p.kernel.id), skipped, removed,
                 extractions={u: ex for u, ex in extractions.items() if u in used},
-                respelled={k: v for k, v in sorted(respelled.items()) if k[0] in shipped})
+                respelled={k: v for k, v in sorted(respelled.items()) if k[0] in shipped},
+                build_defines=build_defines.defaults(root, spec) if plans else {})
 
 
 def _whole_lambdas(plans: list[KernelPlan], skipped: list[Skipped]) -> list[KernelPlan]:
@@ -492,6 +496,9 @@ def _whole_lambdas(plans: list[KernelPlan], skipped: list[Skipped]) -> list[Kern
     return [kp for kp in plans if kp.kernel.id in kept]
 
 
+_MEMBER = re.compile(r"\b([A-Za-z_]\w*)::([A-Za-z_]\w*)")
+
+
 def _type_headers(root: Path, spec: MigrateSpec, kernel: Kernel, source_file: str, headers: dict[str, str],
                   sites: list[Site], variants, extractions: dict) -> tuple[list[str], str | None]:
     """(headers the NVRTC program must include besides the kernel's own, a refusal or None): the
@@ -501,7 +508,11 @@ def _type_headers(root: Path, spec: MigrateSpec, kernel: Kernel, source_file: st
     instantiating the kernel (where the static build found it: an argument spelled by a caller in
     another header)."""
     named = {p.name for p in kernel.params if p.kind in ("type", "function_pointer")}
-    names = kernel_api.spelled_type_names(v for var in variants for p, v in var.axes.items() if p in named)
+    values = [v for var in variants for p, v in var.axes.items() if p in named]
+    names = kernel_api.spelled_type_names(values)
+    # the members of a declaration the prelude copies (`::E::kName` of a copied enum) come with it
+    copied = set(spec.kernel_strings.get("prelude_copy", []))
+    names -= {m.group(2) for v in values for m in _MEMBER.finditer(v) if m.group(1) in copied}
     if not names:
         return [], None
     out = spec.output_dir + "/"

@@ -89,6 +89,12 @@ def includes(data: bytes) -> list[Include]:
     return sorted(out, key=lambda i: i.start)
 
 
+def enumerators(data: bytes) -> set[str]:
+    """The names of every enumerator a file declares."""
+    return {node_text(data, n.child_by_field_name("name")) for n in _walk(parse(data))
+            if n.type == "enumerator" and n.child_by_field_name("name") is not None}
+
+
 def device_variables(data: bytes) -> list[str]:
     """Names of the mutable `__device__` variables declared at namespace or file scope (not
     `__constant__`, `const` or `constexpr`, not functions): each NVRTC module holds its own copy."""

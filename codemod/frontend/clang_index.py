@@ -60,6 +60,24 @@ _STD_TYPEDEFS = {"int8_t": "signed char", "int16_t": "short", "int32_t": "int", 
                  "uintptr_t": "unsigned long"}
 
 
+
+def _enumerator(t, value: str) -> str | None:
+    """`::E::kName` for a constant of enumeration type whose value is one of E's enumerators: the
+    spelling of the value nested in a template-id (`Config<::E::kName, true>`), where a bare number
+    is no valid argument of an enumeration parameter. None otherwise (not an enumeration, an
+    unnamed one, one in an unnamed namespace, a value no enumerator has)."""
+    canon = t.get_canonical()
+    if canon.kind != ci.TypeKind.ENUM or not re.fullmatch(r"-?\d+", value):
+        return None
+    decl = canon.get_declaration()
+    name = qualname(decl)
+    if not decl.spelling or "(anonymous namespace)" in name:
+        return None
+    for ch in child_cursors(decl):
+        if ch.kind == CK.ENUM_CONSTANT_DECL and ch.enum_value == int(value):
+            return f"::{name}::{ch.spelling}"
+    return None
+
 class _Files:
     """File text and hashes, read once per parse."""
 
@@ -334,7 +352,11 @@ class TUIndexer:
                 if value is None:
                     return None
                 value = self.scoped_text(value, child_cursors(decl))
-            return decl.spelling, {"value": value, "kind": "value", "macro": macro}
+            binding = {"value": value, "kind": "value", "macro": macro}
+            enumerator = _enumerator(decl.type, value)
+            if enumerator:
+                binding["enumerator"] = enumerator
+            return decl.spelling, binding
         return None
 
     def _type_size(self, t) -> None:
@@ -454,7 +476,10 @@ class TUIndexer:
             for j, name in enumerate(names):
                 first = arms[0][0][j][1]
                 values = [a[0][j][1]["value"] for a in arms]
-                merged.append((name, {**first, "values": values} if len(arms) > 1 else first))
+                enumerators = [a[0][j][1].get("enumerator") for a in arms]
+                merged.append((name, {**first, "values": values,
+                                      **({"enumerators": enumerators} if any(enumerators) else {})}
+                               if len(arms) > 1 else first))
             self._walk_stmts(arms[0][1], scope + merged, branches)
         for st in others:
             self._walk(st, scope, branches)

@@ -36,6 +36,9 @@ def add_parser(sub) -> None:
     p.add_argument("--all-variants", action="store_true",
                    help="compile every variant (default: a greedy cover using each axis value at least once)")
     p.add_argument("--kernel", action="append", default=[], metavar="ID", help="only this kernel id (repeatable)")
+    p.add_argument("--define", action="append", default=[], metavar="NAME=VALUE",
+                   help="the value a build gives a macro of the rule's options.build_defines (repeatable; "
+                        "default: the library's own default, recorded in the manifest)")
     p.add_argument("-j", "--jobs", type=int, default=None, help="worker processes (default: CPU count)")
     p.add_argument("--json", type=Path, metavar="FILE", help="write the codemod-verify/1 JSON report")
     p.add_argument("--no-host", action="store_true", help="skip the host compile")
@@ -68,6 +71,20 @@ def _check_archs(archs: list[str], supported: list[int]) -> None:
                              hint="supported: " + ", ".join(f"sm_{a}" for a in supported))
 
 
+def _build_values(defines: list[str], known: set[str]) -> dict[str, str]:
+    """`--define NAME=VALUE` options: NAME must be a build define of a manifest's kernel."""
+    out = {}
+    for d in defines:
+        name, eq, value = d.partition("=")
+        if not eq or not re.fullmatch(r"[A-Za-z_]\w*", name) or not value:
+            raise UsageError(f"--define {d!r}: expected NAME=VALUE")
+        if name not in known:
+            raise UsageError(f"--define {name}: not a build define of the manifests' kernels",
+                             hint="known: " + (", ".join(sorted(known)) or "none (rule key migrate.options.build_defines)"))
+        out[name] = value
+    return out
+
+
 def run(args) -> int:
     from . import host, nvrtc, programs
     from .manifest import find_manifests, load_manifest, root_for
@@ -94,12 +111,14 @@ def run(args) -> int:
     unknown = [k for k in args.kernel if k not in known]
     if unknown:
         raise UsageError(f"unknown kernel id(s): {', '.join(unknown)}", hint="ids: " + ", ".join(sorted(known)))
+    build_values = _build_values(args.define, {d for m in manifests for k in m.kernels for d in k.build_defines})
     archs = args.arch or list(ARCHS)
     lib = nvrtc.load()
     _check_archs(archs, lib.supported_archs())
     jobs = args.jobs or os.cpu_count() or 1
 
-    plan = programs.plan(manifests, archs, all_variants=args.all_variants, only=args.kernel)
+    plan = programs.plan(manifests, archs, all_variants=args.all_variants, only=args.kernel,
+                         build_values=build_values)
     tools = None
     if args.sass:
         from . import sass

@@ -47,6 +47,15 @@ class KernelEntry:
     # compute capability -> the NVRTC target the stubs choose on such a device (rule key
     # migrate.options.arch_targets); other devices compile for sm_<cc>, the layer's default
     arch_targets: dict[int, str] = field(default_factory=dict)
+    # macro -> the library's default (rule key migrate.options.build_defines): the stubs pass
+    # -DNAME=<the host compile's value>; verify compiles with this one unless told another
+    build_defines: dict[str, str] = field(default_factory=dict)
+
+    def define_options(self, values: dict[str, str] | None = None) -> list[str]:
+        """`-DNAME=VALUE` for each build define, as the stubs pass them: `values` (verify --define)
+        over the manifest's defaults."""
+        values = values or {}
+        return [f"-D{name}={values.get(name, default)}" for name, default in self.build_defines.items()]
 
 
 @dataclass
@@ -145,7 +154,15 @@ def _kernel(doc: dict, where: str) -> KernelEntry:
                        include_cuda_cccl=bool(doc.get("include_cuda_cccl", False)),
                        nvrtc_options=[str(o) for o in doc.get("nvrtc_options", [])],
                        conditional_options=conditional, sites=list(doc.get("sites", [])), variants=variants,
-                       arch_targets=_arch_targets(doc.get("arch_targets", {}), where))
+                       arch_targets=_arch_targets(doc.get("arch_targets", {}), where),
+                       build_defines=_build_defines(doc.get("build_defines", {}), where))
+
+
+def _build_defines(doc, where: str) -> dict[str, str]:
+    if not isinstance(doc, dict) or not all(re.fullmatch(r"[A-Za-z_]\w*", str(k)) and isinstance(v, str)
+                                            for k, v in doc.items()):
+        raise VerifyError("build_defines: expected {macro name: its default value}", where=where)
+    return dict(doc)
 
 
 def _arch_targets(doc, where: str) -> dict[int, str]:

@@ -169,8 +169,9 @@ def cuda_version_options() -> list[str]:
 
 
 def plan(manifests: list[Manifest], archs: list[str], all_variants: bool = False,
-         only: list[str] | None = None) -> list[Program]:
-    """The programs to compile, in manifest, kernel, option-set, arch order."""
+         only: list[str] | None = None, build_values: dict[str, str] | None = None) -> list[Program]:
+    """The programs to compile, in manifest, kernel, option-set, arch order. `build_values`: the
+    build's macros (`verify --define`) over the manifest's defaults."""
     programs = []
     defines = cuda_version_options()
     for manifest in manifests:
@@ -186,7 +187,8 @@ def plan(manifests: list[Manifest], archs: list[str], all_variants: bool = False
                 for arch in archs:
                     programs.append(Program(kernel=kernel.id, arch=arch, config=config, name=kernel.program_path,
                                             target=target_arch(arch, kernel.arch_targets),
-                                            source=source, headers=headers, options=kernel.nvrtc_options + extra + defines,
+                                            source=source, headers=headers, options=kernel.nvrtc_options + extra + defines
+                                            + kernel.define_options(build_values),
                                             include_cuda=kernel.include_cuda_toolkit,
                                             include_cccl=kernel.include_cuda_cccl, variants=names,
                                             variants_total=len(kernel.variants)))
