@@ -158,7 +158,8 @@ def program_paths(plan: Plan) -> dict[str, str]:
     that defines kernels (and the headers its name expressions need), shared by those kernels.
     Headers of one stem in two folders get the kernel's own name instead."""
     out = plan.spec.output_dir
-    key = {kp.kernel.id: (kp.source_file or kp.kernel.file, tuple(kp.type_headers)) for kp in plan.kernels}
+    key = {kp.kernel.id: (kp.source_file or kp.kernel.file, tuple(kp.type_headers), tuple(kp.first_headers))
+           for kp in plan.kernels}
     stems: dict[str, set] = {}
     for k in key.values():
         stems.setdefault(posixpath.splitext(posixpath.basename(k[0]))[0], set()).add(k)
@@ -189,7 +190,7 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
         kps = [kp for kp in plan.kernels if programs[kp.kernel.id] == path]
         cs.new_files[path] = fmt(render("kernel_string.cu.j2", banner=head, kernel_ids=[kp.kernel.id for kp in kps],
                                        include=kps[0].source_file or kps[0].kernel.file,
-                                       type_headers=kps[0].type_headers), path)
+                                       type_headers=kps[0].type_headers, first_headers=kps[0].first_headers), path)
     for kp in plan.kernels:
         kp.headers = {kp.source_file or kp.kernel.file: kp.source_file or kp.kernel.file, **kp.headers}
         for repo_path in kp.headers.values():

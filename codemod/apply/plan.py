@@ -50,6 +50,9 @@ class KernelPlan:
     # headers the NVRTC program includes after source_file: they declare types the name
     # expressions spell that source_file does not reach (kernel_api.type_headers)
     type_headers: list[str] = field(default_factory=list)
+    # headers the NVRTC program includes before source_file (kernel_strings.include_first): what a
+    # kernel header takes from its includers
+    first_headers: list[str] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -449,12 +452,13 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
         if refused:
             skipped.append(Skipped(kid, refused))
             continue
-        for h in extra:
+        first = list(spec.kernel_strings.get("include_first", {}).get(kid, []))
+        for h in first + extra:
             headers = {**headers, h: h, **_header_closure(root, h, spec, spec.output_dir, extractions, respelled)}
         variants = _one_spelling_per_type(root, spec, kernel, source_file, headers, variants, extractions)
         plans.append(KernelPlan(kernel, source.kernel_signature(data, decl.start, decl.end), sites,
                                 sorted(variants.values(), key=lambda v: v.name_expression(kid)),
-                                dict(sorted(headers.items())), deduced_at, source_file, extra))
+                                dict(sorted(headers.items())), deduced_at, source_file, extra, first))
     plans = _whole_lambdas(plans, skipped)
     removed = sum(kp.kernel.instantiations for kp in plans)
     used = {kp.kernel.file for kp in plans}

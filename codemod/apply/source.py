@@ -301,6 +301,8 @@ def _declared_name(node: Node, data: bytes) -> str | None:
             return None
     if inner.type in ("struct_specifier", "class_specifier", "enum_specifier"):
         name = inner.child_by_field_name("name")
+    elif inner.type == "alias_declaration":    # `using fp4e2m1 = __nv_fp4_e2m1;`
+        name = inner.child_by_field_name("name")
     elif inner.type == "type_definition":      # `typedef enum {...} Name;` (a C API header)
         name = inner.child_by_field_name("declarator")
     elif inner.type in ("function_definition", "declaration"):

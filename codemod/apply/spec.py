@@ -90,6 +90,9 @@ def _tree_paths(m: dict):
     ks = m.get("kernel_strings", {})
     for i, v in enumerate(ks.get("replace_with_prelude", [])):
         yield ["kernel_strings", "replace_with_prelude", i], v
+    for kernel, paths in ks.get("include_first", {}).items():
+        for i, v in enumerate(paths):
+            yield ["kernel_strings", "include_first", kernel, i], v
     for name in ks.get("shims", {}):
         yield ["kernel_strings", "shims", name], name      # written to <output_dir>/shims/<name>
     for key in ("header", "error_header", "source"):
