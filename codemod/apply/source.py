@@ -337,6 +337,12 @@ def declarations(data: bytes, names: set[str]) -> list[tuple[str, str]]:
                     and container.type == "translation_unit":
                 visit(child, ns, conds)      # the include guard
                 continue
+            if child.type == "ERROR":
+                # NOTE: tree-sitter gives up on a C API header whose `extern "C" {` opens and closes
+                # in two `#ifdef __cplusplus` blocks (TE's transformer_engine.h): its declarations
+                # are children of one ERROR node, without their conditions
+                visit(child, ns, conds)
+                continue
             if child.type == "linkage_specification":       # extern "C" { ... }
                 body = child.child_by_field_name("body")
                 if body is not None:
