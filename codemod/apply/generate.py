@@ -583,10 +583,10 @@ def _declaration_check(root: Path, kp, cs: ChangeSet, stub_path: str) -> dict:
     a second overload that the stubs never see."""
     path = kp.source_file or kp.kernel.file
     data = _final_text(root, cs, path)
-    decl = next((d for d in scan_bytes(path, data).kernels if d.name == kp.kernel.name and d.is_definition), None)
+    decl = source.kernel_definition(path, data, kp.kernel.name)
     if decl is None:
         raise ApplyError(f"definition of {kp.kernel.id} not found after the migration's edits", where=path)
-    kp.signature = source.kernel_signature(data, decl.start, decl.end)
+    kp.signature = source.kernel_signature(data, *decl)
     length, h = copy_hash(kp.signature.declaration)
     return dict(file=path, symbol=symbol_for(path), length=length, hash=h, name=kp.kernel.name,
                 what="a kernel kernels.h declares")

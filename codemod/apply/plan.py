@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ApplyError, UnsupportedConstruct, UsageError
-from ..frontend.treesitter import scan_bytes
 from ..model import Analysis, Kernel, Site
 from . import build_defines, kernel_api, source
 from .names import Unspellable, argument, spelled_id
@@ -251,9 +250,10 @@ class _KernelBodies:
             for k in self.kernels:
                 if k.file not in scans:
                     data = (self.root / k.file).read_bytes()
-                    scans[k.file] = (data, scan_bytes(k.file, data).kernels)
-                data, decls = scans[k.file]
-                self._texts += [(k.id, data[d.start:d.end]) for d in decls if d.name == k.name and d.is_definition]
+                    scans[k.file] = data
+                data = scans[k.file]
+                decl = source.kernel_definition(k.file, data, k.name)
+                self._texts += [(k.id, data[decl[0]:decl[1]])] if decl else []
         return self._texts
 
 
@@ -408,8 +408,7 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
                 continue
             source_file = extractions[kernel.file].header
         data = (root / kernel.file).read_bytes()
-        decl = next((d for d in scan_bytes(kernel.file, data).kernels
-                     if d.name == kernel.name and d.is_definition), None)
+        decl = source.kernel_definition(kernel.file, data, kernel.name)
         if decl is None:
             raise ApplyError(f"definition of {kid} not found", where=f"{kernel.file}:{kernel.line}")
         variants: dict[tuple, Variant] = {}
@@ -443,7 +442,7 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
                        "points to analyze.translation_units")
         headers = _header_closure(root, source_file, spec, spec.output_dir, extractions, respelled)
         if not refused:
-            refused = _shared_device_variable(root, kernel, data[decl.start:decl.end], [source_file, *headers.values()],
+            refused = _shared_device_variable(root, kernel, data[decl[0]:decl[1]], [source_file, *headers.values()],
                                               bodies, extractions)
         extra: list[str] = []
         if not refused:
@@ -456,7 +455,7 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
         for h in first + extra:
             headers = {**headers, h: h, **_header_closure(root, h, spec, spec.output_dir, extractions, respelled)}
         variants = _one_spelling_per_type(root, spec, kernel, source_file, headers, variants, extractions)
-        plans.append(KernelPlan(kernel, source.kernel_signature(data, decl.start, decl.end), sites,
+        plans.append(KernelPlan(kernel, source.kernel_signature(data, *decl), sites,
                                 sorted(variants.values(), key=lambda v: v.name_expression(kid)),
                                 dict(sorted(headers.items())), deduced_at, source_file, extra, first))
     plans = _whole_lambdas(plans, skipped)

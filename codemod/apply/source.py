@@ -130,6 +130,34 @@ def _split_device_head(data: bytes, start: int) -> bool:
     return any(tok in before[cut + 1:] for tok in _DEVICE_TOKENS)
 
 
+def kernel_definition(path: str, data: bytes, name: str) -> tuple[int, int] | None:
+    """(start, end) of the definition of kernel `name` in a file, its template header included: the
+    frontend scanner's, or, for a kernel whose `__global__` head a preprocessor block cuts from its
+    declarator (CM0202, which the scanner does not see as a kernel), the definition tree-sitter reads
+    as `name(...) {...}` from the head's start on (after the last `;`, `{` or `}` before it)."""
+    from ..frontend.treesitter import scan_bytes
+
+    decl = next((d for d in scan_bytes(path, data).kernels if d.name == name and d.is_definition), None)
+    if decl is not None:
+        return decl.start, decl.end
+    for node in _walk(parse(data)):
+        if node.type != "function_definition" or not _split_device_head(data, node.start_byte):
+            continue
+        d = node.child_by_field_name("declarator")
+        while d is not None and d.type not in ("identifier", "field_identifier"):
+            d = d.child_by_field_name("declarator")
+        if d is None or node_text(data, d) != name:
+            continue
+        before = data[:node.start_byte]
+        cut = max(before.rfind(b";"), before.rfind(b"}"), before.rfind(b"{")) + 1
+        head = data[cut:node.start_byte]
+        at = head.find(b"template")
+        if at < 0:
+            continue
+        return cut + at, node.end_byte
+    return None
+
+
 def host_only_functions(data: bytes) -> list[tuple[int, int]]:
     """Byte ranges of namespace- or file-scope function definitions and prototypes with no CUDA
     execution-space qualifier and not `constexpr` (host-only), template headers included;
