@@ -26,6 +26,8 @@ typedef struct {
 
 // out = round(in / BUILDLIB_NUM_PASSES) * BUILDLIB_NUM_PASSES, rounding a BuildlibRounding (not None).
 void buildlib_round(const BuildlibTensor *in, BuildlibTensor *out, int rounding, cudaStream_t stream);
+// out[r] = max |in[32 r + i]| over i < 32 (float out; in->size a multiple of 32).
+void buildlib_absmax(const BuildlibTensor *in, BuildlibTensor *out, cudaStream_t stream);
 
 #ifdef __cplusplus
 }
