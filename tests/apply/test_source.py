@@ -81,3 +81,38 @@ def test_copied_struct_definition_keeps_its_semicolon():
     src = b"namespace a {\nstruct B { int x; };\nstruct C : public B {\n  int y;\n};\ntemplate <typename T> struct D {};\n}\n"
     assert [t for _, t in declarations(src, {"B", "C", "D"})] == [
         "struct B { int x; };", "struct C : public B {\n  int y;\n};", "template <typename T> struct D {};"]
+
+
+def test_prelude_copies_find_using_aliases_with_their_conditions():
+    """`using fp4e2m1 = __nv_fp4_e2m1;` under `#if FP4_TYPE_SUPPORTED` (TE's common.h): a
+    prelude_copy name, copied with its condition (before, "no declaration of fp4e2m1")."""
+    from codemod.apply.source import declarations
+
+    data = b"namespace te {\n#if FP4_TYPE_SUPPORTED\nusing fp4e2m1 = __nv_fp4_e2m1;\n#endif\n}  // namespace te\n"
+    assert declarations(data, {"fp4e2m1"}) == [("te", "#if FP4_TYPE_SUPPORTED\nusing fp4e2m1 = __nv_fp4_e2m1;\n#endif")]
+
+
+def test_prelude_copies_are_found_in_a_header_tree_sitter_reads_as_one_error():
+    """TE's transformer_engine.h closes `extern "C" {` in an `#ifdef __cplusplus` block followed by
+    C++ that tree-sitter cannot read: the whole file is one ERROR node, and its enums (the 4over6
+    mode) were not found to copy."""
+    from codemod.apply.source import declarations, parse
+
+    data = (b'#ifndef E_H_\n#define E_H_\n#ifdef __cplusplus\nextern "C" {\n#endif\n'
+            b'enum Mode { kModeA = 0, kModeB = 1 };\n#ifdef __cplusplus\n}  // extern "C"\n'
+            b'class T {\n  T(const Mode m = kModeA, int x = {1}) : y(x) {}\n  int y;\n};\n#endif\n#endif\n')
+    assert [c.type for c in parse(data).children] == ["ERROR"]
+    assert declarations(data, {"Mode"}) == [("", "enum Mode { kModeA = 0, kModeB = 1 };")]
+
+
+def test_a_kernel_whose_head_an_if_splits_is_found():
+    """CM0202: the frontend's scanner sees no kernel in `template <...> __global__ void` / `#if ...
+    __launch_bounds__(N) #endif` / `k(...) {...}`; apply finds its definition from the head on."""
+    from codemod.apply.source import kernel_definition, kernel_signature
+
+    data = (b"#include <x.h>\nint before;\ntemplate <typename T, int N>\n__global__ void\n#if defined(__CUDA_ARCH__)\n"
+            b"__launch_bounds__(N)\n#endif\n    k(const T *in, float *out) {\n  out[0] = in[0];\n}\n")
+    start, end = kernel_definition("k.cuh", data, "k")
+    assert data[start:end].startswith(b"template <typename T, int N>") and data[start:end].endswith(b"}")
+    assert kernel_signature(data, start, end).param_types == ["const T *", "float *"]
+    assert kernel_definition("k.cuh", data, "other") is None
