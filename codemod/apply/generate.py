@@ -656,10 +656,20 @@ def grouped_checks(checks: list[dict]) -> list[dict]:
         g["copies"].append(c)
         if c["name"] not in g["names"]:
             g["names"].append(c["name"])
+    out = []
     for (_, what), g in groups.items():
-        names = g["names"]
-        g["message"] = f"{g['copies'][0]['file']} changed {names[0] if len(names) == 1 else what}"
-    return list(groups.values())
+        # NOTE: each static_assert scans the embedded header once per copy; GCC stops a constant
+        # expression after 2^25 operations (-fconstexpr-ops-limit), which TE's 55 KB common.h with
+        # 20 copies exceeded: at most COPIES_PER_CHECK copies per static_assert
+        for i in range(0, len(g["copies"]), COPIES_PER_CHECK):
+            copies = g["copies"][i:i + COPIES_PER_CHECK]
+            names = list(dict.fromkeys(c["name"] for c in copies)) if len(g["copies"]) > COPIES_PER_CHECK else g["names"]
+            out.append(dict(symbol=g["symbol"], copies=copies, names=names,
+                            message=f"{copies[0]['file']} changed {names[0] if len(names) == 1 else what}"))
+    return out
+
+
+COPIES_PER_CHECK = 8
 
 
 def _checked(groups: list[dict], header: str, prelude: str, checks: list[dict]) -> list[dict]:

@@ -42,6 +42,10 @@ GROUPED = ("group_cast_fp8_kernel", "group_cast_fp8_rowwise_flat_kernel", "group
 # issue 14: TMA descriptors, Blackwell-only bodies, arch-specific targets; the dbias reductions
 BLACKWELL = ("quantize_mxfp8_kernel", "quantize_gated_mxfp8_kernel", "cast_fp8_1D_kernel", "cast_fp8_2D_kernel",
              "cast_fp8_gated_kernel", "reduce_dbias_kernel", "group_reduce_dbias_kernel", "dequantize_mxfp8_kernel")
+# NVFP4: the build's NVTE_BUILD_NUM_PHILOX_ROUNDS (build_defines), the C API's 4over6 mode nested in
+# a type argument, the amax kernel whose head an #if splits
+NVFP4 = ("quantize_transpose_nvfp4_kernel", "quantize_transpose_nvfp4_2D_kernel", "quantize_transpose_nvfp4_tuned_1D_kernel",
+         "quantize_4over6_kernel", "compute_rowwise_amax_kernel", "compute_columnwise_amax_kernel")
 
 
 def test_deduced_arguments_are_passed_explicitly(te_patch):
@@ -51,14 +55,17 @@ def test_deduced_arguments_are_passed_explicitly(te_patch):
     _, patch = te_patch
     text = patch.read_text()
     report = Path(str(patch) + ".report.md").read_text()
-    assert "16 kernels migrated" in report
+    assert "22 kernels migrated" in report
     left_static = report.split("## Left static", 1)[-1]
     for k in KERNELS:
         assert f"`transformer_engine::{k}`: " not in left_static
     for k in GROUPED:
         assert f"::group_quantize_kernel::{k}`: " not in left_static
-    for k in BLACKWELL:
+    for k in BLACKWELL + NVFP4:
         assert f"::{k}`: " not in left_static
+    # the stubs hand NVRTC the Philox rounds the host compile saw, not a copy of the default
+    assert '"-DNVTE_BUILD_NUM_PHILOX_ROUNDS=" CODEMOD_BUILD_VALUE(NVTE_BUILD_NUM_PHILOX_ROUNDS)' in text
+    assert "Config<::NVTENVFP44Over6Mode::kNVTENVFP44Over6MinMAE, " in text
     # the grouped MXFP8 kernel shares a __device__ variable with a static kernel: not in the rule
     assert "group_quantize_mxfp8_kernel`: not listed" in left_static
     # the one grouped FP8 kernel the rule leaves static, with the reason
@@ -105,7 +112,8 @@ def test_verify_compiles_a_covering_sample(te_patch, tmp_path):
 
     report = json.loads(out.read_text())
     assert report["programs"] and all(p["ok"] for p in report["programs"])
-    assert {p["kernel"].split("::")[-1] for p in report["programs"] if p["ok"]} == set(KERNELS + GROUPED + BLACKWELL)
+    assert {p["kernel"].split("::")[-1] for p in report["programs"] if p["ok"]} == set(KERNELS + GROUPED + BLACKWELL
+                                                                                     + NVFP4)
 
 
 def test_layer_gets_the_disk_cache_and_compiles(te_patch):
