@@ -204,15 +204,18 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
     cases = spec.types["cases"].values()
     copy_from = _copy_sources(root, ks_spec.get("replace_with_prelude", []), ks_spec.get("prelude_copy", []))
     copy_checks: list[dict] = []       # the prelude's copies, checked against their header at build time
-    for replaced in ks_spec.get("replace_with_prelude", []):
+    replaced_all = ks_spec.get("replace_with_prelude", [])
+    include_conds = {r: source.include_conditions((root / r).read_bytes()) for r in replaced_all}
+    for replaced in replaced_all:
         path = f"{out}/prelude/{replaced}"
+        macros, copied = _early_macros(_respell_copies(_checked(_copied(root, replaced, copy_from.get(replaced, []), cs),
+                                                                replaced, path, copy_checks), std_cfg, std_used, copy_ints))
         cs.new_files[path] = fmt(render(
-            "prelude.h.j2", banner=head, replaced=replaced, guard=_guard(path), includes=ks_spec.get("prelude_includes", []),
+            "prelude.h.j2", banner=head, replaced=replaced, guard=_guard(path), macros=macros,
+            includes=_prelude_includes(ks_spec.get("prelude_includes", []), replaced, include_conds),
             namespace=ks_spec.get("prelude_namespace", spec.names.get("default_namespace", "")),
             aliases=[c for c in cases if c.get("alias")],
-            std_header=std_cfg["header"] if std_cfg else None,
-            copied=_respell_copies(_checked(_copied(root, replaced, copy_from.get(replaced, []), cs), replaced,
-                                            path, copy_checks), std_cfg, std_used, copy_ints)),
+            std_header=std_cfg["header"] if std_cfg else None, copied=copied),
             "prelude.h")
         cs.notes.append(f"{replaced}: replaced under NVRTC by the generated prelude {path} (dtype aliases, "
                         "toolkit headers)")
@@ -807,6 +810,34 @@ def _host_include_blocks(root: Path, path: str, data: bytes, spec) -> list[tuple
         else:
             blocks.append((start, inc.end))
     return blocks
+
+
+def _prelude_includes(names: list[str], replaced: str, conds: dict[str, dict[str, list[str]]]) -> list[dict]:
+    """A prelude's toolkit includes, each under the conditions its replaced header includes it with
+    (TE's common.h: `#if FP4_TYPE_SUPPORTED` / `#include <cuda_fp4.h>`: an NVRTC before CUDA 12.8
+    has no cuda_fp4.h). One another replaced header includes only conditionally is left out of a
+    prelude whose header does not include it; the others are included as listed."""
+    out = []
+    for name in names:
+        here = conds[replaced].get(name)
+        if here is None and any(c.get(name) for c in conds.values()):
+            continue
+        out.append(dict(name=name, conds=here or []))
+    return out
+
+
+def _early_macros(groups: list[dict]) -> tuple[list[str], list[dict]]:
+    """(the copied `#define`s, the other copies): the macros go before the prelude's includes, whose
+    conditions may name them (FP4_TYPE_SUPPORTED), as in the header they are copied from."""
+    macros, rest = [], []
+    for g in groups:
+        texts = []
+        for t in g["texts"]:
+            lines = [line for line in t.split("\n") if not line.lstrip().startswith("#if")]
+            (macros if lines and lines[0].lstrip().startswith("#define") else texts).append(t)
+        if texts:
+            rest.append({**g, "texts": texts})
+    return macros, rest
 
 
 def _copy_sources(root: Path, replaced: list[str], names: list[str]) -> dict[str, list[str]]:

@@ -398,6 +398,29 @@ def declarations(data: bytes, names: set[str]) -> list[tuple[str, str]]:
     return out
 
 
+def include_conditions(data: bytes) -> dict[str, list[str]]:
+    """Include name -> the `#if`/`#ifdef` lines around its first `#include` in a file (the include
+    guard left out; [] when unconditional)."""
+    out: dict[str, list[str]] = {}
+
+    def visit(container: Node, conds: list[str]) -> None:
+        for child in container.children:
+            if child.type == "preproc_ifdef" and child.child_by_field_name("name") is not None \
+                    and data[child.start_byte:child.start_byte + 7] == b"#ifndef" \
+                    and container.type == "translation_unit":
+                visit(child, conds)          # the include guard
+            elif child.type in ("preproc_if", "preproc_ifdef"):
+                line_end = data.find(b"\n", child.start_byte)
+                visit(child, conds + [data[child.start_byte:line_end].decode().strip()])
+            elif child.type == "preproc_include":
+                path = child.child_by_field_name("path")
+                if path is not None:
+                    out.setdefault(node_text(data, path).strip("<>\""), conds)
+
+    visit(parse(data), [])
+    return out
+
+
 def _conditioned(text: str, conds: list[str]) -> str:
     for cond in reversed(conds):
         text = f"{cond}\n{text}\n#endif"

@@ -188,3 +188,18 @@ def test_patched_buildlib_builds_and_passes_the_builds_value(tmp_path):
     proc = subprocess.run(args, capture_output=True, text=True, cwd=unit["directory"])
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert '"-DBUILDLIB_NUM_PASSES=" "3"' in proc.stdout
+
+
+def test_a_prelude_include_keeps_the_condition_of_its_header(tmp_path, capsys):
+    """common.h includes cuda_fp8.h under `#if BUILDLIB_FP8_SUPPORTED` (TE: cuda_fp4.h under
+    FP4_TYPE_SUPPORTED, which an NVRTC before CUDA 12.8 lacks): its prelude defines the copied macro
+    first and includes cuda_fp8.h under the same condition; the C API header's prelude, whose header
+    does not include it, leaves it out (on main: included unconditionally in both)."""
+    root = _copy(tmp_path)
+    patch, _ = _apply(tmp_path, capsys, root)
+    common = _new_file(patch, "rtc/quant/prelude/common.h")
+    define = common.index("#define BUILDLIB_FP8_SUPPORTED (CUDA_VERSION >= 11080)")
+    assert define < common.index("#if BUILDLIB_FP8_SUPPORTED\n#include <cuda_fp8.h>\n#endif")
+    assert "#include <cuda_fp16.h>" in common
+    api = _new_file(patch, "rtc/quant/prelude/include/buildlib/quant.h")
+    assert "cuda_fp8.h" not in api and "#include <cuda_fp16.h>" in api

@@ -116,3 +116,11 @@ def test_a_kernel_whose_head_an_if_splits_is_found():
     assert data[start:end].startswith(b"template <typename T, int N>") and data[start:end].endswith(b"}")
     assert kernel_signature(data, start, end).param_types == ["const T *", "float *"]
     assert kernel_definition("k.cuh", data, "other") is None
+
+
+def test_include_conditions():
+    from codemod.apply.source import include_conditions
+
+    data = (b"#ifndef G_\n#define G_\n#include <a.h>\n#if FP4\n#include <b.h>\n#ifdef X\n#include \"c.h\"\n#endif\n"
+            b"#endif\n#endif\n")
+    assert include_conditions(data) == {"a.h": [], "b.h": ["#if FP4"], "c.h": ["#if FP4", "#ifdef X"]}

@@ -2,9 +2,16 @@
 #ifndef BUILDLIB_COMMON_H_
 #define BUILDLIB_COMMON_H_
 
+#include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+
+// FP8 types where the toolkit has them (as TE's FP4_TYPE_SUPPORTED guards cuda_fp4.h).
+#define BUILDLIB_FP8_SUPPORTED (CUDA_VERSION >= 11080)
+#if BUILDLIB_FP8_SUPPORTED
+#include <cuda_fp8.h>
+#endif
 
 #include <stdexcept>
 #include <string>
