@@ -164,12 +164,21 @@ def _check_c_shims(rule: Rule, m: dict) -> None:
                             hint="add include: cuda/std/<header>, or list only names of codemod/apply/stdshim.py")
 
 
+def _check_include_first(rule: Rule, m: dict) -> None:
+    """`kernel_strings.include_first` is keyed by kernels of `kernels`."""
+    unknown = sorted(k for k in m.get("kernel_strings", {}).get("include_first", {}) if k not in m["kernels"])
+    if unknown:
+        raise RuleError(f"migrate.kernel_strings.include_first names {', '.join(unknown)}, not in migrate.kernels",
+                        where=str(rule.path), hint="key it by a kernel id listed under migrate.kernels")
+
+
 def migrate_spec(rule: Rule) -> MigrateSpec:
     m = rule.raw.get("migrate")
     if not m:
         raise RuleError(f"rule '{rule.id}' has no migrate: section", where=str(rule.path),
                         hint="see docs/rules.md, section migrate")
     check_paths(rule, m)
+    _check_include_first(rule, m)
     _check_c_shims(rule, m)
     return MigrateSpec(
         rule_id=rule.id, output_dir=m["output_dir"].strip("/"), namespace=m["namespace"],

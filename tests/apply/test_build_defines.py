@@ -203,3 +203,11 @@ def test_a_prelude_include_keeps_the_condition_of_its_header(tmp_path, capsys):
     assert "#include <cuda_fp16.h>" in common
     api = _new_file(patch, "rtc/quant/prelude/include/buildlib/quant.h")
     assert "cuda_fp8.h" not in api and "#include <cuda_fp16.h>" in api
+
+
+def test_include_first_names_a_kernel_of_the_rule(tmp_path, capsys):
+    root = _copy(tmp_path)
+    rule = _rule(tmp_path, ("      buildlib::quant::absmax_kernel: [util/reduce.cuh]\n",
+                            "      buildlib::quant::other_kernel: [util/reduce.cuh]\n"))
+    assert main(["apply", "--target", rule, str(root), "--diff", str(tmp_path / "p.diff"), "-q"]) == 2
+    assert "include_first names buildlib::quant::other_kernel" in capsys.readouterr().err
