@@ -15,7 +15,7 @@ import jinja2
 from .. import __version__
 from ..errors import ApplyError, UnsupportedConstruct
 from ..frontend.treesitter import scan_bytes
-from . import kernel_api, layer, layer_cache, source, stacking, stdnames, stdshim, zero_length
+from . import kernel_api, layer, layer_cache, shared_variables, source, stacking, stdnames, stdshim, zero_length
 from .. import strict_json
 from .extract import header_guard
 from .style import (FALLBACK_STYLE, C_FILE, TargetStyle, find_clang_format, leading_comment, license_header,
@@ -132,13 +132,14 @@ def _axis_expr(kind: str, param: str, enum: str | None = None) -> str:
 
 # What rtc_stubs.h holds for each optional feature: another rule's stubs may need it already.
 _STUB_FEATURES = {"cooperative": "launch_cooperative(", "occupancy": "occupancy(int *num_blocks",
-                  "adl": "cudaFuncSetAttribute(const RtcKernel"}
+                  "adl": "cudaFuncSetAttribute(const RtcKernel", "shared": "struct SharedVariable"}
 
 
 def _stub_features(root: Path, path: str, plan: Plan) -> dict[str, bool]:
     """The optional launch methods the shared runtime holds: those this rule's sites need and those
     the tree's rtc_stubs.h already has for another rule's (a feature is never taken away)."""
     features = kernel_api.stub_features(s for kp in plan.kernels for s in kp.sites)
+    features["shared"] = any(kp.shared_variables for kp in plan.kernels)
     existing = (root / path).read_text() if (root / path).is_file() else ""
     return {name: needed or _STUB_FEATURES[name] in existing for name, needed in features.items()}
 
@@ -187,9 +188,12 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
     programs = program_paths(plan)
     for path in sorted(set(programs.values())):
         kps = [kp for kp in plan.kernels if programs[kp.kernel.id] == path]
+        shared = sorted({v for kp in kps for v in kp.shared_variables})
         cs.new_files[path] = fmt(render("kernel_string.cu.j2", banner=head, kernel_ids=[kp.kernel.id for kp in kps],
                                        include=kps[0].source_file or kps[0].kernel.file,
-                                       type_headers=kps[0].type_headers), path)
+                                       type_headers=kps[0].type_headers,
+                                       shared=[dict(name=v, symbol=shared_variables.module_symbol(v)) for v in shared]),
+                                 path)
     for kp in plan.kernels:
         kp.headers = {kp.source_file or kp.kernel.file: kp.source_file or kp.kernel.file, **kp.headers}
         for repo_path in kp.headers.values():
@@ -293,7 +297,11 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
             param_decls=", ".join(kp.signature.param_decls), param_types=", ".join(kp.signature.param_types),
             param_names=", ".join(params), params=params,
             axes=[_axis_expr(kinds[p], p, enums.get(p)) for p in params], program=program,
-            options=spec.options["kernels"].get(kp.kernel.id, [])))
+            options=spec.options["kernels"].get(kp.kernel.id, []),
+            shared=[dict(name=v, symbol=shared_variables.module_symbol(v)) for v in kp.shared_variables],
+            shared_template_params=(kp.signature.template_params.rstrip()[:-1].rstrip() + ", "
+                                    + ", ".join(f"typename Shared{i}" for i in range(len(kp.shared_variables)))
+                                    + ">")))
     cs.domain = (frozenset(type_names), frozenset(fn_names))
     kernels_features = _stub_features(root, stubs_path, plan)
     cs.new_files[stubs_path] = fmt(render(
@@ -981,6 +989,8 @@ def _rewrite_launches(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, 
     done: set[str] = set()
     spec = plan.spec
     names = {kp.name for kp in plan.kernels}
+    # the factory of a kernel with shared variables takes the launching unit's (shared_variables.py)
+    factory_args = {kp.name: ", ".join(f"::{v}" for v in kp.shared_variables) for kp in plan.kernels}
     site_ids = {s.id for kp in plan.kernels for s in kp.sites}
     deduced = {sid: args for kp in plan.kernels for sid, args in kp.deduced.items()}
     variables = {(s.file, s.via) for kp in plan.kernels for s in kp.sites if s.via}
@@ -1013,7 +1023,7 @@ def _rewrite_launches(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, 
                                f"{text(close + 1, ls.callee_range[1])}")
                 else:
                     spelled = f"{callee}<{', '.join(extra)}>"
-                new = f"{stub_ns(ls.callee_range[0])}::{spelled}().launch({', '.join(cfg)})("
+                new = f"{stub_ns(ls.callee_range[0])}::{spelled}({factory_args[callee]}).launch({', '.join(cfg)})("
             elif (path, ls.callee) in variables and sid in site_ids:
                 new = f"{ls.callee}.launch({', '.join(cfg)})("
             else:
@@ -1041,7 +1051,8 @@ def _rewrite_launches(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, 
             t = text(start, end)
             t = t[1:] if t.startswith("&") else t       # `&kernel<...>`: the stub returns an object
             t = t[t.index(name):]
-            cs.edits.append(Edit(path, start, end, f"{stub_ns(start)}::{t}()", "kernel handle from the stub"))
+            cs.edits.append(Edit(path, start, end, f"{stub_ns(start)}::{t}({factory_args.get(name, '')})",
+                                 "kernel handle from the stub"))
         incs = [i for i in source.includes(data)]
         at = incs[-1].end if incs else 0
         inc = f'#include "{relative_include(f"{spec.output_dir}/kernels.h", path)}"\n'

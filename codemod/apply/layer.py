@@ -31,7 +31,8 @@ class Feature:
 
 
 # The stubs call: compile with options and headers, set_function_attribute (always),
-# occupancy_max_active_blocks_per_sm and launch_cooperative (when a migrated site does).
+# occupancy_max_active_blocks_per_sm and launch_cooperative (when a migrated site does),
+# global_address (when a migrated kernel has shared variables).
 # `function_for` is the lookup the others share. Order: the order edits are added in.
 FEATURES: dict[str, Feature] = {f.name: f for f in [
     Feature("compile_headers", "", (), None, None,
@@ -47,6 +48,10 @@ FEATURES: dict[str, Feature] = {f.name: f for f in [
     Feature("launch_cooperative", "launch_cooperative", ("function_for",),
             "layer/launch_cooperative.h.j2", None,
             "cuLaunchCooperativeKernel of a compiled kernel (cudaLaunchCooperativeKernel of the static path)"),
+    Feature("global_address", "global_address", ("function_for",),
+            "layer/global_address.h.j2", "layer/global_address.cpp.j2",
+            "cuModuleGetGlobal in a compiled kernel's module (migrate.shared_variables: the stubs copy "
+            "the static copy of a __device__ variable there)"),
 ]}
 
 REQUIRED_MEMBERS = ("kernel_cache_", "get_kernel_cache_key", "compile", "is_compiled")
@@ -68,6 +73,8 @@ def required(stub_features: dict[str, bool], listed: list[str]) -> list[str]:
         want.add("occupancy")
     if stub_features.get("cooperative"):
         want.add("launch_cooperative")
+    if stub_features.get("shared"):
+        want.add("global_address")
     for name in list(want):
         want.update(FEATURES[name].needs)
     return [n for n in FEATURES if n in want]
