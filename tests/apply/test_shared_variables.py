@@ -112,3 +112,34 @@ def test_patched_sharedlib_builds(tmp_path, legacy):
     for c in (cmd, ["ninja", "-C", str(tmp_path / "b")]):
         proc = subprocess.run(c, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+
+
+def _gpu() -> bool:
+    return shutil.which("nvidia-smi") is not None and subprocess.run(
+        ["nvidia-smi", "-L"], capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(not _gpu(), reason="needs a GPU")
+@pytest.mark.parametrize("legacy", ["OFF", "ON"])
+def test_the_nvrtc_kernel_reads_what_the_static_writer_wrote(tmp_path, legacy):
+    """On a GPU (check_scale.cu): the NVRTC kernel scales by the table the static writer filled,
+    for a first launch, a second one with a new table, and another variant. Without the copy the
+    same check sees zeros (its module's own table): seen on an H200, docs/apply.md."""
+    from tests.golden.test_golden_builds import _missing_tools, _nvrtc_root
+
+    if _missing_tools():
+        pytest.skip(f"needs {', '.join(_missing_tools())} on PATH")
+    root, build = tmp_path / "input", tmp_path / "b"
+    shutil.copytree(CASE / "input", root)
+    write_all(root, compute(root, str(RULE))[0])
+    cmd = ["cmake", "-S", str(root), "-B", str(build), "-G", "Ninja", "-DCMAKE_CUDA_ARCHITECTURES=90",
+           f"-DSHAREDLIB_BUILD_LEGACY_STATIC_SCALE={legacy}"]
+    if _nvrtc_root() is not None:
+        cmd.append(f"-DSHAREDLIB_NVRTC_ROOT={_nvrtc_root()}")
+    check = build / "check"
+    for c in (cmd, ["ninja", "-C", str(build)],
+              ["nvcc", "-std=c++17", "-arch=sm_90", "-I", str(root / "include"), str(CASE / "check_scale.cu"),
+               "-L", str(build), "-lsharedlib", "-Xlinker", f"-rpath={build}", "-o", str(check)], [str(check)]):
+        proc = subprocess.run(c, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    assert proc.stdout.strip() == "ok"
