@@ -185,6 +185,7 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
 
     # Kernel strings: one short program per kernel header, including it (the kernels it defines share it).
     shipped: dict[str, str] = {}      # repo path -> symbol, every file NVRTC sees
+    listed = [v for vs in shared_variables.listed(spec.raw).values() for v in vs]
     programs = program_paths(plan)
     for path in sorted(set(programs.values())):
         kps = [kp for kp in plan.kernels if programs[kp.kernel.id] == path]
@@ -192,7 +193,7 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
         cs.new_files[path] = fmt(render("kernel_string.cu.j2", banner=head, kernel_ids=[kp.kernel.id for kp in kps],
                                        include=kps[0].source_file or kps[0].kernel.file,
                                        type_headers=kps[0].type_headers,
-                                       shared=[dict(name=v, symbol=shared_variables.module_symbol(v)) for v in shared]),
+                                       shared=[dict(name=v, symbol=shared_variables.module_symbol(v, listed)) for v in shared]),
                                  path)
     for kp in plan.kernels:
         kp.headers = {kp.source_file or kp.kernel.file: kp.source_file or kp.kernel.file, **kp.headers}
@@ -298,7 +299,7 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
             param_names=", ".join(params), params=params,
             axes=[_axis_expr(kinds[p], p, enums.get(p)) for p in params], program=program,
             options=spec.options["kernels"].get(kp.kernel.id, []),
-            shared=[dict(name=v, symbol=shared_variables.module_symbol(v)) for v in kp.shared_variables],
+            shared=[dict(name=v, symbol=shared_variables.module_symbol(v, listed)) for v in kp.shared_variables],
             shared_template_params=(kp.signature.template_params.rstrip()[:-1].rstrip() + ", "
                                     + ", ".join(f"typename Shared{i}" for i in range(len(kp.shared_variables)))
                                     + ">")))

@@ -19,9 +19,13 @@ class Shared:
     others: tuple[str, ...]   # the other kernels naming it
 
 
-def module_symbol(qualified: str) -> str:
-    """The C name of the kernel string's pointer to the NVRTC module's copy of `qualified`."""
-    return "codemod_shared_" + qualified.lstrip(":").replace("::", "_")
+def module_symbol(qualified: str, listed_names: list[str]) -> str:
+    """The C name of the kernel string's pointer to the NVRTC module's copy of `qualified`: its
+    unqualified name, or its qualified one when the rule lists two variables of that name."""
+    name = qualified.lstrip(":")
+    short = name.rsplit("::", 1)[-1]
+    twins = {q.lstrip(":") for q in listed_names if q.lstrip(":").rsplit("::", 1)[-1] == short}
+    return "codemod_shared_" + (short if len(twins) <= 1 else name.replace("::", "_"))
 
 
 def listed(raw: dict) -> dict[str, list[str]]:
