@@ -341,6 +341,8 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
         if added:
             cs.notes.append(f"{spec.layer['header']}: the NVRTC layer lacked {', '.join(added)}: added "
                             f"(nvrtc_layer.extend){'; already present: ' + ', '.join(present) if present else ''}")
+    else:
+        layer.require_without_extend(root, spec.layer, kernels_features)
 
     # The NVRTC layer's features the rule asks for (disk cache, per-variant compiles).
     _layer_cache(root, spec, cs, head, fmt)

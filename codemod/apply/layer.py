@@ -80,6 +80,23 @@ def required(stub_features: dict[str, bool], listed: list[str]) -> list[str]:
     return [n for n in FEATURES if n in want]
 
 
+def require_without_extend(root: Path, layer: dict, stub_features: dict[str, bool]) -> None:
+    """Without `nvrtc_layer.extend` the layer is taken as complete, except for `global_address`,
+    which only shared variables call: a layer that lacks it would leave host code that does not
+    compile, so apply stops here, naming the key that adds it."""
+    if not stub_features.get("shared"):
+        return
+    data = (root / layer["header"]).read_bytes() if (root / layer["header"]).is_file() else b""
+    manager = layer["manager"].removesuffix("()").split("::")
+    cls_name = manager[-2] if manager[-1] == "instance" and len(manager) > 1 else manager[-1]
+    cls = _class(source.parse(data), data, cls_name) if data else None
+    if cls is None or "global_address" not in _members(cls, data):
+        raise ApplyError(f"migrate.shared_variables needs the NVRTC layer's global_address, which class {cls_name} "
+                         "does not declare", where=layer["header"],
+                         hint="add nvrtc_layer.extend (driver_call, check_macro) and nvrtc_layer.source to the "
+                              "rule: apply then adds it (docs/apply.md, the NVRTC layer)")
+
+
 def _class(root, data: bytes, name: str):
     for n in source._walk(root):
         if n.type in ("class_specifier", "struct_specifier") and n.child_by_field_name("body") is not None:

@@ -33,7 +33,7 @@ def _rule(tmp_path: Path, old: str, new: str) -> str:
     return str(path)
 
 
-def _report(tmp_path: Path, rule: str, capsys) -> str:
+def _report(tmp_path: Path, rule: str, capsys) -> tuple[int, str]:
     root = tmp_path / "input"
     shutil.copytree(CASE / "input", root)
     report = tmp_path / "report.md"
@@ -77,6 +77,16 @@ def test_a_listed_variable_the_body_does_not_share_is_refused(tmp_path, capsys):
     code, text = _report(tmp_path, rule, capsys)
     line = next(l for l in text.splitlines() if l.startswith("- `sharedlib::group_scale_kernel`"))
     assert "lists `sharedlib::g_other`, which its body does not share" in line
+
+
+def test_a_layer_without_global_address_and_no_extend_is_refused(tmp_path, capsys):
+    """Without nvrtc_layer.extend the layer is taken as complete: the stubs would call a
+    global_address it lacks, and the host code would not compile. Apply stops, naming the key."""
+    rule = _rule(tmp_path, "    extend:\n      driver_call: SHAREDLIB_CALL_DRIVER\n      check_macro: SHAREDLIB_CHECK\n", "")
+    code, text = _report(tmp_path, rule, capsys)
+    assert code == 2
+    assert "migrate.shared_variables needs the NVRTC layer's global_address" in text
+    assert "add nvrtc_layer.extend" in text
 
 
 def test_a_key_naming_a_kernel_outside_the_rule_is_a_rule_error(tmp_path):
