@@ -190,6 +190,11 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
     for path in sorted(set(programs.values())):
         kps = [kp for kp in plan.kernels if programs[kp.kernel.id] == path]
         shared = sorted({v for kp in kps for v in kp.shared_variables})
+        for kp in kps:
+            if kp.shared_variables:
+                cs.notes.append(f"{kp.kernel.id} reads {', '.join(f'`{v}`' for v in kp.shared_variables)}, which a "
+                                "static kernel writes: the stubs copy the launching unit's into the NVRTC module's "
+                                "before each launch (migrate.shared_variables)")
         cs.new_files[path] = fmt(render("kernel_string.cu.j2", banner=head, kernel_ids=[kp.kernel.id for kp in kps],
                                        include=kps[0].source_file or kps[0].kernel.file,
                                        type_headers=kps[0].type_headers,

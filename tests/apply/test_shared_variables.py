@@ -49,6 +49,7 @@ def test_sharedlib_golden_patch_matches_expected():
         "golden patch drifted (regenerate with `python -m codemod.apply.golden sharedlib --update` and read the diff)"
     assert "1 kernels migrated" in report or "1 kernel migrated" in report
     assert "global_address" in report
+    assert "sharedlib::group_scale_kernel reads `sharedlib::g_groups`, which a static kernel writes" in report
     # the launch passes the launching unit's variable; the program points at the module's copy
     assert "rtc_scale::group_scale_kernel<T, SQUARED>(::sharedlib::g_groups).launch(grid, 256, 0, stream)" in patch
     assert '+__device__ void* codemod_shared_g_groups = &::sharedlib::g_groups;' in patch
