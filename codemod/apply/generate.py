@@ -662,16 +662,27 @@ def _declaration_groups(kernels: list[dict]) -> list[dict]:
     return groups
 
 
+# NOTE: each static_assert rolls a hash over the whole header once per copy; gcc stops a constant
+# evaluation after 33,554,432 operations (-fconstexpr-ops-limit): TE's 54 KB common.h exceeded it
+# with 12 copies in one assertion (8 passed). Six copies per assertion keep well below.
+COPIES_PER_CHECK = 6
+
+
 def grouped_checks(checks: list[dict]) -> list[dict]:
-    """One static_assert per header and kind of copy: its copies' (length, hash) and a message
-    naming what changed (the declaration, or the kind when the header has several)."""
+    """One static_assert per header and kind of copy (and per COPIES_PER_CHECK copies): its copies'
+    (length, hash) and a message naming what changed (the declaration, or the kind when the header
+    has several)."""
     groups: dict[tuple, dict] = {}
     for c in checks:
-        g = groups.setdefault((c["symbol"], c["what"]), dict(symbol=c["symbol"], copies=[], names=[]))
+        key = (c["symbol"], c["what"])
+        chunk = sum(1 for k in groups if k[:2] == key) - 1
+        if chunk < 0 or len(groups[(*key, chunk)]["copies"]) == COPIES_PER_CHECK:
+            chunk += 1
+        g = groups.setdefault((*key, chunk), dict(symbol=c["symbol"], copies=[], names=[]))
         g["copies"].append(c)
         if c["name"] not in g["names"]:
             g["names"].append(c["name"])
-    for (_, what), g in groups.items():
+    for (_, what, _), g in groups.items():
         names = g["names"]
         g["message"] = f"{g['copies'][0]['file']} changed {names[0] if len(names) == 1 else what}"
     return list(groups.values())
