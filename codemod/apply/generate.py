@@ -198,7 +198,8 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
         cs.new_files[path] = fmt(render("kernel_string.cu.j2", banner=head, kernel_ids=[kp.kernel.id for kp in kps],
                                        include=kps[0].source_file or kps[0].kernel.file,
                                        type_headers=kps[0].type_headers,
-                                       shared=[dict(name=v, symbol=shared_variables.module_symbol(v, listed)) for v in shared]),
+                                       shared=[dict(name=v, symbol=shared_variables.module_symbol(v, listed))
+                                               for v in shared]),
                                  path)
     for kp in plan.kernels:
         kp.headers = {kp.source_file or kp.kernel.file: kp.source_file or kp.kernel.file, **kp.headers}
