@@ -203,7 +203,7 @@ def _regenerate(root: Path, target: str, spec, doc: dict | None, update: bool, s
                 target_path.unlink(missing_ok=True)
             else:
                 target_path.parent.mkdir(parents=True, exist_ok=True)
-                target_path.write_text(text)
+                target_path.write_bytes(text.encode())
         fresh, report, plan = compute(scratch, target, **kwargs)
     desired = {path: new for path, (_, new) in fresh.items()}
     dropped = sorted(p for p, text in overlay.items() if text is None and p not in desired and (root / p).exists())
@@ -216,7 +216,7 @@ def _regenerate(root: Path, target: str, spec, doc: dict | None, update: bool, s
             desired[path] = text          # edited by the old migration, not by the new one
     files = {}
     for path, want in sorted(desired.items()):
-        have = (root / path).read_text() if (root / path).is_file() else None
+        have = (root / path).read_bytes().decode() if (root / path).is_file() else None
         if have != want:
             files[path] = (have, want)
     if not update:

@@ -15,7 +15,7 @@ import jinja2
 from .. import __version__
 from ..errors import ApplyError, UnsupportedConstruct
 from ..frontend.treesitter import scan_bytes
-from . import kernel_api, layer, layer_cache, source, stacking, stdnames, stdshim, zero_length
+from . import kernel_api, layer, layer_cache, shared_variables, source, stacking, stdnames, stdshim, zero_length
 from .. import strict_json
 from .extract import header_guard
 from .style import (FALLBACK_STYLE, C_FILE, TargetStyle, find_clang_format, leading_comment, license_header,
@@ -132,13 +132,14 @@ def _axis_expr(kind: str, param: str, enum: str | None = None) -> str:
 
 # What rtc_stubs.h holds for each optional feature: another rule's stubs may need it already.
 _STUB_FEATURES = {"cooperative": "launch_cooperative(", "occupancy": "occupancy(int *num_blocks",
-                  "adl": "cudaFuncSetAttribute(const RtcKernel"}
+                  "adl": "cudaFuncSetAttribute(const RtcKernel", "shared": "struct SharedVariable"}
 
 
 def _stub_features(root: Path, path: str, plan: Plan) -> dict[str, bool]:
     """The optional launch methods the shared runtime holds: those this rule's sites need and those
     the tree's rtc_stubs.h already has for another rule's (a feature is never taken away)."""
     features = kernel_api.stub_features(s for kp in plan.kernels for s in kp.sites)
+    features["shared"] = any(kp.shared_variables for kp in plan.kernels)
     existing = (root / path).read_text() if (root / path).is_file() else ""
     return {name: needed or _STUB_FEATURES[name] in existing for name, needed in features.items()}
 
@@ -185,12 +186,22 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
 
     # Kernel strings: one short program per kernel header, including it (the kernels it defines share it).
     shipped: dict[str, str] = {}      # repo path -> symbol, every file NVRTC sees
+    listed = [v for vs in shared_variables.listed(spec.raw).values() for v in vs]
     programs = program_paths(plan)
     for path in sorted(set(programs.values())):
         kps = [kp for kp in plan.kernels if programs[kp.kernel.id] == path]
+        shared = sorted({v for kp in kps for v in kp.shared_variables})
+        for kp in kps:
+            if kp.shared_variables:
+                cs.notes.append(f"{kp.kernel.id} reads {', '.join(f'`{v}`' for v in kp.shared_variables)}, which a "
+                                "static kernel writes: the stubs copy the launching unit's into the NVRTC module's "
+                                "before each launch (migrate.shared_variables)")
         cs.new_files[path] = fmt(render("kernel_string.cu.j2", banner=head, kernel_ids=[kp.kernel.id for kp in kps],
                                        include=kps[0].source_file or kps[0].kernel.file,
-                                       type_headers=kps[0].type_headers, first_headers=kps[0].first_headers), path)
+                                       type_headers=kps[0].type_headers, first_headers=kps[0].first_headers,
+                                       shared=[dict(name=v, symbol=shared_variables.module_symbol(v, listed))
+                                               for v in shared]),
+                                 path)
     for kp in plan.kernels:
         kp.headers = {kp.source_file or kp.kernel.file: kp.source_file or kp.kernel.file, **kp.headers}
         for repo_path in kp.headers.values():
@@ -297,7 +308,11 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
             param_decls=", ".join(kp.signature.param_decls), param_types=", ".join(kp.signature.param_types),
             param_names=", ".join(params), params=params,
             axes=[_axis_expr(kinds[p], p, enums.get(p)) for p in params], program=program,
-            options=spec.options["kernels"].get(kp.kernel.id, [])))
+            options=spec.options["kernels"].get(kp.kernel.id, []),
+            shared=[dict(name=v, symbol=shared_variables.module_symbol(v, listed)) for v in kp.shared_variables],
+            shared_template_params=(kp.signature.template_params.rstrip()[:-1].rstrip() + ", "
+                                    + ", ".join(f"typename Shared{i}" for i in range(len(kp.shared_variables)))
+                                    + ">")))
     cs.domain = (frozenset(type_names), frozenset(fn_names))
     kernels_features = _stub_features(root, stubs_path, plan)
     cs.new_files[stubs_path] = fmt(render(
@@ -336,6 +351,8 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
         if added:
             cs.notes.append(f"{spec.layer['header']}: the NVRTC layer lacked {', '.join(added)}: added "
                             f"(nvrtc_layer.extend){'; already present: ' + ', '.join(present) if present else ''}")
+    else:
+        layer.require_without_extend(root, spec.layer, kernels_features)
 
     # The NVRTC layer's features the rule asks for (disk cache, per-variant compiles).
     _layer_cache(root, spec, cs, head, fmt)
@@ -650,29 +667,30 @@ def _declaration_groups(kernels: list[dict]) -> list[dict]:
     return groups
 
 
+# NOTE: each static_assert rolls a hash over the whole header once per copy; gcc stops a constant
+# evaluation after 33,554,432 operations (-fconstexpr-ops-limit): TE's 54 KB common.h exceeded it
+# with 12 copies in one assertion (8 passed). Six copies per assertion keep well below.
+COPIES_PER_CHECK = 6
+
+
 def grouped_checks(checks: list[dict]) -> list[dict]:
-    """One static_assert per header and kind of copy: its copies' (length, hash) and a message
-    naming what changed (the declaration, or the kind when the header has several)."""
+    """One static_assert per header and kind of copy (and per COPIES_PER_CHECK copies): its copies'
+    (length, hash) and a message naming what changed (the declaration, or the kind when the header
+    has several)."""
     groups: dict[tuple, dict] = {}
     for c in checks:
-        g = groups.setdefault((c["symbol"], c["what"]), dict(symbol=c["symbol"], copies=[], names=[]))
+        key = (c["symbol"], c["what"])
+        chunk = sum(1 for k in groups if k[:2] == key) - 1
+        if chunk < 0 or len(groups[(*key, chunk)]["copies"]) == COPIES_PER_CHECK:
+            chunk += 1
+        g = groups.setdefault((*key, chunk), dict(symbol=c["symbol"], copies=[], names=[]))
         g["copies"].append(c)
         if c["name"] not in g["names"]:
             g["names"].append(c["name"])
-    out = []
-    for (_, what), g in groups.items():
-        # NOTE: each static_assert scans the embedded header once per copy; GCC stops a constant
-        # expression after 2^25 operations (-fconstexpr-ops-limit), which TE's 55 KB common.h with
-        # 20 copies exceeded: at most COPIES_PER_CHECK copies per static_assert
-        for i in range(0, len(g["copies"]), COPIES_PER_CHECK):
-            copies = g["copies"][i:i + COPIES_PER_CHECK]
-            names = list(dict.fromkeys(c["name"] for c in copies)) if len(g["copies"]) > COPIES_PER_CHECK else g["names"]
-            out.append(dict(symbol=g["symbol"], copies=copies, names=names,
-                            message=f"{copies[0]['file']} changed {names[0] if len(names) == 1 else what}"))
-    return out
-
-
-COPIES_PER_CHECK = 8
+    for (_, what, _), g in groups.items():
+        names = g["names"]
+        g["message"] = f"{g['copies'][0]['file']} changed {names[0] if len(names) == 1 else what}"
+    return list(groups.values())
 
 
 def _checked(groups: list[dict], header: str, prelude: str, checks: list[dict]) -> list[dict]:
@@ -1023,6 +1041,8 @@ def _rewrite_launches(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, 
     done: set[str] = set()
     spec = plan.spec
     names = {kp.name for kp in plan.kernels}
+    # the factory of a kernel with shared variables takes the launching unit's (shared_variables.py)
+    factory_args = {kp.name: ", ".join(f"::{v}" for v in kp.shared_variables) for kp in plan.kernels}
     site_ids = {s.id for kp in plan.kernels for s in kp.sites}
     deduced = {sid: args for kp in plan.kernels for sid, args in kp.deduced.items()}
     variables = {(s.file, s.via) for kp in plan.kernels for s in kp.sites if s.via}
@@ -1055,7 +1075,7 @@ def _rewrite_launches(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, 
                                f"{text(close + 1, ls.callee_range[1])}")
                 else:
                     spelled = f"{callee}<{', '.join(extra)}>"
-                new = f"{stub_ns(ls.callee_range[0])}::{spelled}().launch({', '.join(cfg)})("
+                new = f"{stub_ns(ls.callee_range[0])}::{spelled}({factory_args[callee]}).launch({', '.join(cfg)})("
             elif (path, ls.callee) in variables and sid in site_ids:
                 new = f"{ls.callee}.launch({', '.join(cfg)})("
             else:
@@ -1083,7 +1103,8 @@ def _rewrite_launches(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, 
             t = text(start, end)
             t = t[1:] if t.startswith("&") else t       # `&kernel<...>`: the stub returns an object
             t = t[t.index(name):]
-            cs.edits.append(Edit(path, start, end, f"{stub_ns(start)}::{t}()", "kernel handle from the stub"))
+            cs.edits.append(Edit(path, start, end, f"{stub_ns(start)}::{t}({factory_args.get(name, '')})",
+                                 "kernel handle from the stub"))
         incs = [i for i in source.includes(data)]
         at = incs[-1].end if incs else 0
         inc = f'#include "{relative_include(f"{spec.output_dir}/kernels.h", path)}"\n'

@@ -31,7 +31,8 @@ class Feature:
 
 
 # The stubs call: compile with options and headers, set_function_attribute (always),
-# occupancy_max_active_blocks_per_sm and launch_cooperative (when a migrated site does).
+# occupancy_max_active_blocks_per_sm and launch_cooperative (when a migrated site does),
+# global_address (when a migrated kernel has shared variables).
 # `function_for` is the lookup the others share. Order: the order edits are added in.
 FEATURES: dict[str, Feature] = {f.name: f for f in [
     Feature("compile_headers", "", (), None, None,
@@ -47,6 +48,10 @@ FEATURES: dict[str, Feature] = {f.name: f for f in [
     Feature("launch_cooperative", "launch_cooperative", ("function_for",),
             "layer/launch_cooperative.h.j2", None,
             "cuLaunchCooperativeKernel of a compiled kernel (cudaLaunchCooperativeKernel of the static path)"),
+    Feature("global_address", "global_address", ("function_for",),
+            "layer/global_address.h.j2", "layer/global_address.cpp.j2",
+            "cuModuleGetGlobal in a compiled kernel's module (migrate.shared_variables: the stubs copy "
+            "the static copy of a __device__ variable there)"),
 ]}
 
 REQUIRED_MEMBERS = ("kernel_cache_", "get_kernel_cache_key", "compile", "is_compiled")
@@ -68,9 +73,28 @@ def required(stub_features: dict[str, bool], listed: list[str]) -> list[str]:
         want.add("occupancy")
     if stub_features.get("cooperative"):
         want.add("launch_cooperative")
+    if stub_features.get("shared"):
+        want.add("global_address")
     for name in list(want):
         want.update(FEATURES[name].needs)
     return [n for n in FEATURES if n in want]
+
+
+def require_without_extend(root: Path, layer: dict, stub_features: dict[str, bool]) -> None:
+    """Without `nvrtc_layer.extend` the layer is taken as complete, except for `global_address`,
+    which only shared variables call: a layer that lacks it would leave host code that does not
+    compile, so apply stops here, naming the key that adds it."""
+    if not stub_features.get("shared"):
+        return
+    data = (root / layer["header"]).read_bytes() if (root / layer["header"]).is_file() else b""
+    manager = layer["manager"].removesuffix("()").split("::")
+    cls_name = manager[-2] if manager[-1] == "instance" and len(manager) > 1 else manager[-1]
+    cls = _class(source.parse(data), data, cls_name) if data else None
+    if cls is None or "global_address" not in _members(cls, data):
+        raise ApplyError(f"migrate.shared_variables needs the NVRTC layer's global_address, which class {cls_name} "
+                         "does not declare", where=layer["header"],
+                         hint="add nvrtc_layer.extend (driver_call, check_macro) and nvrtc_layer.source to the "
+                              "rule: apply then adds it (docs/apply.md, the NVRTC layer)")
 
 
 def _class(root, data: bytes, name: str):

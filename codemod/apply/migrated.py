@@ -174,6 +174,8 @@ def unmigrated(root: Path, spec, doc: dict | None) -> tuple[dict[str, str | None
     migration's own change (written -> original) replayed onto the file as it is now, so changes
     made since the migration (a kernel's body or parameters) are kept. The record comes from the
     manifest (`edited`, `files`) or, without one, from git: the commit that added the stubs header."""
+    # the hunk-by-hunk replay is for edits other rules stacked next to this one's (_merge)
+    stacked = bool(later_rules(root, spec.rule_id))
     if doc is not None and isinstance(doc.get("edited"), dict) and isinstance(doc.get("files"), dict):
         created = [p for p, h in doc["files"].items() if isinstance(h, dict) and h.get("before") is None]
         edited = {p: (e["before"], e["after"]) for p, e in doc["edited"].items()}
@@ -186,8 +188,8 @@ def unmigrated(root: Path, spec, doc: dict | None) -> tuple[dict[str, str | None
         if not target.is_file():
             raise ApplyError("the migration edited this file, but it is gone", where=path,
                              hint="restore it, then run `codemod apply --update` again")
-        current = target.read_text()
-        out[path] = original if current == written else _merge(path, current, written, original)
+        current = target.read_bytes().decode()      # CRLF kept: the recorded texts have it
+        out[path] = original if current == written else _merge(path, current, written, original, stacked)
     return out, source
 
 
@@ -230,25 +232,30 @@ def _from_git(root: Path, spec) -> tuple[list[str], dict[str, tuple[str, str]], 
     return created, edited, f"git commit {commit[:12]}"
 
 
-def _merge(path: str, current: str, written: str, original: str) -> str:
+def _merge(path: str, current: str, written: str, original: str, stacked: bool = False) -> str:
     """`current` with the change written -> original applied: git merge-file, and where that reports
-    a conflict (another rule stacked its own lines right next to this migration's, e.g. an entry
-    inserted at the same anchor of a docs page or a sentence appended to the same line), each hunk
-    of the change replayed on its own at the one place its written text and context occur
-    (`_replay_hunks`). A hunk found nowhere or twice is an Unmigratable naming the file."""
+    a conflict on a tree other rules migrated after this one (`stacked`: their lines right next to
+    this migration's, e.g. an entry inserted at the same anchor of a docs page or a sentence
+    appended to the same line), each hunk of the change replayed on its own at the one place its
+    written text and context occur (`_replay_hunks`). Otherwise, or when a hunk is found nowhere or
+    twice, an Unmigratable naming the file. (Not on a tree of one rule: there a conflict is the
+    library's own later work next to a block, e.g. a line appended after the CMake block at the end
+    of the file, which a regeneration would put after that work: reported as pending although
+    nothing is out of date.)"""
     with tempfile.TemporaryDirectory(prefix="codemod-merge-") as tmp:
         names = []
         for name, text in (("current", current), ("written", written), ("original", original)):
             p = Path(tmp) / name
-            p.write_text(text)
+            p.write_bytes(text.encode())
             names.append(str(p))
         try:
-            proc = subprocess.run(["git", "merge-file", "-p", "--quiet", *names], capture_output=True, text=True)
+            # bytes: text mode would turn a CRLF file's line ends into LF
+            proc = subprocess.run(["git", "merge-file", "-p", "--quiet", *names], capture_output=True)
         except OSError as exc:
             raise ApplyError(f"cannot run git merge-file: {exc.strerror}", where=path) from None
     if proc.returncode == 0:
-        return proc.stdout
-    replayed = _replay_hunks(current, written, original)
+        return proc.stdout.decode()
+    replayed = _replay_hunks(current, written, original) if stacked else None
     if replayed is None:
         raise Unmigratable("changes made since the migration touch the lines it rewrote; cannot un-migrate "
                            "this file to regenerate the migration", where=path,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..errors import ApplyError, UnsupportedConstruct, UsageError
 from ..model import Analysis, Kernel, Site
-from . import build_defines, kernel_api, source
+from . import build_defines, kernel_api, shared_variables, source
 from .names import Unspellable, argument, spelled_id
 from .spec import MigrateSpec
 from .stdshim import shim_path
@@ -49,6 +49,9 @@ class KernelPlan:
     # headers the NVRTC program includes after source_file: they declare types the name
     # expressions spell that source_file does not reach (kernel_api.type_headers)
     type_headers: list[str] = field(default_factory=list)
+    # qualified `__device__` variables a static kernel writes and this one reads: copied into the
+    # NVRTC module's before each launch (migrate.shared_variables, shared_variables.py)
+    shared_variables: list[str] = field(default_factory=list)
     # headers the NVRTC program includes before source_file (kernel_strings.include_first): what a
     # kernel header takes from its includers
     first_headers: list[str] = field(default_factory=list)
@@ -257,13 +260,14 @@ class _KernelBodies:
         return self._texts
 
 
-def _shared_device_variable(root: Path, kernel: Kernel, body: bytes, files: list[str], bodies: _KernelBodies,
-                            extractions: dict) -> str | None:
-    """Why the kernel cannot leave the static module, or None: its body names a mutable
-    namespace-scope `__device__` variable of its headers that another kernel's body also names
-    (TE: group_quantize_mxfp8_kernel reads `g_tensor_maps`, which update_tma_descriptors writes).
-    An NVRTC module has its own copy of every `__device__` variable, so the two would no longer
-    share it: the kernel would read zeros. Uses through device functions are not followed."""
+def _shared_device_variables(root: Path, kernel: Kernel, body: bytes, files: list[str], bodies: _KernelBodies,
+                             extractions: dict) -> list[shared_variables.Shared]:
+    """The mutable namespace-scope `__device__` variables of the kernel's headers that its body and
+    another kernel's body name (TE: group_quantize_mxfp8_kernel reads `g_tensor_maps`, which
+    update_tma_descriptors writes). An NVRTC module has its own copy of every `__device__`
+    variable, so the two would no longer share it (shared_variables.resolve decides). Uses through
+    device functions are not followed."""
+    out = []
     for path in dict.fromkeys(files):
         if not path.endswith(HEADER_SUFFIXES) or not (root / path).is_file() and path not in {
                 ex.header for ex in extractions.values()}:
@@ -272,13 +276,10 @@ def _shared_device_variable(root: Path, kernel: Kernel, body: bytes, files: list
             word = re.compile(rb"\b" + re.escape(name.encode()) + rb"\b")
             if not word.search(body):
                 continue
-            other = next((kid for kid, text in bodies.items() if kid != kernel.id and word.search(text)), None)
-            if other:
-                return (f"its body uses the __device__ variable `{name}` ({path}), which {other} also uses: an "
-                        "NVRTC module holds its own copy of each __device__ variable, so the migrated kernel "
-                        "would no longer see what the other one writes; keep both static (or migrate them "
-                        "together into one program, which apply does not do)")
-    return None
+            others = tuple(kid for kid, text in bodies.items() if kid != kernel.id and word.search(text))
+            if others:
+                out.append(shared_variables.Shared(name, path, others))
+    return out
 
 
 def _deduced_arguments(site: Site) -> tuple[list[str], str | None]:
@@ -441,9 +442,12 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
                        "(nothing to compile or verify); add the translation units that hold its entry "
                        "points to analyze.translation_units")
         headers = _header_closure(root, source_file, spec, spec.output_dir, extractions, respelled)
+        copied: list[str] = []
         if not refused:
-            refused = _shared_device_variable(root, kernel, data[decl[0]:decl[1]], [source_file, *headers.values()],
-                                              bodies, extractions)
+            copied, refused = shared_variables.resolve(
+                kid, _shared_device_variables(root, kernel, data[decl[0]:decl[1]],
+                                              [source_file, *headers.values()], bodies, extractions),
+                spec.kernels, shared_variables.listed(spec.raw).get(kid, []))
         extra: list[str] = []
         if not refused:
             extra, refused = _type_headers(root, spec, kernel, source_file, headers, sites, variants.values(),
@@ -457,7 +461,7 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
         variants = _one_spelling_per_type(root, spec, kernel, source_file, headers, variants, extractions)
         plans.append(KernelPlan(kernel, source.kernel_signature(data, *decl), sites,
                                 sorted(variants.values(), key=lambda v: v.name_expression(kid)),
-                                dict(sorted(headers.items())), deduced_at, source_file, extra, first))
+                                dict(sorted(headers.items())), deduced_at, source_file, extra, copied, first))
     plans = _whole_lambdas(plans, skipped)
     removed = sum(kp.kernel.instantiations for kp in plans)
     used = {kp.kernel.file for kp in plans}

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from ..errors import RuleError
 from ..rule import Rule, _line_of
+from . import shared_variables
 
 
 # sizeof of the CUDA toolkit's and C++'s arithmetic types (fixed by their ABI, not by a library).
@@ -180,6 +181,7 @@ def migrate_spec(rule: Rule) -> MigrateSpec:
     check_paths(rule, m)
     _check_include_first(rule, m)
     _check_c_shims(rule, m)
+    shared_variables.check_rule(rule.path, m)
     return MigrateSpec(
         rule_id=rule.id, output_dir=m["output_dir"].strip("/"), namespace=m["namespace"],
         kernels=list(m["kernels"]), translation_units=list(m["translation_units"]),

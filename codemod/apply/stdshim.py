@@ -119,6 +119,8 @@ struct integral_constant {{
     "uint64_t": ((), "using uint64_t = unsigned long long;"),
     "intptr_t": ((), "using intptr_t = long long;"),
     "uintptr_t": ((), "using uintptr_t = unsigned long long;"),
+    # glibc's <sys/types.h> (through <stdlib.h>), which TE's grouped MXFP8 kernels spell
+    "uint": ((), "using uint = unsigned int;"),
 }
 
 

@@ -86,3 +86,14 @@ def test_spellings_stringized_as_generated():
     assert _spellings_kept(kept, names)
     assert not _spellings_kept(kept.replace("Traits<__nv", "Traits<\n    __nv"), names)
     assert not _spellings_kept(kept, names | {"float"})
+
+
+def test_many_copies_of_one_header_are_split_over_several_assertions():
+    """gcc stops a constant evaluation after 2^25 operations: TE's common.h with 12 prelude copies
+    in one static_assert failed to compile (kernels.cpp). At most six copies per assertion."""
+    checks = [dict(file="common.h", symbol="string_code_common_h", length=10, hash=i, name=f"n{i}",
+                   what="prelude declarations") for i in range(13)]
+    groups = grouped_checks(checks)
+    assert [len(g["copies"]) for g in groups] == [6, 6, 1]
+    assert [c["hash"] for g in groups for c in g["copies"]] == list(range(13))
+    assert groups[2]["message"] == "common.h changed n12"

@@ -414,6 +414,7 @@ def test_a_kernel_sharing_a_device_variable_with_another_kernel_stays_static(tmp
     for kernel, other in (("cast_fp8_kernel", "reduce_dbias_kernel"), ("reduce_dbias_kernel", "cast_fp8_kernel")):
         line = next(l for l in text.splitlines() if l.startswith(f"- `actlib::{kernel}`"))
         assert f"the __device__ variable `g_tile_scale` (cast/fp8_quantize.cuh), which actlib::{other} also uses" in line
+        assert f"list it under migrate.shared_variables.actlib::{kernel}" in line    # the key that settles it
     assert "g_own" not in text and "c_bias" not in text
     assert "- `actlib::unary_kernel`" not in text     # the others migrate
 

@@ -41,7 +41,8 @@ GROUPED = ("group_cast_fp8_kernel", "group_cast_fp8_rowwise_flat_kernel", "group
            "group_cast_fp8_varying_first_rowwise_aligned_flat_kernel")
 # issue 14: TMA descriptors, Blackwell-only bodies, arch-specific targets; the dbias reductions
 BLACKWELL = ("quantize_mxfp8_kernel", "quantize_gated_mxfp8_kernel", "cast_fp8_1D_kernel", "cast_fp8_2D_kernel",
-             "cast_fp8_gated_kernel", "reduce_dbias_kernel", "group_reduce_dbias_kernel", "dequantize_mxfp8_kernel")
+             "cast_fp8_gated_kernel", "reduce_dbias_kernel", "group_reduce_dbias_kernel", "dequantize_mxfp8_kernel",
+             "group_quantize_mxfp8_kernel", "group_dequantize_mxfp8_kernel")
 # NVFP4: the build's NVTE_BUILD_NUM_PHILOX_ROUNDS (build_defines), the C API's 4over6 mode nested in
 # a type argument, the amax kernel whose head an #if splits
 NVFP4 = ("quantize_transpose_nvfp4_kernel", "quantize_transpose_nvfp4_2D_kernel", "quantize_transpose_nvfp4_tuned_1D_kernel",
@@ -55,7 +56,7 @@ def test_deduced_arguments_are_passed_explicitly(te_patch):
     _, patch = te_patch
     text = patch.read_text()
     report = Path(str(patch) + ".report.md").read_text()
-    assert "22 kernels migrated" in report
+    assert "24 kernels migrated" in report
     left_static = report.split("## Left static", 1)[-1]
     for k in KERNELS:
         assert f"`transformer_engine::{k}`: " not in left_static
@@ -66,8 +67,13 @@ def test_deduced_arguments_are_passed_explicitly(te_patch):
     # the stubs hand NVRTC the Philox rounds the host compile saw, not a copy of the default
     assert '"-DNVTE_BUILD_NUM_PHILOX_ROUNDS=" CODEMOD_BUILD_VALUE(NVTE_BUILD_NUM_PHILOX_ROUNDS)' in text
     assert "Config<::NVTENVFP44Over6Mode::kNVTENVFP44Over6MinMAE, " in text
-    # the grouped MXFP8 kernel shares a __device__ variable with a static kernel: not in the rule
-    assert "group_quantize_mxfp8_kernel`: not listed" in left_static
+    # the grouped MXFP8 kernels read the tensor maps their static writers fill (shared_variables):
+    # the launch passes the launching unit's, the layer gains global_address
+    assert "update_tma_descriptors`: not listed" in left_static
+    assert "SHAPE_REP>(::transformer_engine::dispatch::common::g_tensor_maps)" in text
+    assert ("+__device__ void *codemod_shared_g_tensor_maps =\n"
+            "+    &::transformer_engine::dispatch::common::g_tensor_maps;") in text
+    assert "CUdeviceptr KernelManager::global_address(" in text
     # the one grouped FP8 kernel the rule leaves static, with the reason
     assert "group_quantize_kernel::group_cast_fp8_same_shape_full_tile_kernel`: not listed" in left_static
     # MXFP8's two swizzle.cuh, told apart for NVRTC; the stubs choose sm_100a/sm_120f on Blackwell
