@@ -306,6 +306,7 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
             declared_template_params=kernel_api.without_defaults(kp.signature.template_params),
             guard=header_guard(plan.extractions[kp.kernel.file].header) if kp.kernel.file in plan.extractions else None,
             param_decls=", ".join(kp.signature.param_decls), param_types=", ".join(kp.signature.param_types),
+            params_alias=_params_alias(kp.namespace, kp.name),
             param_names=", ".join(params), params=params,
             axes=[_axis_expr(kinds[p], p, enums.get(p)) for p in params], program=program,
             options=spec.options["kernels"].get(kp.kernel.id, []),
@@ -663,8 +664,17 @@ def _declaration_groups(kernels: list[dict]) -> list[dict]:
                 closing = "\n".join(f"}}  // namespace {n}".rstrip() for n in reversed(parts))
             groups.append(dict(key=key, guard=k["guard"], opening=opening, closing=closing, kernels=[]))
         groups[-1]["kernels"].append(dict(name=k["name"].rsplit("::", 1)[-1], **{
-            f: k[f] for f in ("declared_template_params", "param_decls")}))
+            f: k[f] for f in ("declared_template_params", "param_decls", "param_types")}))
     return groups
+
+
+def _params_alias(namespace: str, name: str) -> str:
+    """The alias kernels.h declares beside a static kernel's declaration, in the kernel's namespace:
+    the stub's launcher type over the kernel's parameter types, spelled where the kernel's own
+    declaration spells them (a type of the kernel's namespace, `nvfp4_scale_t`, is found there and
+    not from the stubs' namespace). Qualified from the global namespace (an anonymous namespace's
+    members are reached through their parent)."""
+    return "::" + "::".join([p for p in namespace_parts(namespace) if p] + [f"{name.rsplit('::', 1)[-1]}_rtc"])
 
 
 # NOTE: each static_assert rolls a hash over the whole header once per copy; gcc stops a constant
