@@ -455,7 +455,8 @@ def manifest_beside(diff: Path) -> Path:
 
 
 def _precheck(root: Path, files: dict, plan, progress) -> None:
-    """Refuse (nothing written) when a generated kernel string does not compile under NVRTC."""
+    """Refuse (nothing written) when a generated kernel string does not compile under NVRTC, or
+    kernels.h does not as a unit's first include (self_contained.py)."""
     from ..tool_state import manifest_path
     from .precheck import BLACKWELL_ARCH, BLACKWELL_MIN, precheck
 
@@ -474,6 +475,20 @@ def _precheck(root: Path, files: dict, plan, progress) -> None:
                          "written:\n" + "\n".join(problems),
                          hint="leave those kernels static with --exclude, fix the rule, or pass --no-precheck "
                               "to write the migration anyway")
+    from .self_contained import kernels_h_errors
+
+    units = [u for u in plan.spec.translation_units if (root / u).is_file()]
+    if progress:
+        progress(f"apply: parsing the rule's {len(units)} translation unit(s) as migrated, for errors in "
+                 f"{plan.spec.output_dir}/kernels.h")
+    errors = kernels_h_errors(root, plan.spec.output_dir, plan.spec.include_dirs, files, units=units)
+    if errors:
+        raise ApplyError(f"{plan.spec.output_dir}/kernels.h does not compile where the rule's units include it "
+                         "(through the rewritten headers); nothing written:\n" + "\n".join(errors[:20])
+                         + (f"\n... and {len(errors) - 20} more" if len(errors) > 20 else ""),
+                         hint="a name kernels.h spells must be declared by the headers it includes: add its "
+                              "header to migrate.stub_includes (unless that header includes a rewritten one), "
+                              "or leave the kernels or entry points that need it out of the rule")
 
 
 def _summary(files: dict, plan, report_path: Path | None) -> str:

@@ -184,9 +184,9 @@ def test_kernel_strings_only_in_kernels_cpp_and_its_checks_hold(te_patch):
     calls = [c for c in re.findall(r"(?m)^\s*make_string_header_from_file\(\s*(\S+)\s+(\S+)\s*\)", cmake)
              if not c[0].startswith("${")]                                     # the loop's own call
     calls += sorted(made_in_loops(cmake.encode(), "make_string_header_from_file"))     # the CMake block's loop
-    # unary_kernel's program includes the cast headers its cast variants name (dequantize_fp8.cuh,
-    # quantize_fp8.cuh), unary_grad_kernel's one of them: the header's kernels get a program each
-    assert ("activation/rtc/unary_kernel.cu", "string_code_activation_rtc_unary_kernel_cu") in calls
+    # the four element-wise kernels share one program (none names a type of another header: the
+    # cast entry points' DequantizeParam variants keep the static kernel)
+    assert ("activation/rtc/vectorized_pointwise.cu", "string_code_activation_rtc_vectorized_pointwise_cu") in calls
     for path, symbol in calls:
         (strings / f"{symbol}.h").write_text(template.replace("@STRING_NAME@", symbol).replace(
             "@STRING@", (common / path).read_text()))

@@ -1,0 +1,71 @@
+"""`<output_dir>/kernels.h` must compile wherever a unit includes it: every rewritten header includes
+it, and a unit may reach it before the headers that declare what it names (TE: activation units
+reach util/vectorized_pointwise.h before cast/fp8's DequantizeParam). apply parses the rule's
+translation units (`migrate.translation_units`) with the migration's files as they would be written
+(libclang's unsaved files) and refuses the migration on an error inside kernels.h: such a tree would
+not build.
+
+Errors elsewhere (a library header the environment lacks, stubbed as the analysis stubs it) are not
+this check's business; only diagnostics located in kernels.h count."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+CHECK_UNIT = "codemod_kernels_h_first.cu"
+_QUOTED = re.compile(r'^(\s*#\s*include\s*)"([^"]+)"', re.M)
+
+
+def _absolute_includes(text: str, folder: Path, new_dirs: set[str]) -> str:
+    """Quoted includes that go through a folder not on disk yet (the file's own, or the target's:
+    a new `<output_dir>`), spelled as absolute paths: clang resolves a quoted include against the
+    includer's folder and finds an unsaved file only by a path whose folders exist."""
+    def fix(m):
+        target = os.path.normpath(folder / m.group(2))
+        if str(folder) in new_dirs or str(Path(target).parent) in new_dirs:
+            return f'{m.group(1)}"{target}"'
+        return m.group(0)
+    return _QUOTED.sub(fix, text)
+
+
+def kernels_h_errors(root: Path, output_dir: str, include_dirs: list[str], files: dict,
+                     stub_headers: list[str] | None = None, units: list[str] | None = None) -> list[str]:
+    """`unit: line:col: message` of each error clang reports inside `<output_dir>/kernels.h` when
+    `units` (paths under root; default: a unit that includes kernels.h first) are parsed with `files`
+    (path -> (old, new) text) over the tree. Empty when kernels.h is not among the files."""
+    import clang.cindex as ci
+
+    from ..frontend.toolchain import make_toolchain
+
+    top = root.resolve()
+    header = f"{output_dir}/kernels.h"
+    if header not in files:
+        return []
+    dirs = [f"-I{(top / d).resolve()}" for d in include_dirs]
+    if stub_headers is None:        # the library headers the environment lacks, stubbed as the analysis does
+        from ..frontend.parse import missing_system_headers
+
+        probe = make_toolchain([])
+        stub_headers = missing_system_headers(top, probe.base_flags() + dirs, probe)
+    tc = make_toolchain(list(stub_headers))
+    new_dirs = {str((top / path).parent) for path, (_, new) in files.items()
+                if new is not None and not (top / path).parent.is_dir()}
+    unsaved = [(str(top / path), _absolute_includes(new, (top / path).parent, new_dirs))
+               for path, (_, new) in files.items() if new is not None]
+    if not units:
+        units = [CHECK_UNIT]
+        unsaved.append((str(top / CHECK_UNIT), f'#include "{top / header}"\n'))
+    target, out, index = str(top / header), [], ci.Index.create()
+    ours = {name for name, _ in unsaved}
+    for unit in units:
+        tu = index.parse(str(top / unit), args=tc.base_flags() + dirs, unsaved_files=unsaved)
+        for d in tu.diagnostics:
+            where = d.location.file.name if d.location.file is not None else ""
+            # errors in kernels.h; a fatal one in any file the migration writes (a lost include)
+            if (d.severity >= ci.Diagnostic.Error and where == target) or \
+                    (d.severity >= ci.Diagnostic.Fatal and where in ours):
+                rel = os.path.relpath(where, top) if where else "?"
+                out.append(f"{unit}: {rel}:{d.location.line}:{d.location.column}: {d.spelling}")
+    return out
