@@ -93,10 +93,14 @@ def test_patched_scopelib_builds(tmp_path):
         assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
 
 
-def test_a_function_argument_declared_only_where_a_caller_includes_it_reaches_the_program(tmp_path, capsys):
+@pytest.mark.parametrize("ops_first", [True, False])
+def test_a_function_argument_declared_only_where_a_caller_includes_it_reaches_the_program(tmp_path, capsys,
+                                                                                        ops_first):
     """`fp::detail::square` declared in quant/ops.cuh, which only the unit includes; the launch is in
     quant/launch.cuh (not including it): the NVRTC program includes ops.cuh, found through the
-    includes of the unit instantiating the kernel, and the precheck compiles the name expression."""
+    includes of the unit instantiating the kernel, and the precheck compiles the name expression.
+    kernels.h, which launch.cuh includes, spells `&...::square` too: with ops.cuh included after
+    launch.cuh the unit would not compile, and the precheck's parse of the unit refuses it."""
     root = tmp_path / "input"
     shutil.copytree(GOLDEN / "scopelib" / "input", root)
     kernels = root / "quant" / "kernels.cuh"
@@ -122,10 +126,15 @@ def test_a_function_argument_declared_only_where_a_caller_includes_it_reaches_th
         "#define SCOPELIB_QUANT_LAUNCH_CUH_\n\n#include \"../common.h\"\n#include \"kernels.cuh\"\n\n"
         f"namespace scopelib {{\n\n{head}{launcher}}}  // namespace scopelib\n\n#endif  // SCOPELIB_QUANT_LAUNCH_CUH_\n")
     text = text.replace(launcher, "").replace(head, "")
-    text = text.replace('#include "kernels.cuh"\n', '#include "kernels.cuh"\n#include "launch.cuh"\n#include "ops.cuh"\n')
+    order = '#include "ops.cuh"\n#include "launch.cuh"\n' if ops_first else '#include "launch.cuh"\n#include "ops.cuh"\n'
+    text = text.replace('#include "kernels.cuh"\n', '#include "kernels.cuh"\n' + order)
     unit.write_text(text)
-    assert main(["apply", "--target", str(RULE), str(root), "--diff", str(tmp_path / "p.diff"), "-q"]) == 0, \
-        capsys.readouterr().err
+    rc = main(["apply", "--target", str(RULE), str(root), "--diff", str(tmp_path / "p.diff"), "-q"])
+    if not ops_first:
+        err = capsys.readouterr().err
+        assert rc == 2 and "kernels.h does not compile where the rule's units include it" in err and "square" in err
+        return
+    assert rc == 0, capsys.readouterr().err
     patch = (tmp_path / "p.diff").read_text()
     program = patch[patch.index("+++ b/rtc/quant/kernels.cu\n"):]
     program = program[:program.index("diff --git")] if "diff --git" in program else program
