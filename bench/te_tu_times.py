@@ -183,6 +183,18 @@ def _phases(csv: Path) -> dict[str, float]:
         return {}
 
 
+def _flags(cmd: str | list) -> str:
+    """A compile command without its machine: every word naming a path (the compiler, -I folders, the
+    source, --time and -o files) left out, the options that change the compile kept."""
+    words = shlex.split(cmd) if isinstance(cmd, str) else list(cmd)
+    kept = []
+    for i, w in enumerate(words):
+        if "/" in w or (i and words[i - 1] in ("-o", "--time", "-I", "-isystem")) or w in ("-o", "--time", "-I", "-isystem"):
+            continue
+        kept.append(w)
+    return " ".join(kept)
+
+
 def cmd_report(args) -> int:
     rows = [json.loads(l) for l in (args.dir / "results.jsonl").read_text().splitlines() if l]
     latest: dict[tuple[str, str], dict] = {}
@@ -195,7 +207,8 @@ def cmd_report(args) -> int:
     tus = sorted({tu for tu, _ in latest}, key=lambda tu: -max(latest.get((tu, t), {}).get("seconds", 0) for t in trees))
     last = max((r["started_s"] + r["seconds"] for r in latest.values()), default=0.0)
     doc = {"schema": "te-tu-times/1", "run": run, "limit_s": LIMIT_S, "span_s": round(last, 1),
-           "rows": [{k: v for k, v in r.items() if k != "cmd"} | {"cmd": r["cmd"]} for r in latest.values()]}
+           "rows": [{k: v for k, v in r.items() if k != "cmd"} | {"flags": _flags(r.get("cmd", ""))}
+                    for r in latest.values()]}
     if args.json:
         args.json.write_text(json.dumps(doc, indent=1) + "\n")
     lines = [f"# TE activation and cast TUs, one `nvcc -c` each: {run.get('gencode', '?')}, "

@@ -231,16 +231,34 @@ def so_sizes(res: Path) -> dict[str, int]:
     return sizes
 
 
+def pair_record(pair: Path) -> dict:
+    """The rule-vs-hand builds of a `device_norm.sh pair` session's res/ folder."""
+    psizes = so_sizes(pair)
+    return {"machine": read_environment(pair),
+            "stages": (pair / "stages").read_text().splitlines() if (pair / "stages").is_file() else [],
+            **{side: build_record(pair, side, psizes) for side in ("migrated", "hand")}}
+
+
+def add_pair(result: dict, pair: Path) -> dict:
+    """A committed result (first session: original vs rule) with the second session's pair added: the
+    side by side then quotes the pair's builds (rule and hand built at the same time)."""
+    out = dict(result)
+    out["pair"] = pair_record(pair)
+    sbs = dict(out["side_by_side"])
+    for side in ("migrated", "hand"):
+        b = out["pair"].get(side) or {}
+        sbs[f"{side}_build"] = {k: b.get(k) for k in ("wall_s", "cpu_s", "cpu_s_ninja_log", "normalization_cpu_s",
+                                                      "fused_softmax_cpu_s", "so_bytes", "cpus")}
+    out["side_by_side"] = sbs
+    return out
+
+
 def collect(res: Path, analysis: Path | None, patch: Path | None, hand_numstat: Path | None,
             rule: Path, pair: Path | None = None) -> dict:
     sizes = so_sizes(res)
     builds = {side: build_record(res, side, sizes) for side in SIDES}
     # The rule-vs-hand pair from a second session (`device_norm.sh pair`), when the first ran without HAND.
-    pair_builds = None
-    if pair:
-        psizes = so_sizes(pair)
-        pair_builds = {"machine": read_environment(pair),
-                       **{side: build_record(pair, side, psizes) for side in ("migrated", "hand")}}
+    pair_builds = pair_record(pair) if pair else None
     parity = None
     if (res / "parity_norm.json").is_file():
         p = json.loads((res / "parity_norm.json").read_text())
@@ -445,6 +463,8 @@ def render_markdown(r: dict) -> str:
               "the softmax units' compile time apart); `normalization/` and the layer (`util/rtc.*`, `utils.cuh`) "
               "are the parts of its lines that compare with the rule.", "",
               "## Stages", "", "```", *r["stages"], "```", ""]
+    if (r.get("pair") or {}).get("stages"):
+        lines += ["Second session (pair):", "", "```", *r["pair"]["stages"], "```", ""]
     return "\n".join(lines)
 
 
@@ -458,7 +478,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pair", type=Path, help="the res/ folder of a second session's `device_norm.sh pair`")
     ap.add_argument("--out", type=Path, default=Path("docs/results/te_norm_device"))
     ap.add_argument("--verify", type=Path, help="`codemod verify --json` of the migrated tree the device built")
+    ap.add_argument("--add-pair-to", type=Path, metavar="JSON",
+                    help="add RES (a pair session's res/) to this committed result and rewrite --out from it")
     args = ap.parse_args(argv)
+    if args.add_pair_to:
+        if not (args.res / "stages").is_file():
+            print(f"te_norm_results: {args.res} holds no stages file (not a device_norm.sh res/ folder)", file=sys.stderr)
+            return 2
+        result = add_pair(json.loads(args.add_pair_to.read_text()), args.res)
+        args.out.with_suffix(".json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+        args.out.with_suffix(".md").write_text(render_markdown(result))
+        print(f"wrote {args.out.with_suffix('.json')} and {args.out.with_suffix('.md')}")
+        return 0
     if not (args.res / "stages").is_file():
         print(f"te_norm_results: {args.res} holds no stages file (not a device_norm.sh res/ folder)", file=sys.stderr)
         return 2

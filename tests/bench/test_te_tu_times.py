@@ -82,3 +82,7 @@ def test_run_and_report_both_trees(tmp_path, capsys):
     assert "arch=compute_100a,code=sm_100a" in text
     doc = json.loads(js.read_text())
     assert doc["schema"] == "te-tu-times/1" and len(doc["rows"]) == 8
+    # what is committed names no machine: no command, no path, the options kept
+    assert all("cmd" not in r and "/" not in r["flags"] for r in doc["rows"])
+    assert all("-gencode arch=compute_100a,code=sm_100a" in r["flags"] for r in doc["rows"])
+    assert str(tmp_path) not in js.read_text()

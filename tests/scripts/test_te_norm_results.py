@@ -130,6 +130,45 @@ def test_a_second_sessions_pair_fills_the_side_by_side(tmp_path):
     assert "## Rule vs hand, built at the same time (second session)" in md and "| build wall | 700.0 s | 690.0 s |" in md
 
 
+def _pair(tmp_path: Path) -> Path:
+    pair = tmp_path / "pair"
+    pair.mkdir()
+    (pair / "environment.txt").write_text("NVIDIA H200, 580.159.04, 143771 MiB\nnproc 16\n2026-12-03T09:00:00Z\n")
+    (pair / "stages").write_text("09:00 builds migrated(A) hand(B)\n")
+    for side, wall in (("migrated", 700.0), ("hand", 690.0)):
+        (pair / f"build-{side}.json").write_text(json.dumps({"build": {"wall_s": wall, "cpu_s": wall * 7},
+                                                             "environment": {"commit": "abc1234"}}))
+        (pair / f"parity-build-{side}.rc").write_text("0\n")
+    (pair / "so_size.txt").write_text("migrated 81\nhand 91\n")
+    return pair
+
+
+def test_a_pair_is_added_to_a_committed_result_keeping_its_first_session(tmp_path):
+    """--add-pair-to: the first session's res/ is gone, its committed JSON stays; the pair fills the
+    side by side and the first session's builds, parity and tests are kept as they were."""
+    res = _res(tmp_path)
+    for f in res.glob("*hand*"):
+        f.unlink()
+    first = tmp_path / "first"
+    assert W.main([str(res), "--rule", str(ROOT / "rules" / "normalization.yaml"), "--out", str(first)]) == 0
+    before = json.loads(first.with_suffix(".json").read_text())
+    assert before["side_by_side"]["hand_build"]["wall_s"] is None
+    out = tmp_path / "r"
+    assert W.main([str(_pair(tmp_path)), "--add-pair-to", str(first.with_suffix(".json")), "--out", str(out)]) == 0
+    r = json.loads(out.with_suffix(".json").read_text())
+    assert r["side_by_side"]["hand_build"]["wall_s"] == 690.0 and r["side_by_side"]["migrated_build"]["so_bytes"] == 81
+    assert r["pair"]["stages"] == ["09:00 builds migrated(A) hand(B)"]
+    assert {k: r[k] for k in ("builds", "parity", "tests", "stages")} == \
+        {k: before[k] for k in ("builds", "parity", "tests", "stages")}
+    md = out.with_suffix(".md").read_text()
+    assert "| build wall | 700.0 s | 690.0 s |" in md and "Second session (pair):" in md
+
+
+def test_adding_a_pair_without_its_stages_is_refused(tmp_path):
+    (tmp_path / "x.json").write_text("{}")
+    assert W.main([str(tmp_path), "--add-pair-to", str(tmp_path / "x.json")]) == 2
+
+
 def test_skip_reasons_drop_the_location_and_name_a_bare_skip_by_its_line(tmp_path: Path):
     xml = ('<?xml version="1.0"?><testsuites><testsuite name="S">'
            '<testcase name="TestNorm/TeRmsNorm_a" classname="S" result="completed"/>'
