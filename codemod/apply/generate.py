@@ -21,7 +21,7 @@ from .extract import header_guard
 from .style import (FALLBACK_STYLE, C_FILE, TargetStyle, find_clang_format, leading_comment, license_header,
                     target_style)
 from .names import enum_cast, namespace_parts, spelled_id
-from .plan import Plan, host_include, symbol_for
+from .plan import Plan, host_include, read_overlay, symbol_for
 
 RTC_GUARD = "__CUDACC_RTC__"
 
@@ -213,7 +213,10 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
 
     # Prelude replacing host-only headers, and the std shims.
     cases = spec.types["cases"].values()
-    copy_from = _copy_sources(root, ks_spec.get("replace_with_prelude", []), ks_spec.get("prelude_copy", []))
+    copy_names = ks_spec.get("prelude_copy", [])
+    if {kp.kernel.id for kp in plan.kernels} != set(spec.kernels):
+        copy_names = _selected_copies(root, plan, shipped, copy_names, ks_spec.get("replace_with_prelude", []), cs)
+    copy_from = _copy_sources(root, ks_spec.get("replace_with_prelude", []), copy_names)
     copy_checks: list[dict] = []       # the prelude's copies, checked against their header at build time
     replaced_all = ks_spec.get("replace_with_prelude", [])
     include_conds = {r: source.include_conditions((root / r).read_bytes()) for r in replaced_all}
@@ -866,6 +869,39 @@ def _early_macros(groups: list[dict]) -> tuple[list[str], list[dict]]:
         if texts:
             rest.append({**g, "texts": texts})
     return macros, rest
+
+
+def _selected_copies(root: Path, plan: Plan, shipped: dict[str, str], names: list[str], replaced: list[str],
+                     cs: ChangeSet) -> list[str]:
+    """The prelude copies a partial migration (--only, --exclude, declined kernels) needs: the names
+    its programs' headers or name expressions spell, and the names those copies spell in turn. The
+    others come with the pull request that migrates their kernels (`--update`); the precheck
+    compiles every program of the selection, so a name this misses refuses the tree."""
+    def spelled(text: str, among: set[str]) -> set[str]:
+        return {n for n in among if re.search(rf"(?<![\w]){re.escape(n)}(?![\w])", text)}
+
+    texts = []
+    for path in shipped:
+        if path in cs.new_files:
+            texts.append(cs.new_files[path])
+        elif path not in replaced:
+            try:
+                texts.append(read_overlay(root, path, plan.extractions).decode(errors="replace"))
+            except OSError:
+                continue        # a generated file written later (its own names are not copies)
+    texts += [v for kp in plan.kernels for var in kp.variants for v in var.axes.values()]
+    wanted = spelled("\n".join(t for t in texts if t), set(names))
+    declared = {_first_name(t): t for h in replaced for _, t in source.declarations((root / h).read_bytes(), set(names))}
+    todo = list(wanted)
+    while todo:
+        more = spelled(declared.get(todo.pop(), ""), set(names) - wanted)
+        wanted |= more
+        todo += more
+    left = [n for n in names if n not in wanted]
+    if left:
+        cs.notes.append(f"prelude: {', '.join(left)} not copied (no selected kernel's program spells them; they come "
+                        "with the kernels that do)")
+    return [n for n in names if n in wanted]
 
 
 def _copy_sources(root: Path, replaced: list[str], names: list[str]) -> dict[str, list[str]]:
