@@ -187,11 +187,11 @@ def _regenerate(root: Path, target: str, spec, doc: dict | None, update: bool, s
 
     from .style import target_style
 
-    overlay, source = migrated.unmigrated(root, spec, doc)
+    later = migrated.later_rules(root, spec.rule_id)     # every stored manifest read, once
+    overlay, source = migrated.unmigrated(root, spec, doc, later)
     # the real tree's style: the scratch copy below holds the library, not the repository's
     # .clang-format or pre-commit pin, and would be formatted otherwise than `--write` formatted it
-    kwargs = dict(kwargs, formatted=target_style(root, kwargs.get("formatted", True)),
-                  later=migrated.later_rules(root, spec.rule_id))
+    kwargs = dict(kwargs, formatted=target_style(root, kwargs.get("formatted", True)), later=later)
     progress = kwargs.get("progress")
     if progress:
         progress(f"apply: regenerating the migration of rule {spec.rule_id} from the tree un-migrated ({source})")

@@ -168,14 +168,16 @@ def later_rules(root: Path, rule_id: str) -> frozenset[str]:
     return frozenset(out)
 
 
-def unmigrated(root: Path, spec, doc: dict | None) -> tuple[dict[str, str | None], str]:
+def unmigrated(root: Path, spec, doc: dict | None, later: frozenset[str] | None = None
+               ) -> tuple[dict[str, str | None], str]:
     """(path -> text of the tree as it would be without the migration, None for a file the migration
     created; where the migration's record came from). Each edited file is a three-way merge: the
     migration's own change (written -> original) replayed onto the file as it is now, so changes
     made since the migration (a kernel's body or parameters) are kept. The record comes from the
-    manifest (`edited`, `files`) or, without one, from git: the commit that added the stubs header."""
+    manifest (`edited`, `files`) or, without one, from git: the commit that added the stubs header.
+    `later`: later_rules(root, spec.rule_id) when the caller has it (read here otherwise)."""
     # the hunk-by-hunk replay is for edits other rules stacked next to this one's (_merge)
-    stacked = bool(later_rules(root, spec.rule_id))
+    stacked = bool(later_rules(root, spec.rule_id) if later is None else later)
     if doc is not None and isinstance(doc.get("edited"), dict) and isinstance(doc.get("files"), dict):
         created = [p for p, h in doc["files"].items() if isinstance(h, dict) and h.get("before") is None]
         edited = {p: (e["before"], e["after"]) for p, e in doc["edited"].items()}
