@@ -545,6 +545,11 @@ def _head(text: str, lines: int = 12) -> str:
     return "\n".join(kept[:lines]) + (f"\n... ({len(kept) - lines} more lines)" if len(kept) > lines else "")
 
 
+def _macro(option: str) -> str:
+    """-DNAME=VALUE / -DNAME -> NAME."""
+    return option[2:].split("=", 1)[0]
+
+
 def run_job(job: SassJob, tools: Tools, flags: StaticFlags, static_root: Path) -> SassProgram:
     program, result, kernel = job.program, job.result, job.kernel
     drop = {c.option for c in kernel.conditional_options}
@@ -566,8 +571,12 @@ def run_job(job: SassJob, tools: Tools, flags: StaticFlags, static_root: Path) -
         return every("error", "nvcc", "the kernel string includes no original header of the library "
                                       "(kernel defined in the string itself): no static side to compare")
     extra_options = [o for o in program.options if o in drop]
+    # the build's macros (options.build_defines, `verify --define`) as the NVRTC side got them; a
+    # compile database's own -D of the same macro gives way
+    build = [o for o in program.options if o.startswith("-D") and _macro(o) in kernel.build_defines]
     base, out.flags_source = flags.for_kernel(kernel, headers, drop)
-    static_flags = base + extra_options
+    base = [f for f in base if not (f.startswith("-D") and _macro(f) in kernel.build_defines)]
+    static_flags = base + extra_options + build
     text = render_static(kernel, [str((static_root / h).resolve()) for h in headers], program.variants)
     with tempfile.TemporaryDirectory(prefix="codemod-sass-") as tmp:
         work = Path(tmp)

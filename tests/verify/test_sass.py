@@ -294,3 +294,32 @@ def test_function_local_shared_variable_of_a_renamed_kernel():
     static = _ptx(32).replace("_ZN2ns4tileE", "_ZZ3kPlE4tile").replace(".entry k(", ".entry _Z3kPl(")
     rtc = _ptx(64).replace("_ZN2ns4tileE", "_ZZ3kPxE4tile").replace(".entry k(", ".entry _Z3kPx(")
     assert sass.shared_width_names(static, rtc, "_Z3kPl", "_Z3kPx") == ["_ZZ3kPlE4tile"]
+
+
+def test_a_build_define_reaches_the_static_side_as_the_nvrtc_side(tmp_path, capsys):
+    """`verify --sass --define NAME=VALUE`: nvcc compiles the static instantiation with the build's
+    value too (it compiled the header's default, so a define that changes code read as a SASS
+    difference of the migration's)."""
+    from tests.verify.conftest import _nvrtc_or_skip
+
+    _nvrtc_or_skip()
+    _tools_or_skip()
+    gold = GOLDEN.parent / "buildlib"
+    root = tmp_path / "buildlib"
+    shutil.copytree(gold / "input", root)
+    proc = subprocess.run(["git", "apply", str(gold / "expected" / "apply.patch")], cwd=root, capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    manifest = manifest_path(root, "quant")
+    manifest.parent.mkdir(parents=True)
+    shutil.copy(gold / "expected" / "apply.manifest.json", manifest)
+    out = tmp_path / "verify.json"
+    rc = main(["verify", str(root), "--no-host", "--sass", "--static-root", str(gold / "input"),
+               f"--sass-flag=-I{gold / 'input' / 'include'}", "--sass-flag=--expt-relaxed-constexpr",
+               "--define", "BUILDLIB_NUM_PASSES=5", "--kernel=buildlib::quant::round_kernel", "--arch=sm_90",
+               "-j", "1", "-q", "--json", str(out)])
+    report = json.loads(out.read_text())["sass"]
+    assert rc == 0, capsys.readouterr().out
+    variants = [v for p in report["programs"] for v in p["variants"]]
+    assert variants and {v["status"] for v in variants} == {"identical"}
+    assert all("-DBUILDLIB_NUM_PASSES=5" in p["nvcc_command"] for p in report["programs"])
