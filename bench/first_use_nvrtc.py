@@ -36,7 +36,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from codemod.verify import nvrtc  # noqa: E402
+from codemod.verify import nvrtc, programs  # noqa: E402
 from codemod.verify.manifest import find_manifests, load_manifest  # noqa: E402
 
 
@@ -69,8 +69,8 @@ def main() -> int:
                 sizes, cubins = {}, {}
                 for _ in range(args.reps):
                     for label, extra in setups:     # alternating: both see the same machine load
-                        r = lib.compile(source, kernel.program_path, headers, list(kernel.nvrtc_options) + extra,
-                                        [variant.name_expression], arch=args.arch,
+                        r = lib.compile(source, kernel.program_path, headers, programs.program_options(kernel, extra),
+                                        [variant.name_expression], arch=programs.target_arch(args.arch, kernel.arch_targets),
                                         include_cuda=kernel.include_cuda_toolkit, include_cccl=kernel.include_cuda_cccl,
                                         keep_cubin=args.sass)
                         if not r.ok:

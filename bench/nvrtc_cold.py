@@ -47,7 +47,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from codemod.verify import nvrtc  # noqa: E402
+from codemod.verify import nvrtc, programs  # noqa: E402
 from codemod.verify.manifest import find_manifests, load_manifest, root_for  # noqa: E402
 
 ELEMENTWISE = ("transformer_engine::unary_kernel", "transformer_engine::unary_grad_kernel",
@@ -113,6 +113,7 @@ def worker(spec_path: Path) -> int:
     init = {"trivial_ms": round((time.perf_counter() - t0) * 1000, 2),
             "trivial_cpu_ms": round((time.process_time() - c0) * 1000, 2)}
     manifests: dict = {}
+    cuda_version = programs.cuda_version_options()      # -DCUDA_VERSION as the stubs pass it (read once)
     with open(spec["out"], "w") as out:
         out.write(json.dumps({"init": init}) + "\n")
         for pos, (man, kid, idx, extra, with_name) in enumerate(spec["items"]):
@@ -126,7 +127,7 @@ def worker(spec_path: Path) -> int:
             csv = Path(spec["out"] + f".{pos}.csv")
             csv.unlink(missing_ok=True)
             r = lib.compile(m.read(k.program_path), k.program_path, {n: m.read(h) for n, h in k.headers.items()},
-                            list(k.nvrtc_options) + list(extra) + [f"--time={csv}"], [expr] if with_name else [],
+                            programs.program_options(k, extra, cuda_version=cuda_version) + [f"--time={csv}"], [expr] if with_name else [],
                             arch=arch, include_cuda=k.include_cuda_toolkit, include_cccl=k.include_cuda_cccl,
                             keep_cubin=True)
             phases: dict[str, float] = {}

@@ -52,7 +52,7 @@ def worker(spec: dict) -> dict:
         source = "\n".join(line for line in source.splitlines()
                            if not (line.startswith("#include") and spec["drop"] in line))
     headers = {inc: m.read(p) for inc, p in k.headers.items()}
-    options = k.nvrtc_options + programs.cuda_version_options()
+    options = programs.program_options(k)
     nvrtc.compile("__global__ void w() {}", "w.cu", {}, [], [], arch=spec["arch"])      # initialisation
     r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
     res = nvrtc.compile(source, k.program_path, headers, options, [spec["name"]], arch=spec["arch"],

@@ -55,7 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import nvrtc_cold  # noqa: E402
 
-from codemod.verify import nvrtc, rtc_cache, warm  # noqa: E402
+from codemod.verify import nvrtc, programs, rtc_cache, warm  # noqa: E402
 from codemod.verify.manifest import load_manifest, root_for  # noqa: E402
 
 ENV = "NVTE_RTC_CACHE"
@@ -137,7 +137,7 @@ def _variants(args, per_kernel: int):
         m = loaded[man]
         k = next(k for k in m.kernels if k.id == kid)
         yield k.id, k.variants[i].name_expression, m.read(k.program_path), \
-            {name: m.read(p) for name, p in k.headers.items()}, list(k.nvrtc_options), k
+            {name: m.read(p) for name, p in k.headers.items()}, programs.program_options(k), k
 
 
 def _grouped(kernel_id: str) -> bool:
@@ -185,7 +185,7 @@ def phase_load_only(args, cuda: Cuda, lib) -> list[dict]:
     rows, folder = [], Path(tempfile.mkdtemp(prefix="rtc_load_", dir=args.work))
     entries = []
     for kid, expr, src, headers, options, k in _variants(args, args.load_variants):
-        r = lib.compile(src, k.program_path, headers, options, [expr], arch=args.arch, include_cuda=k.include_cuda_toolkit,
+        r = lib.compile(src, k.program_path, headers, options, [expr], arch=programs.target_arch(args.arch, k.arch_targets), include_cuda=k.include_cuda_toolkit,
                         include_cccl=k.include_cuda_cccl, keep_cubin=True)
         if not r.ok:   # e.g. a kernel only built for sm_100a: listed, not loaded
             print(f"load_only: skipped (NVRTC {args.arch}): {expr[:100]}", file=sys.stderr)

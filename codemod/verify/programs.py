@@ -168,6 +168,16 @@ def cuda_version_options() -> list[str]:
     return [f"-DCUDA_VERSION={major * 1000 + minor * 10}"]
 
 
+def program_options(kernel, extra: list[str] = (), build_values: dict[str, str] | None = None,
+                    cuda_version: list[str] | None = None) -> list[str]:
+    """A kernel's NVRTC options as the generated stubs pass them: the manifest's, an option set's
+    `extra`, `-DCUDA_VERSION`, the build's macros (`build_values` over the manifest's defaults).
+    What verify compiles with, and what a benchmark must compile with."""
+    return (list(kernel.nvrtc_options) + list(extra)
+            + (cuda_version_options() if cuda_version is None else list(cuda_version))
+            + kernel.define_options(build_values))
+
+
 def plan(manifests: list[Manifest], archs: list[str], all_variants: bool = False,
          only: list[str] | None = None, build_values: dict[str, str] | None = None) -> list[Program]:
     """The programs to compile, in manifest, kernel, option-set, arch order. `build_values`: the
@@ -187,8 +197,7 @@ def plan(manifests: list[Manifest], archs: list[str], all_variants: bool = False
                 for arch in archs:
                     programs.append(Program(kernel=kernel.id, arch=arch, config=config, name=kernel.program_path,
                                             target=target_arch(arch, kernel.arch_targets),
-                                            source=source, headers=headers, options=kernel.nvrtc_options + extra + defines
-                                            + kernel.define_options(build_values),
+                                            source=source, headers=headers, options=program_options(kernel, extra, build_values, defines),
                                             include_cuda=kernel.include_cuda_toolkit,
                                             include_cccl=kernel.include_cuda_cccl, variants=names,
                                             variants_total=len(kernel.variants)))

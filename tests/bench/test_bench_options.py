@@ -1,0 +1,42 @@
+"""The benchmarks compile a kernel's program with the options verify and the stubs use (a program
+whose header needs a build define did not compile under them: NVTE_BUILD_NUM_PHILOX_ROUNDS)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from codemod.verify import programs
+from codemod.verify.manifest import load_manifest
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILDLIB = ROOT / "golden" / "buildlib"
+
+
+def test_program_options_are_verifys_with_the_build_defines(tmp_path):
+    root = tmp_path / "buildlib"
+    shutil.copytree(BUILDLIB / "input", root)
+    proc = subprocess.run(["git", "apply", str(BUILDLIB / "expected" / "apply.patch")], cwd=root, capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    m = load_manifest(BUILDLIB / "expected" / "apply.manifest.json", root)
+    k = next(k for k in m.kernels if k.id == "buildlib::quant::round_kernel")
+    opts = programs.program_options(k, cuda_version=["-DCUDA_VERSION=13000"])
+    assert opts[:len(k.nvrtc_options)] == list(k.nvrtc_options)
+    assert "-DCUDA_VERSION=13000" in opts and "-DBUILDLIB_NUM_PASSES=2" in opts      # the header's default
+    assert "-DBUILDLIB_NUM_PASSES=5" in programs.program_options(k, build_values={"BUILDLIB_NUM_PASSES": "5"},
+                                                                 cuda_version=[])
+    planned = programs.plan([m], ["sm_90"], only=[k.id])
+    assert planned and all(p.options == programs.program_options(k, cuda_version=programs.cuda_version_options())
+                           for p in planned if p.config == "default")
+
+
+@pytest.mark.parametrize("script", ["nvrtc_cold.py", "rtc_cache_h200.py", "first_use_nvrtc.py", "program_headers.py"])
+def test_bench_script_loads(script):
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / script), "--help"], capture_output=True, text=True,
+                          cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
