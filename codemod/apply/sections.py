@@ -147,7 +147,9 @@ def layout(root: Path, plan, spellings: set[str], stubs_includes: list[str]) -> 
     files = _Files(root, spec, plan.extractions, asked)
     reach = set(files.closure([s for s in stubs_includes if (root / s).is_file()]))
     rewritten = {s.file for kp in plan.kernels for s in kp.sites}
-    units = units_reaching(root, rewritten, spec.include_dirs, skip=spec.output_dir)
+    # the units including a rewritten header, and the rewritten units themselves
+    units = sorted(set(units_reaching(root, rewritten, spec.include_dirs, skip=spec.output_dir))
+                   | {f for f in rewritten if not f.endswith(HEADER_SUFFIXES)})
     visible: set[str] | None = None
     for unit in units:
         seen = _before_stubs(files, unit, rewritten)
