@@ -259,6 +259,12 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
             line = data[:start].count(b"\n") + 1
             cs.notes.append(f"{repo_path}:{line}: host-only includes guarded by #ifndef {RTC_GUARD}")
         _respell_includes(repo_path, data, plan.respelled, cs)
+        for start, end in source.host_variable_qualifiers(data):
+            cs.edits.append(Edit(repo_path, start, end, f"\n#ifndef {RTC_GUARD}\n__host__\n#endif  // {RTC_GUARD}\n",
+                                 "__host__ on a variable hidden from NVRTC"))
+            line = data[:start].count(b"\n") + 1
+            cs.notes.append(f"{repo_path}:{line}: `__host__` of a `__device__ __host__` variable guarded by "
+                            f"#ifndef {RTC_GUARD} (NVRTC rejects it on a variable)")
         for start, end in source.host_only_functions(data):
             s = source.comment_start(data, start)
             e = _line_end(data, end)

@@ -211,6 +211,33 @@ def host_only_functions(data: bytes) -> list[tuple[int, int]]:
     return merged
 
 
+def host_variable_qualifiers(data: bytes) -> list[tuple[int, int]]:
+    """Byte ranges of the `__host__` of namespace-scope variables declared `__device__ __host__`
+    (TE: `__device__ __host__ constexpr size_t kScaleColAlign`): nvcc takes it, NVRTC rejects it
+    (`attribute "__host__" does not apply here`); under NVRTC the variable is `__device__` alone."""
+    out: list[tuple[int, int]] = []
+
+    def visit(container: Node) -> None:
+        for child in container.children:
+            if child.type == "namespace_definition":
+                body = child.child_by_field_name("body")
+                if body is not None:
+                    visit(body)
+                continue
+            if child.type in ("preproc_ifdef", "preproc_if", "preproc_else"):
+                if child.type == "preproc_else" or _rtc_condition(child, data) is None:
+                    visit(child)
+                continue
+            if child.type != "declaration" or any(c.type == "function_declarator" for c in _walk(child)):
+                continue
+            tokens = {c.type: c for c in child.children}
+            if "__host__" in tokens and "__device__" in tokens:
+                out.append((tokens["__host__"].start_byte, tokens["__host__"].end_byte))
+
+    visit(parse(data))
+    return out
+
+
 def _is_prototype(node: Node) -> bool:
     """A function declaration without a body (`void f(const NVTETensor x);`), not a variable of
     function-pointer type: host prototypes name host-only types NVRTC does not see."""
