@@ -110,6 +110,19 @@ def test_a_section_factory_needed_before_its_section_is_refused(tmp_path, capsys
     assert not (tmp_path / "p.diff").exists()
 
 
+def test_a_migrated_tree_with_sections_checks_clean(tmp_path):
+    """--check on the written tree (manifest hashes, then the regeneration from the tree un-migrated:
+    the sections are created files, their includes edits of the headers) finds nothing pending."""
+    from codemod.tool_state import manifest_path
+
+    root = tmp_path / "input"
+    shutil.copytree(GOLDEN / "latelib" / "input", root)
+    assert main(["apply", "--target", RULE, str(root), "--write", "--quiet"]) == 0
+    assert (root / OUT / "kernels_blocks.h").is_file() and (root / OUT / "kernels_dequant.h").is_file()
+    assert manifest_path(root, "quant").is_file()
+    assert main(["apply", "--target", RULE, str(root), "--check", "--quiet"]) == 0
+
+
 @pytest.mark.skipif(any(shutil.which(t) is None for t in ("nvcc", "cmake", "ninja")),
                     reason="needs nvcc, cmake and ninja")
 @pytest.mark.parametrize("legacy", ["OFF", "ON"])
