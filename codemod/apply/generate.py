@@ -357,6 +357,9 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
             type_names=sorted(t for t in type_names if lay.spelling_home.get(t) == header),
             function_names=sorted(f for f in fn_names if lay.spelling_home.get(f) == header)))
         _include_section(root, cs, header, path, header in shipped)
+        cs.notes.append(f"{path}: the stubs naming what {header} declares after a unit's include of kernels.h "
+                        f"({len(own)} kernel(s), {sum(1 for h in lay.spelling_home.values() if h == header)} "
+                        "spelling(s)); the header includes it at its end")
     cs.new_files[cpp_path] = fmt(render(
         "kernels.cpp.j2", banner=head, stubs_header=relative_include(stubs_path, cpp_path), stubs_namespace=stubs_ns,
         string_headers=sorted({symbol_for(p) for p in shipped} | {k["symbol"] for k in kernels_ctx}
