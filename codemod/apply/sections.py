@@ -1,8 +1,8 @@
 """Where each part of the host stubs goes: `<output_dir>/kernels.h`, or the section of the library
 header that declares a name the part spells. kernels.h is included by the first rewritten header a
 unit reaches, often before the headers that declare a template argument (TE: cast/fp8's
-`DequantizeParam`, 4over6's `Config`) or a kernel's parameter type, so it can spell only what its
-own includes declare. A spelling naming anything else goes into `<output_dir>/kernels_<stem>.h`,
+`DequantizeParam`, 4over6's `Config`) or a kernel's parameter type, so it can spell only what every
+unit has read by then. A spelling naming anything else goes into `<output_dir>/kernels_<stem>.h`,
 which the header declaring that name includes at its end; so does a kernel's declaration, `_rtc`
 alias and factory when its parameter types are declared after kernels.h (kernels.h then declares
 the factory only). Each part is written once, where what it names exists by construction."""
@@ -27,8 +27,9 @@ _IDENT = re.compile(r"(?<![\w:])(?:::)?(?:[A-Za-z_]\w*::)*[A-Za-z_]\w*")
 class Layout:
     """kernels.h's reach and the sections: `reach`, the library headers kernels.h includes
     (transitively), and `visible`, the library headers every unit has read where it includes
-    kernels.h (`reach` among them); `spelling_home` / `kernel_home`: a spelling or kernel id -> the library header
-    whose section holds it (absent: kernels.h); `section`: that header -> the section's path."""
+    kernels.h (`reach` among them); `spelling_home` / `kernel_home`: a spelling or kernel id -> the
+    library header whose section holds it (absent: kernels.h); `section`: that header -> the
+    section's path."""
     reach: set[str] = field(default_factory=set)
     visible: set[str] = field(default_factory=set)
     spelling_home: dict[str, str] = field(default_factory=dict)
@@ -143,7 +144,8 @@ def layout(root: Path, plan, spellings: set[str], stubs_includes: list[str]) -> 
         params = {p.name for p in kp.kernel.params}
         kernel_names[kp.kernel.id] = [n for n in _IDENT.findall(text) if n not in params]
     spelled = {v: _QUALIFIED.findall(v) for v in sorted(spellings)}
-    asked = {p for names in [*kernel_names.values(), *spelled.values()] for n in names for p in n.lstrip(":").split("::")}
+    asked = {part for names in [*kernel_names.values(), *spelled.values()] for n in names
+             for part in n.lstrip(":").split("::")}
     files = _Files(root, spec, plan.extractions, asked)
     reach = set(files.closure([s for s in stubs_includes if (root / s).is_file()]))
     rewritten = {s.file for kp in plan.kernels for s in kp.sites}
