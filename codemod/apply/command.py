@@ -480,15 +480,17 @@ def _precheck(root: Path, files: dict, plan, progress) -> None:
     units = [u for u in plan.spec.translation_units if (root / u).is_file()]
     if progress:
         progress(f"apply: parsing the rule's {len(units)} translation unit(s) as migrated, for errors in "
-                 f"{plan.spec.output_dir}/kernels.h")
+                 f"{plan.spec.output_dir}/kernels.h, its sections and the rewritten lines")
     errors = kernels_h_errors(root, plan.spec.output_dir, plan.spec.include_dirs, files, units=units)
     if errors:
-        raise ApplyError(f"{plan.spec.output_dir}/kernels.h does not compile where the rule's units include it "
-                         "(through the rewritten headers); nothing written:\n" + "\n".join(errors[:20])
+        raise ApplyError(f"{plan.spec.output_dir}/kernels.h, its sections or the rewritten launches do not "
+                         "compile where the rule's units include them; nothing written:\n" + "\n".join(errors[:20])
                          + (f"\n... and {len(errors) - 20} more" if len(errors) > 20 else ""),
-                         hint="a name kernels.h spells must be declared by the headers it includes: add its "
-                              "header to migrate.stub_includes (unless that header includes a rewritten one), "
-                              "or leave the kernels or entry points that need it out of the rule")
+                         hint="a name kernels.h spells must be declared where units include it (what is "
+                              "declared later goes to the section of its header: docs/apply.md), and a kernel "
+                              "whose factory a section defines must not be launched from a non-template "
+                              "function of its header; add the header to migrate.stub_includes (unless it "
+                              "includes a rewritten one), or leave the kernels or entry points out of the rule")
 
 
 def _summary(files: dict, plan, report_path: Path | None) -> str:

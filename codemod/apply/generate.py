@@ -15,7 +15,7 @@ import jinja2
 from .. import __version__
 from ..errors import ApplyError, UnsupportedConstruct
 from ..frontend.treesitter import scan_bytes
-from . import kernel_api, layer, layer_cache, shared_variables, source, stacking, stdnames, stdshim, zero_length
+from . import kernel_api, layer, layer_cache, sections, shared_variables, source, stacking, stdnames, stdshim, zero_length
 from .. import strict_json
 from .extract import header_guard
 from .style import (FALLBACK_STYLE, C_FILE, TargetStyle, find_clang_format, leading_comment, license_header,
@@ -262,6 +262,12 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
             line = data[:start].count(b"\n") + 1
             cs.notes.append(f"{repo_path}:{line}: host-only includes guarded by #ifndef {RTC_GUARD}")
         _respell_includes(repo_path, data, plan.respelled, cs)
+        for start, end in source.host_variable_qualifiers(data):
+            cs.edits.append(Edit(repo_path, start, end, f"\n#ifndef {RTC_GUARD}\n__host__\n#endif  // {RTC_GUARD}\n",
+                                 "__host__ on a variable hidden from NVRTC"))
+            line = data[:start].count(b"\n") + 1
+            cs.notes.append(f"{repo_path}:{line}: `__host__` of a `__device__ __host__` variable guarded by "
+                            f"#ifndef {RTC_GUARD} (NVRTC rejects it on a variable)")
         for start, end in source.host_only_functions(data):
             s = source.comment_start(data, start)
             e = _line_end(data, end)
@@ -314,9 +320,9 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
             axes=[_axis_expr(kinds[p], p, enums.get(p)) for p in params], program=program,
             options=spec.options["kernels"].get(kp.kernel.id, []),
             shared=[dict(name=v, symbol=shared_variables.module_symbol(v, listed)) for v in kp.shared_variables],
-            shared_template_params=(kp.signature.template_params.rstrip()[:-1].rstrip() + ", "
-                                    + ", ".join(f"typename Shared{i}" for i in range(len(kp.shared_variables)))
-                                    + ">")))
+            shared_template_params=_with_shared(kp.signature.template_params, len(kp.shared_variables)),
+            declared_shared_template_params=_with_shared(kernel_api.without_defaults(kp.signature.template_params),
+                                                         len(kp.shared_variables))))
     cs.domain = (frozenset(type_names), frozenset(fn_names))
     kernels_features = _stub_features(root, stubs_path, plan)
     cs.new_files[stubs_path] = fmt(render(
@@ -328,17 +334,35 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
                        ([spec.layer["error_header"]] if spec.layer.get("error_header") else spec.stub_includes)]),
         stubs_path)
     cs.layer_files.add(stubs_path)
+    # what kernels.h cannot name where units include it goes to the section of the header declaring it
+    error_header = spec.layer.get("error_header")
+    lay = sections.layout(root, plan, type_names | fn_names,
+                          [*spec.stub_includes, spec.layer["header"], *([error_header] if error_header else [])])
+    later = [dict(k, section=posixpath.basename(lay.section[lay.kernel_home[k["id"]]]),
+                  home=lay.kernel_home[k["id"]]) for k in kernels_ctx if k["id"] in lay.kernel_home]
+    early = [k for k in kernels_ctx if k["id"] not in lay.kernel_home]
     stub_ctx = dict(
         banner=head, guard=_guard(stub_path), cpp_name=posixpath.basename(cpp_path),
         stubs_header=relative_include(stubs_path, stub_path), stubs_header_name=posixpath.basename(stubs_path),
         stubs_namespace=stubs_ns, stub_includes=[relative_include(i, stub_path) for i in spec.stub_includes],
-        legacy_option=spec.legacy_option, namespace=spec.namespace, type_names=sorted(type_names),
-        spell_macro=SPELL_MACRO, function_names=sorted(fn_names), kernels=kernels_ctx,
-        declarations=_declaration_groups(kernels_ctx))
-    cs.new_files[stub_path] = fmt(render("kernels.h.j2", **stub_ctx), stub_path)
-    if not _spellings_kept(cs.new_files[stub_path], type_names | fn_names):
-        # the formatter broke an argument where it had no blank: #__VA_ARGS__ would spell it otherwise
-        cs.new_files[stub_path] = fmt(render("kernels.h.j2", format_off=True, **stub_ctx), stub_path)
+        legacy_option=spec.legacy_option, namespace=spec.namespace,
+        type_names=sorted(t for t in type_names if t not in lay.spelling_home),
+        spell_macro=SPELL_MACRO, function_names=sorted(f for f in fn_names if f not in lay.spelling_home),
+        kernels=early, later_kernels=later, declarations=_declaration_groups(early),
+        sections=[posixpath.basename(p) for p in lay.section.values()])
+    _render_spelled(cs, fmt, "kernels.h.j2", stub_path, stub_ctx)
+    for header, path in lay.section.items():
+        own = [k for k in kernels_ctx if lay.kernel_home.get(k["id"]) == header]
+        _render_spelled(cs, fmt, "kernels_section.h.j2", path, dict(
+            banner=head, guard=_guard(path), header=header, kernels_h=relative_include(stub_path, path),
+            kernels_h_name=posixpath.basename(stub_path), stubs_namespace=stubs_ns, namespace=spec.namespace,
+            spell_macro=SPELL_MACRO, declarations=_declaration_groups(own), kernels=own,
+            type_names=sorted(t for t in type_names if lay.spelling_home.get(t) == header),
+            function_names=sorted(f for f in fn_names if lay.spelling_home.get(f) == header)))
+        _include_section(root, cs, header, path, header in shipped)
+        cs.notes.append(f"{path}: the stubs naming what {header} declares after a unit's include of kernels.h "
+                        f"({len(own)} kernel(s), {sum(1 for h in lay.spelling_home.values() if h == header)} "
+                        "spelling(s)); the header includes it at its end")
     cs.new_files[cpp_path] = fmt(render(
         "kernels.cpp.j2", banner=head, stubs_header=relative_include(stubs_path, cpp_path), stubs_namespace=stubs_ns,
         string_headers=sorted({symbol_for(p) for p in shipped} | {k["symbol"] for k in kernels_ctx}
@@ -617,6 +641,35 @@ def _declaration_check(root: Path, kp, cs: ChangeSet, stub_path: str) -> dict:
 
 
 SPELL_MACRO = "CODEMOD_SPELLING"
+
+
+def _with_shared(template_params: str, count: int) -> str:
+    """A factory's template head with a type parameter per shared variable it takes."""
+    return (template_params.rstrip()[:-1].rstrip() + ", "
+            + ", ".join(f"typename Shared{i}" for i in range(count)) + ">")
+
+
+def _render_spelled(cs: ChangeSet, fmt, template: str, path: str, ctx: dict) -> None:
+    """kernels.h or a section, formatted; unformatted around the spellings when the formatter broke
+    an argument where it had no blank (#__VA_ARGS__ would spell it otherwise)."""
+    cs.new_files[path] = fmt(render(template, **ctx), path)
+    if not _spellings_kept(cs.new_files[path], set(ctx["type_names"]) | set(ctx["function_names"])):
+        cs.new_files[path] = fmt(render(template, format_off=True, **ctx), path)
+
+
+def _include_section(root: Path, cs: ChangeSet, header: str, section: str, shipped: bool) -> None:
+    """The header includes its section at its end, inside its include guard: after every
+    declaration the section names. Hidden from NVRTC like the include of kernels.h."""
+    data = (root / header).read_bytes()
+    at = source.guard_end(data)
+    inc = f'#include "{relative_include(section, header)}"\n'
+    if shipped:
+        inc = f"#ifndef {RTC_GUARD}\n{inc}#endif\n"
+    lead = "" if data[:at].endswith(b"\n\n") or at == 0 else ("\n" if data[:at].endswith(b"\n") else "\n\n")
+    text = f"{lead}// The host stubs that name the declarations above (codemod).\n{inc}"
+    if at < len(data):
+        text += "\n"
+    cs.edits.append(Edit(header, at, at, text, "host stubs naming this header's declarations"))
 
 
 def _spellings_kept(text: str, spellings: set[str]) -> bool:

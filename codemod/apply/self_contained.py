@@ -1,16 +1,21 @@
 """`<output_dir>/kernels.h` must compile wherever a unit includes it: every rewritten header includes
 it, and a unit may reach it before the headers that declare what it names (TE: activation units
-reach util/vectorized_pointwise.h before cast/fp8's DequantizeParam). apply parses the rule's
-translation units (`migrate.translation_units`) with the migration's files as they would be written
-(libclang's unsaved files) and refuses the migration on an error inside kernels.h: such a tree would
-not build.
+reach util/vectorized_pointwise.h before cast/fp8's DequantizeParam). What kernels.h cannot see
+goes to sections included at the end of the headers declaring it (sections.py), and a factory a
+section defines must not be needed before it (a launch in a non-template function of its header).
+apply parses the rule's translation units (`migrate.translation_units`) with the migration's files
+as they would be written (libclang's unsaved files) and refuses the migration on an error inside
+kernels.h or a section, or on a line the migration wrote in a library file: such a tree would not
+build.
 
 Errors elsewhere (a library header the environment lacks, stubbed as the analysis stubs it) are not
-this check's business; only diagnostics located in kernels.h count."""
+this check's business; only diagnostics located in what the migration wrote count."""
 
 from __future__ import annotations
 
+import difflib
 import os
+import posixpath
 import re
 from pathlib import Path
 
@@ -30,9 +35,22 @@ def _absolute_includes(text: str, folder: Path, new_dirs: set[str]) -> str:
     return _QUOTED.sub(fix, text)
 
 
+def _written_lines(old: str, new: str) -> set[int]:
+    """1-based numbers of the lines of `new` that the migration wrote (inserted or replaced)."""
+    ops = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False).get_opcodes()
+    return {j + 1 for tag, _, _, j1, j2 in ops if tag in ("insert", "replace") for j in range(j1, j2)}
+
+
+def stub_headers_of(output_dir: str, files: dict) -> list[str]:
+    """kernels.h and its sections (`kernels_<stem>.h`) among the migration's files."""
+    return sorted(p for p, (_, new) in files.items() if new is not None and posixpath.dirname(p) == output_dir
+                  and re.fullmatch(r"kernels(_\w+)?\.h", posixpath.basename(p)))
+
+
 def kernels_h_errors(root: Path, output_dir: str, include_dirs: list[str], files: dict,
                      stub_headers: list[str] | None = None, units: list[str] | None = None) -> list[str]:
-    """`unit: line:col: message` of each error clang reports inside `<output_dir>/kernels.h` when
+    """`unit: line:col: message` of each error clang reports inside `<output_dir>/kernels.h` or a
+    section, or on a line the migration wrote in a library file, when
     `units` (paths under root; default: a unit that includes kernels.h first) are parsed with `files`
     (path -> (old, new) text) over the tree. Empty when kernels.h is not among the files."""
     import clang.cindex as ci
@@ -57,15 +75,20 @@ def kernels_h_errors(root: Path, output_dir: str, include_dirs: list[str], files
     if not units:
         units = [CHECK_UNIT]
         unsaved.append((str(top / CHECK_UNIT), f'#include "{top / header}"\n'))
-    target, out, index = str(top / header), [], ci.Index.create()
+    stubs = {str(top / p) for p in stub_headers_of(output_dir, files)}
+    written = {str(top / path): _written_lines(old, new) for path, (old, new) in files.items()
+               if old is not None and new is not None}
+    out, index = [], ci.Index.create()
     ours = {name for name, _ in unsaved}
     for unit in units:
         tu = index.parse(str(top / unit), args=tc.base_flags() + dirs, unsaved_files=unsaved)
         for d in tu.diagnostics:
             where = d.location.file.name if d.location.file is not None else ""
-            # errors in kernels.h; a fatal one in any file the migration writes (a lost include)
-            if (d.severity >= ci.Diagnostic.Error and where == target) or \
-                    (d.severity >= ci.Diagnostic.Fatal and where in ours):
+            # errors in kernels.h or a section, or on a line the migration wrote in a library file
+            # (a launch needing a section's factory before the section); a fatal one in any file the
+            # migration writes (a lost include)
+            if (d.severity >= ci.Diagnostic.Error and (where in stubs or d.location.line in written.get(where, ())))\
+                    or (d.severity >= ci.Diagnostic.Fatal and where in ours):
                 rel = os.path.relpath(where, top) if where else "?"
                 out.append(f"{unit}: {rel}:{d.location.line}:{d.location.column}: {d.spelling}")
     return out

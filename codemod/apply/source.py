@@ -211,6 +211,33 @@ def host_only_functions(data: bytes) -> list[tuple[int, int]]:
     return merged
 
 
+def host_variable_qualifiers(data: bytes) -> list[tuple[int, int]]:
+    """Byte ranges of the `__host__` of namespace-scope variables declared `__device__ __host__`
+    (TE: `__device__ __host__ constexpr size_t kScaleColAlign`): nvcc takes it, NVRTC rejects it
+    (`attribute "__host__" does not apply here`); under NVRTC the variable is `__device__` alone."""
+    out: list[tuple[int, int]] = []
+
+    def visit(container: Node) -> None:
+        for child in container.children:
+            if child.type == "namespace_definition":
+                body = child.child_by_field_name("body")
+                if body is not None:
+                    visit(body)
+                continue
+            if child.type in ("preproc_ifdef", "preproc_if", "preproc_else"):
+                if child.type == "preproc_else" or _rtc_condition(child, data) is None:
+                    visit(child)
+                continue
+            if child.type != "declaration" or any(c.type == "function_declarator" for c in _walk(child)):
+                continue
+            tokens = {c.type: c for c in child.children}
+            if "__host__" in tokens and "__device__" in tokens:
+                out.append((tokens["__host__"].start_byte, tokens["__host__"].end_byte))
+
+    visit(parse(data))
+    return out
+
+
 def _is_prototype(node: Node) -> bool:
     """A function declaration without a body (`void f(const NVTETensor x);`), not a variable of
     function-pointer type: host prototypes name host-only types NVRTC does not see."""
@@ -349,7 +376,18 @@ def declarations(data: bytes, names: set[str]) -> list[tuple[str, str]]:
     copied byte-for-byte (templates and their specializations alike), and of every `#define` of
     one of them. A declaration inside `#if` / `#ifdef` blocks (other than the include guard) keeps
     its condition: `#if COND\n<text>\n#endif`."""
-    out: list[tuple[str, str]] = []
+    return [(ns, text) for ns, _, text in _declarations(data, names)]
+
+
+def declared_names(data: bytes, names: set[str]) -> set[tuple[str, str]]:
+    """(namespace, name) of each namespace-scope declaration of one of `names` (as `declarations`
+    finds them; macros left out)."""
+    return {(ns, name) for ns, name, _ in _declarations(data, names) if name is not None}
+
+
+def _declarations(data: bytes, names: set[str]) -> list[tuple[str, str | None, str]]:
+    """(namespace, declared name or None for a macro, text): `declarations`."""
+    out: list[tuple[str, str | None, str]] = []
 
     def visit(container: Node, ns: str, conds: list[str]) -> None:
         for child in container.children:
@@ -383,19 +421,32 @@ def declarations(data: bytes, names: set[str]) -> list[tuple[str, str]]:
             if child.type in ("preproc_def", "preproc_function_def"):
                 name = child.child_by_field_name("name")
                 if data[name.start_byte:name.end_byte].decode() in names:
-                    out.append((ns, _conditioned(data[child.start_byte:child.end_byte].decode().rstrip("\n"), conds)))
+                    out.append((ns, None, _conditioned(data[child.start_byte:child.end_byte].decode().rstrip("\n"),
+                                                       conds)))
                 continue
             if child.type == "expression_statement" or child.type.startswith("preproc"):
                 continue
-            if _declared_name(child, data) in names:
+            declared = _declared_name(child, data)
+            if declared in names:
                 end = child.end_byte
                 nxt = child.next_sibling
                 if nxt is not None and nxt.type == ";":   # `struct X {...};`: the `;` is a sibling
                     end = nxt.end_byte
-                out.append((ns, _conditioned(data[child.start_byte:end].decode(), conds)))
+                out.append((ns, declared, _conditioned(data[child.start_byte:end].decode(), conds)))
 
     visit(parse(data), "", [])
     return out
+
+
+def guard_end(data: bytes) -> int:
+    """Where text added at the end of a header goes: the start of its include guard's `#endif`
+    line (the guard: a top-level `#ifndef` holding the rest of the file), else the end of the file."""
+    tops = [c for c in parse(data).children if c.type != "comment"]
+    if len(tops) == 1 and tops[0].type == "preproc_ifdef" and data[tops[0].start_byte:tops[0].start_byte + 7] == b"#ifndef":
+        end = next((c for c in reversed(tops[0].children) if c.type == "#endif"), None)
+        if end is not None:
+            return data.rfind(b"\n", 0, end.start_byte) + 1
+    return len(data)
 
 
 def include_conditions(data: bytes) -> dict[str, list[str]]:

@@ -124,3 +124,26 @@ def test_include_conditions():
     data = (b"#ifndef G_\n#define G_\n#include <a.h>\n#if FP4\n#include <b.h>\n#ifdef X\n#include \"c.h\"\n#endif\n"
             b"#endif\n#endif\n")
     assert include_conditions(data) == {"a.h": [], "b.h": ["#if FP4"], "c.h": ["#if FP4", "#ifdef X"]}
+
+
+def test_host_of_a_device_host_variable_is_found_and_nothing_else():
+    """NVRTC rejects `__host__` on a variable (`attribute "__host__" does not apply here`; TE's
+    `__device__ __host__ constexpr size_t kScaleColAlign`): its byte range, for the guard; functions,
+    `__device__`-only variables and what is already hidden from NVRTC are left alone."""
+    from codemod.apply.source import host_variable_qualifiers
+
+    data = (b"namespace a {\n__device__ __host__ constexpr size_t kAlign = 4;\n__device__ constexpr int kB = 2;\n"
+            b"__host__ __device__ inline int f(int x) { return x; }\n__host__ __device__ int g(int);\n"
+            b"#ifndef __CUDACC_RTC__\n__host__ __device__ constexpr int kHidden = 1;\n#endif\n}\n")
+    found = host_variable_qualifiers(data)
+    assert [data[a:b] for a, b in found] == [b"__host__"]
+    assert data[:found[0][0]].endswith(b"__device__ ")
+
+
+def test_guard_end_is_the_include_guards_endif_line():
+    from codemod.apply.source import guard_end
+
+    guarded = b"// c\n#ifndef G_\n#define G_\nint x;\n\n#endif  // G_\n"
+    assert guarded[guard_end(guarded):] == b"#endif  // G_\n"
+    for unguarded in (b"#pragma once\nint x;\n", b"#ifndef G_\n#define G_\n#endif\nint y;\n"):
+        assert guard_end(unguarded) == len(unguarded)

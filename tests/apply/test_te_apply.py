@@ -46,6 +46,9 @@ BLACKWELL = ("quantize_mxfp8_kernel", "quantize_gated_mxfp8_kernel", "cast_fp8_1
 # a type argument, the amax kernel whose head an #if splits
 NVFP4 = ("quantize_transpose_nvfp4_kernel", "quantize_transpose_nvfp4_2D_kernel", "quantize_transpose_nvfp4_tuned_1D_kernel",
          "compute_rowwise_amax_kernel", "compute_columnwise_amax_kernel")
+# kernels.h's sections: 4over6's Config and the cast entry points' DequantizeParam variants are
+# spelled after the headers declaring them; the MXFP8 dequantize kernels come with the cast units
+SECTIONS = ("quantize_4over6_kernel", "dequantize_mxfp8_kernel", "group_dequantize_mxfp8_kernel")
 
 
 def test_deduced_arguments_are_passed_explicitly(te_patch):
@@ -55,14 +58,26 @@ def test_deduced_arguments_are_passed_explicitly(te_patch):
     _, patch = te_patch
     text = patch.read_text()
     report = Path(str(patch) + ".report.md").read_text()
-    assert "21 kernels migrated" in report
+    assert "24 kernels migrated" in report
     left_static = report.split("## Left static", 1)[-1]
     for k in KERNELS:
         assert f"`transformer_engine::{k}`: " not in left_static
     for k in GROUPED:
         assert f"::group_quantize_kernel::{k}`: " not in left_static
-    for k in BLACKWELL + NVFP4:
+    for k in BLACKWELL + NVFP4 + SECTIONS:
         assert f"::{k}`: " not in left_static
+    # what kernels.h cannot spell where units include it: in the sections of the declaring headers
+    rtc = "transformer_engine/common/activation/rtc"
+    for section, spelled in (("kernels_dequantize_fp8.h", "type_arg, ::transformer_engine::dispatch::fp8::DequantizeParam)"),
+                             ("kernels_quantize_fp8.h", "fn_arg, &::transformer_engine::dispatch::fp8::detail::identity)"),
+                             ("kernels_quantize_4over6_nvfp4.h",
+                              "type_arg, ::transformer_engine::dispatch::nvfp4::quantize_4over6_kernel::Config<")):
+        part = text[text.index(f"+++ b/{rtc}/{section}\n"):]
+        assert f"+CODEMOD_SPELLING({spelled}" in part[:part.index("diff --git")]
+    kernels_h = text[text.index(f"+++ b/{rtc}/kernels.h\n"):]
+    kernels_h = kernels_h[:kernels_h.index("diff --git")]
+    assert "DequantizeParam" not in kernels_h and "Config<" not in kernels_h and "identity" not in kernels_h
+    assert '+#include "../../activation/rtc/kernels_quantize_4over6_nvfp4.h"' in text
     # the stubs hand NVRTC the Philox rounds the host compile saw, not a copy of the default
     assert '"-DNVTE_BUILD_NUM_PHILOX_ROUNDS=" CODEMOD_BUILD_VALUE(NVTE_BUILD_NUM_PHILOX_ROUNDS)' in text
     # kernels.h names an NVFP4 kernel's parameter types in the kernel's namespace (nvfp4_scale_t)
@@ -119,7 +134,7 @@ def test_verify_compiles_a_covering_sample(te_patch, tmp_path):
     report = json.loads(out.read_text())
     assert report["programs"] and all(p["ok"] for p in report["programs"])
     assert {p["kernel"].split("::")[-1] for p in report["programs"] if p["ok"]} == set(KERNELS + GROUPED + BLACKWELL
-                                                                                     + NVFP4)
+                                                                                     + NVFP4 + SECTIONS)
 
 
 def test_layer_gets_the_disk_cache_and_compiles(te_patch):
@@ -184,9 +199,9 @@ def test_kernel_strings_only_in_kernels_cpp_and_its_checks_hold(te_patch):
     calls = [c for c in re.findall(r"(?m)^\s*make_string_header_from_file\(\s*(\S+)\s+(\S+)\s*\)", cmake)
              if not c[0].startswith("${")]                                     # the loop's own call
     calls += sorted(made_in_loops(cmake.encode(), "make_string_header_from_file"))     # the CMake block's loop
-    # the four element-wise kernels share one program (none names a type of another header: the
-    # cast entry points' DequantizeParam variants keep the static kernel)
-    assert ("activation/rtc/vectorized_pointwise.cu", "string_code_activation_rtc_vectorized_pointwise_cu") in calls
+    # a program per kernel header and the headers its name expressions need: unary_kernel's includes
+    # cast/fp8's two headers (the cast entry points' DequantizeParam, dequantize_func, identity)
+    assert ("activation/rtc/unary_kernel.cu", "string_code_activation_rtc_unary_kernel_cu") in calls
     for path, symbol in calls:
         (strings / f"{symbol}.h").write_text(template.replace("@STRING_NAME@", symbol).replace(
             "@STRING@", (common / path).read_text()))
@@ -216,7 +231,8 @@ def test_rewritten_units_compile(te_patch):
     headers that declare what kernels.h names: activation/gelu.cu, activation/gelu_grouped.cu and
     cast/cast.cu of the patched tree compile with nvcc (the front end; the host pass syntax only).
     They did not, with kernels.h spelling cast/fp8's DequantizeParam, dequantize_func and
-    detail::identity, 4over6's Config and, in the factories, nvfp4_scale_t (undeclared there)."""
+    detail::identity, 4over6's Config and, in the factories, nvfp4_scale_t (undeclared there); the
+    first four are now spelled in the sections of the headers declaring them."""
     from codemod.frontend.toolchain import make_toolchain
     from codemod.verify.host import find_nvcc
 

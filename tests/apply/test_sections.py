@@ -1,0 +1,142 @@
+"""The stubs' sections (apply/sections.py, golden/latelib): what kernels.h cannot see where units
+include it goes to `kernels_<stem>.h`, which the header declaring it includes at its end."""
+
+from __future__ import annotations
+
+import difflib
+import shutil
+import subprocess
+
+import pytest
+
+from codemod.apply.command import compute
+from codemod.apply.golden import GOLDEN
+from codemod.apply.self_contained import kernels_h_errors
+from codemod.cli import main
+
+RULE = str(GOLDEN / "latelib" / "rule.yaml")
+OUT = "rtc/quant"
+
+
+def test_latelib_golden_patch_matches_expected():
+    from codemod.apply.golden import golden_patch
+
+    patch, _, manifest = golden_patch("latelib")
+    assert manifest == (GOLDEN / "latelib" / "expected" / "apply.manifest.json").read_text()
+    expected = (GOLDEN / "latelib" / "expected" / "apply.patch").read_text()
+    if patch != expected:
+        diff = "".join(difflib.unified_diff(expected.splitlines(True), patch.splitlines(True), n=2))
+        pytest.fail("golden patch drifted (regenerate with `python -m codemod.apply.golden latelib "
+                    "--update` and review):\n" + diff[:8000])
+
+
+def test_each_part_goes_where_what_it_names_is_declared():
+    """kernels.h keeps what util/pointwise.cuh's includers have read (Empty, relu: util/math.cuh,
+    one of its own includes); DequantParam and dequant go to quant/dequant.cuh's section; the
+    block-scaling kernel, whose parameter type ScaleBlock blocks.cuh declares after including
+    kernels.h, goes whole to blocks.cuh's section with its Rounding spellings, and kernels.h
+    declares its factory only. Each spelling is written once."""
+    root = GOLDEN / "latelib" / "input"
+    files, _, _ = compute(root, RULE)
+    kernels_h = files[f"{OUT}/kernels.h"][1]
+    dequant = files[f"{OUT}/kernels_dequant.h"][1]
+    blocks = files[f"{OUT}/kernels_blocks.h"][1]
+    assert "CODEMOD_SPELLING(type_arg, ::latelib::Empty)" in kernels_h
+    assert "CODEMOD_SPELLING(fn_arg, &::latelib::relu)" in kernels_h
+    assert "CODEMOD_SPELLING(type_arg, ::latelib::quant::DequantParam)" in dequant
+    assert "CODEMOD_SPELLING(fn_arg, &::latelib::quant::dequant)" in dequant
+    assert "CODEMOD_SPELLING(type_arg, ::latelib::quant::Rounding<1>)" in blocks
+    assert "RtcKernel<const IType*, ScaleBlock, float*, size_t>" in blocks
+    assert "auto block_scale_kernel() {" in blocks
+    assert "auto block_scale_kernel();" in kernels_h and "ScaleBlock" not in kernels_h
+    for name in ("DequantParam", "Rounding", "::dequant"):
+        assert sum(text.count(name) for text in (kernels_h, dequant, blocks)) >= 1
+        assert name not in kernels_h
+    spellings = [line for text in (kernels_h, dequant, blocks) for line in text.splitlines()
+                 if line.startswith("CODEMOD_SPELLING(")]
+    assert len(spellings) == len(set(spellings))
+    # each header includes its own section at its end, hidden from NVRTC
+    for header, section in (("quant/dequant.cuh", "kernels_dequant.h"), ("quant/blocks.cuh", "kernels_blocks.h")):
+        text = files[header][1]
+        tail = text[text.rindex("}  // namespace latelib"):]
+        assert f'#ifndef __CUDACC_RTC__\n#include "../rtc/quant/{section}"\n#endif\n\n#endif' in tail, tail
+
+
+def test_the_units_compile_with_the_sections_and_a_misplaced_spelling_is_caught():
+    """The precheck's parse of the rule's units finds nothing; the same spelling put back into
+    kernels.h (as apply wrote it before sections) is an error there, and one inside a section that
+    names what its header does not declare is an error in the section."""
+    root = GOLDEN / "latelib" / "input"
+    files, _, plan = compute(root, RULE)
+    units = list(plan.spec.translation_units)
+    assert kernels_h_errors(root, OUT, plan.spec.include_dirs, files, [], units=units) == []
+    old, text = files[f"{OUT}/kernels.h"]
+    early = text.replace("#undef CODEMOD_SPELLING",
+                         "CODEMOD_SPELLING(type_arg, ::latelib::quant::DequantParam)\n#undef CODEMOD_SPELLING", 1)
+    errors = kernels_h_errors(root, OUT, plan.spec.include_dirs, {**files, f"{OUT}/kernels.h": (old, early)}, [],
+                              units=units)
+    assert errors and all(f"{OUT}/kernels.h:" in e for e in errors), errors   # `latelib::quant` not declared yet
+    old, text = files[f"{OUT}/kernels_dequant.h"]
+    broken = text.replace("#undef CODEMOD_SPELLING",
+                          "CODEMOD_SPELLING(type_arg, ::latelib::quant::ScaleBlock)\n#undef CODEMOD_SPELLING", 1)
+    errors = kernels_h_errors(root, OUT, plan.spec.include_dirs, {**files, f"{OUT}/kernels_dequant.h": (old, broken)},
+                              [], units=units)
+    assert errors and f"{OUT}/kernels_dequant.h:" in errors[0] and "ScaleBlock" in errors[0], errors
+
+
+def test_a_section_factory_needed_before_its_section_is_refused(tmp_path, capsys):
+    """A launch of the block-scaling kernel in a non-template function of blocks.cuh needs the
+    factory's return type there, before the section at the end of the header defines it: the
+    precheck reports the error on the rewritten line and apply writes nothing."""
+    root = tmp_path / "input"
+    shutil.copytree(GOLDEN / "latelib" / "input", root)
+    header = root / "quant" / "blocks.cuh"
+    text = header.read_text()
+    anchor = "}  // namespace quant\n}  // namespace latelib"
+    header.write_text(text.replace(anchor, (
+        "inline void block_scale_eighth(const LatelibTensor *in, const float *scales, float *out, "
+        "cudaStream_t stream) {\n"
+        "  block_scale_kernel<Rounding<3>, float><<<1, 256, 0, stream>>>(\n"
+        "      static_cast<const float *>(in->data), ScaleBlock{scales, 1}, out, in->size);\n}\n\n") + anchor, 1))
+    unit = root / "quant" / "quant.cu"
+    unit.write_text(unit.read_text() + (
+        "\nextern \"C\" void latelib_block_scale_eighth(const LatelibTensor *in, const float *scales, float *out,\n"
+        "                                           cudaStream_t stream) {\n"
+        "  latelib::quant::block_scale_eighth(in, scales, out, stream);\n}\n"))
+    capsys.readouterr()
+    assert main(["apply", "--target", RULE, str(root), "--diff", str(tmp_path / "p.diff"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "quant/blocks.cuh:" in err and "block_scale_kernel" in err and "deduced return type" in err, err
+    assert not (tmp_path / "p.diff").exists()
+
+
+def test_a_migrated_tree_with_sections_checks_clean(tmp_path):
+    """--check on the written tree (manifest hashes, then the regeneration from the tree un-migrated:
+    the sections are created files, their includes edits of the headers) finds nothing pending."""
+    from codemod.tool_state import manifest_path
+
+    root = tmp_path / "input"
+    shutil.copytree(GOLDEN / "latelib" / "input", root)
+    assert main(["apply", "--target", RULE, str(root), "--write", "--quiet"]) == 0
+    assert (root / OUT / "kernels_blocks.h").is_file() and (root / OUT / "kernels_dequant.h").is_file()
+    assert manifest_path(root, "quant").is_file()
+    assert main(["apply", "--target", RULE, str(root), "--check", "--quiet"]) == 0
+
+
+@pytest.mark.skipif(any(shutil.which(t) is None for t in ("nvcc", "cmake", "ninja")),
+                    reason="needs nvcc, cmake and ninja")
+@pytest.mark.parametrize("legacy", ["OFF", "ON"])
+def test_patched_latelib_builds(tmp_path, legacy):
+    from codemod.apply.patch import write_all
+    from tests.golden.test_golden_builds import _nvrtc_root
+
+    root = tmp_path / "input"
+    shutil.copytree(GOLDEN / "latelib" / "input", root)
+    write_all(root, compute(root, RULE)[0])
+    cmd = ["cmake", "-S", str(root), "-B", str(tmp_path / "b"), "-G", "Ninja", "-DCMAKE_CUDA_ARCHITECTURES=90",
+           "-DCMAKE_BUILD_TYPE=Release", f"-DLATELIB_BUILD_LEGACY_STATIC_QUANT={legacy}"]
+    if _nvrtc_root() is not None:
+        cmd.append(f"-DLATELIB_NVRTC_ROOT={_nvrtc_root()}")
+    for c in (cmd, ["ninja", "-C", str(tmp_path / "b")]):
+        proc = subprocess.run(c, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
