@@ -1,6 +1,6 @@
 """One-off: SASS equivalence of TE's migrated activation kernels (docs/results/te_sass.*).
 
-Applies rules/activation.yaml to a scratch copy of $TE_SOURCE_DIR/transformer_engine/common,
+Applies rules/activation.yaml to a scratch copy of $TE_SOURCE_DIR (without its submodules),
 then runs `codemod verify --sass` with the original checkout as the static side and TE's own
 Release flags. Usage (from the repository root):
 
@@ -71,7 +71,10 @@ def main_script(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="te-sass-") as tmp:
         work = Path(tmp)
         common = work / "transformer_engine" / "common"
-        shutil.copytree(original, common, ignore=shutil.ignore_patterns(".git", "build", "*.so"))
+        # the whole checkout but its submodules: the rule also edits and reads files above the library
+        # (docs/envvars.rst, tests/cpp/operator, the style file)
+        shutil.copytree(te, work, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns(".git", "3rdparty", "build", "*.so"))
         git("init", "-q", cwd=work)
         git("add", "-A", cwd=work)
         git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base", cwd=work)
