@@ -140,3 +140,21 @@ def test_patched_latelib_builds(tmp_path, legacy):
     for c in (cmd, ["ninja", "-C", str(tmp_path / "b")]):
         proc = subprocess.run(c, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+
+
+def test_an_update_adding_a_section_beside_an_existing_kernels_h_passes_the_precheck(tmp_path, capsys):
+    """A rule landed in parts: the second part's section is a new file in the folder the first part
+    created. The precheck's parse must find it (it refused the tree: '... file not found', because
+    only includes through new folders were spelled absolute for libclang's unsaved files)."""
+    import subprocess
+
+    root = tmp_path / "input"
+    shutil.copytree(GOLDEN / "latelib" / "input", root)
+    for cmd in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "b"]):
+        subprocess.run(["git", *cmd], cwd=root, check=True, capture_output=True)
+    assert main(["apply", "--target", RULE, str(root), "--write", "--quiet", "--only", "latelib::pointwise_kernel"]) == 0
+    assert not (root / OUT / "kernels_blocks.h").exists()
+    for cmd in (["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "part 1"]):
+        subprocess.run(["git", *cmd], cwd=root, check=True, capture_output=True)
+    assert main(["apply", "--target", RULE, str(root), "--update", "--write", "--quiet"]) == 0, capsys.readouterr().err
+    assert (root / OUT / "kernels_blocks.h").is_file()
