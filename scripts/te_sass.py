@@ -30,7 +30,8 @@ from codemod.cli import main  # noqa: E402
 # TE's CMakeLists (transformer_engine/common) for a Release build: CMAKE_CUDA_STANDARD 17,
 # --expt-relaxed-constexpr and -O3 in CMAKE_CUDA_FLAGS, -O3 -DNDEBUG from the Release flags, the
 # public compile definitions; include dirs: common/include and common/.. (the `transformer_engine`
-# folder). The common folder itself is added by verify (-I<static root>).
+# folder). The common folder itself is added by verify (-I<static root>). NDEBUG reaches the NVRTC
+# side as `verify --define NDEBUG=1` (the rules' options.defined_macros), as TE's Release stubs pass it.
 TE_FLAGS = ["-std=c++17", "--expt-relaxed-constexpr", "-O3", "-DNDEBUG", "-DNVTE_BUILD_NUM_PHILOX_ROUNDS=10",
             "-DNV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING"]
 # util/logging.h includes these host-only headers for its error macros; this machine has no
@@ -90,7 +91,7 @@ def main_script(argv: list[str] | None = None) -> int:
         flags = TE_FLAGS + [f"-I{original / 'include'}", f"-I{original.parent}", f"-I{stubs}"]
         report = work / "verify.json"
         argv = ["verify", str(common), "--no-host", "--sass", "--static-root", str(original), "-j", str(args.jobs),
-                "-q", "--json", str(report)] + [f"--arch={a}" for a in archs] + [f"--sass-flag={f}" for f in flags] \
+                "-q", "--json", str(report), "--define", "NDEBUG=1"] + [f"--arch={a}" for a in archs] + [f"--sass-flag={f}" for f in flags] \
             + [f"--kernel={k}" for k in args.kernel]
         rc = main(argv)
         doc = json.loads(report.read_text())

@@ -1308,6 +1308,7 @@ def manifest(plan: Plan, version: str = __version__, outside: dict | None = None
             "nvrtc_options": list(spec.options["always"]) + spec.options["kernels"].get(kp.kernel.id, []),
             "conditional_options": [dict(c) for c in spec.options["conditional"]],
             **({"build_defines": dict(plan.build_defines)} if plan.build_defines else {}),
+            **({"defined_macros": list(spec.options["defined_macros"])} if spec.options.get("defined_macros") else {}),
             **({"arch_targets": {str(cc): t for cc, t in spec.options["arch_targets"].items()}}
                if spec.options.get("arch_targets") else {}),
             "sites": sorted(s.id for s in kp.sites),

@@ -192,6 +192,7 @@ def migrate_spec(rule: Rule) -> MigrateSpec:
                  "kernels": _kernel_options(rule, m),
                  "arch_targets": {int(k): v for k, v in sorted(m.get("options", {}).get("arch_targets", {}).items(),
                                                                key=lambda kv: int(kv[0]))},
-                 "build_defines": list(m.get("options", {}).get("build_defines", []))},
+                 "build_defines": list(m.get("options", {}).get("build_defines", [])),
+                 "defined_macros": list(m.get("options", {}).get("defined_macros", []))},
         cmake=m["cmake"], include_dirs=list(rule.raw.get("analyze", {}).get("include_dirs", [])),
         license=m.get("license"), raw=m, repo_root=m.get("repo_root", "."), docs=dict(m.get("docs", {})))

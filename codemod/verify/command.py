@@ -72,7 +72,7 @@ def _check_archs(archs: list[str], supported: list[int]) -> None:
 
 
 def _build_values(defines: list[str], known: set[str]) -> dict[str, str]:
-    """`--define NAME=VALUE` options: NAME must be a build define of a manifest's kernel."""
+    """`--define NAME=VALUE` options: NAME must be a build define or defined macro of a manifest's kernel."""
     out = {}
     for d in defines:
         name, eq, value = d.partition("=")
@@ -80,7 +80,8 @@ def _build_values(defines: list[str], known: set[str]) -> dict[str, str]:
             raise UsageError(f"--define {d!r}: expected NAME=VALUE")
         if name not in known:
             raise UsageError(f"--define {name}: not a build define of the manifests' kernels",
-                             hint="known: " + (", ".join(sorted(known)) or "none (rule key migrate.options.build_defines)"))
+                             hint="known: " + (", ".join(sorted(known)) or "none (rule keys migrate.options."
+                                                                          "build_defines, defined_macros)"))
         out[name] = value
     return out
 
@@ -111,7 +112,7 @@ def run(args) -> int:
     unknown = [k for k in args.kernel if k not in known]
     if unknown:
         raise UsageError(f"unknown kernel id(s): {', '.join(unknown)}", hint="ids: " + ", ".join(sorted(known)))
-    build_values = _build_values(args.define, {d for m in manifests for k in m.kernels for d in k.build_defines})
+    build_values = _build_values(args.define, {d for m in manifests for k in m.kernels for d in k.build_macros})
     archs = args.arch or list(ARCHS)
     lib = nvrtc.load()
     _check_archs(archs, lib.supported_archs())

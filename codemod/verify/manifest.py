@@ -50,12 +50,21 @@ class KernelEntry:
     # macro -> the library's default (rule key migrate.options.build_defines): the stubs pass
     # -DNAME=<the host compile's value>; verify compiles with this one unless told another
     build_defines: dict[str, str] = field(default_factory=dict)
+    # macros the build may leave undefined (rule key migrate.options.defined_macros, e.g. NDEBUG):
+    # the stubs pass -DNAME=<value> only when the host compile defines it; verify, when told to
+    defined_macros: list[str] = field(default_factory=list)
+
+    @property
+    def build_macros(self) -> set[str]:
+        """Every macro whose value the build gives NVRTC (build_defines and defined_macros)."""
+        return set(self.build_defines) | set(self.defined_macros)
 
     def define_options(self, values: dict[str, str] | None = None) -> list[str]:
         """`-DNAME=VALUE` for each build define, as the stubs pass them: `values` (verify --define)
-        over the manifest's defaults."""
+        over the manifest's defaults; a defined macro only when `values` defines it."""
         values = values or {}
-        return [f"-D{name}={values.get(name, default)}" for name, default in self.build_defines.items()]
+        return ([f"-D{name}={values.get(name, default)}" for name, default in self.build_defines.items()]
+                + [f"-D{name}={values[name]}" for name in self.defined_macros if name in values])
 
 
 @dataclass
@@ -155,7 +164,8 @@ def _kernel(doc: dict, where: str) -> KernelEntry:
                        nvrtc_options=[str(o) for o in doc.get("nvrtc_options", [])],
                        conditional_options=conditional, sites=list(doc.get("sites", [])), variants=variants,
                        arch_targets=_arch_targets(doc.get("arch_targets", {}), where),
-                       build_defines=_build_defines(doc.get("build_defines", {}), where))
+                       build_defines=_build_defines(doc.get("build_defines", {}), where),
+                       defined_macros=_defined_macros(doc.get("defined_macros", []), where))
 
 
 def _build_defines(doc, where: str) -> dict[str, str]:
@@ -163,6 +173,12 @@ def _build_defines(doc, where: str) -> dict[str, str]:
                                             for k, v in doc.items()):
         raise VerifyError("build_defines: expected {macro name: its default value}", where=where)
     return dict(doc)
+
+
+def _defined_macros(doc, where: str) -> list[str]:
+    if not isinstance(doc, list) or not all(isinstance(m, str) and re.fullmatch(r"[A-Za-z_]\w*", m) for m in doc):
+        raise VerifyError("defined_macros: expected a list of macro names", where=where)
+    return list(doc)
 
 
 def _arch_targets(doc, where: str) -> dict[int, str]:

@@ -571,11 +571,12 @@ def run_job(job: SassJob, tools: Tools, flags: StaticFlags, static_root: Path) -
         return every("error", "nvcc", "the kernel string includes no original header of the library "
                                       "(kernel defined in the string itself): no static side to compare")
     extra_options = [o for o in program.options if o in drop]
-    # the build's macros (options.build_defines, `verify --define`) as the NVRTC side got them; a
-    # compile database's own -D of the same macro gives way
-    build = [o for o in program.options if o.startswith("-D") and _macro(o) in kernel.build_defines]
+    # the build's macros (options.build_defines and defined_macros, `verify --define`) as the NVRTC
+    # side got them; a compile database's own -D of the same macro gives way (a defined macro such
+    # as NDEBUG that verify was not given is then undefined on both sides)
+    build = [o for o in program.options if o.startswith("-D") and _macro(o) in kernel.build_macros]
     base, out.flags_source = flags.for_kernel(kernel, headers, drop)
-    base = [f for f in base if not (f.startswith("-D") and _macro(f) in kernel.build_defines)]
+    base = [f for f in base if not (f.startswith("-D") and _macro(f) in kernel.build_macros)]
     static_flags = base + extra_options + build
     text = render_static(kernel, [str((static_root / h).resolve()) for h in headers], program.variants)
     with tempfile.TemporaryDirectory(prefix="codemod-sass-") as tmp:

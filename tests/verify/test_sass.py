@@ -316,10 +316,70 @@ def test_a_build_define_reaches_the_static_side_as_the_nvrtc_side(tmp_path, caps
     out = tmp_path / "verify.json"
     rc = main(["verify", str(root), "--no-host", "--sass", "--static-root", str(gold / "input"),
                f"--sass-flag=-I{gold / 'input' / 'include'}", "--sass-flag=--expt-relaxed-constexpr",
-               "--define", "BUILDLIB_NUM_PASSES=5", "--kernel=buildlib::quant::round_kernel", "--arch=sm_90",
+               "--define", "BUILDLIB_NUM_PASSES=5", "--sass-flag=-DNDEBUG", "--define", "NDEBUG=1",
+               "--kernel=buildlib::quant::round_kernel", "--arch=sm_90",
                "-j", "1", "-q", "--json", str(out)])
     report = json.loads(out.read_text())["sass"]
     assert rc == 0, capsys.readouterr().out
     variants = [v for p in report["programs"] for v in p["variants"]]
     assert variants and {v["status"] for v in variants} == {"identical"}
     assert all("-DBUILDLIB_NUM_PASSES=5" in p["nvcc_command"] for p in report["programs"])
+
+
+def _buildlib_migrated(tmp_path: Path) -> tuple[Path, Path]:
+    gold = GOLDEN.parent / "buildlib"
+    root = tmp_path / "buildlib"
+    shutil.copytree(gold / "input", root)
+    proc = subprocess.run(["git", "apply", str(gold / "expected" / "apply.patch")], cwd=root, capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    manifest = manifest_path(root, "quant")
+    manifest.parent.mkdir(parents=True)
+    shutil.copy(gold / "expected" / "apply.manifest.json", manifest)
+    return gold, root
+
+
+def test_a_release_builds_ndebug_reaches_nvrtc_and_the_comparison(tmp_path, capsys):
+    """buildlib's rounding kernel asserts (`migrate.options.defined_macros: [NDEBUG]`): a Release
+    build's static kernel has no assert, and NVRTC compiles it out too when given NDEBUG
+    (`verify --define NDEBUG=1`): identical. Without it the nvcc side's -DNDEBUG gives way, so both
+    sides keep the assert (its message strings sit elsewhere in the constant bank: `relocation`).
+    Before defined_macros, the NVRTC side kept the assert a Release build drops."""
+    from tests.verify.conftest import _nvrtc_or_skip
+
+    _nvrtc_or_skip()
+    _tools_or_skip()
+    gold, root = _buildlib_migrated(tmp_path)
+    common = [str(root), "--no-host", "--sass", "--static-root", str(gold / "input"),
+              f"--sass-flag=-I{gold / 'input' / 'include'}", "--sass-flag=--expt-relaxed-constexpr",
+              "--sass-flag=-DNDEBUG", "--kernel=buildlib::quant::round_kernel", "--arch=sm_90", "-j", "1", "-q"]
+    for extra, has_ndebug in ((["--define", "NDEBUG=1"], True), ([], False)):
+        out = tmp_path / f"verify{len(extra)}.json"
+        rc = main(["verify", *common, *extra, "--json", str(out)])
+        report = json.loads(out.read_text())
+        assert rc == 0, capsys.readouterr().out
+        variants = [v for p in report["sass"]["programs"] for v in p["variants"]]
+        if has_ndebug:
+            assert variants and {v["status"] for v in variants} == {"identical"}
+        else:
+            assert variants and {(v["status"], v["classification"]) for v in variants} == {("different", "relocation")}
+            assert all(v["explained"] for v in variants)
+        assert all(("-DNDEBUG=1" in p["nvcc_command"]) == has_ndebug and
+                   (" -DNDEBUG " not in p["nvcc_command"] + " ") for p in report["sass"]["programs"])
+
+
+def test_defined_macros_are_passed_only_when_the_host_compile_defines_them():
+    """kernels.cpp (buildlib golden): `-DNDEBUG=<value>` under `#ifdef NDEBUG`, after the build
+    defines; verify's manifest reader keeps the list and passes it only when told a value."""
+    from codemod.verify.manifest import KernelEntry
+
+    patch = (GOLDEN.parent / "buildlib" / "expected" / "apply.patch").read_text()
+    assert ('+#ifdef NDEBUG\n+  options.push_back("-DNDEBUG=" CODEMOD_BUILD_VALUE(NDEBUG));' in patch)
+    doc = json.loads((GOLDEN.parent / "buildlib" / "expected" / "apply.manifest.json").read_text())
+    assert all(k["defined_macros"] == ["NDEBUG"] for k in doc["kernels"])
+    entry = KernelEntry(id="k", program_path="p", symbol="", headers={}, include_cuda_toolkit=True,
+                        include_cuda_cccl=False, nvrtc_options=[], conditional_options=[], sites=[], variants=[],
+                        build_defines={"N": "2"}, defined_macros=["NDEBUG"])
+    assert entry.define_options() == ["-DN=2"]
+    assert entry.define_options({"NDEBUG": "1"}) == ["-DN=2", "-DNDEBUG=1"]
+    assert entry.build_macros == {"N", "NDEBUG"}

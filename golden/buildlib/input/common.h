@@ -13,6 +13,7 @@
 #include <cuda_fp8.h>
 #endif
 
+#include <cassert>
 #include <stdexcept>
 #include <string>
 

@@ -1,5 +1,6 @@
 // The rounding kernel: its configuration takes an enumerator of the C API, and its step is a
-// build-time macro used as a template argument; the row maximum kernel, whose head an `#if` splits.
+// build-time macro used as a template argument; a device assert a Release build (NDEBUG) compiles
+// out; the row maximum kernel, whose head an `#if` splits.
 #ifndef BUILDLIB_QUANT_KERNELS_CUH_
 #define BUILDLIB_QUANT_KERNELS_CUH_
 
@@ -31,6 +32,7 @@ template <typename Cfg, typename IType, typename OType>
 __global__ void round_kernel(const IType *in, OType *out, size_t n) {
   const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
+  assert(in != nullptr && out != nullptr);  // common.h includes <cassert>; NVRTC has assert built in
   float x = Grid<BUILDLIB_NUM_PASSES>::template snap<Cfg::mode>(static_cast<float>(in[i]));
   if (Cfg::saturate) x = fminf(fmaxf(x, -448.0f), 448.0f);
   out[i] = static_cast<OType>(x);
