@@ -127,13 +127,13 @@ def test_outcomes(res: Path, side: str, reasons: dict[str, int] | None = None) -
     return outcomes
 
 
-def tests_summary(res: Path) -> dict:
+def tests_summary(res: Path, test_filter: str = "*NormTestSuite*") -> dict:
     status = {}
     if (res / "tests.status").is_file():
         for line in (res / "tests.status").read_text().splitlines():
             side, *kv = line.split()
             status[side] = dict(x.split("=", 1) for x in kv)
-    out: dict = {"filter": "*NormTestSuite*", "sides": {}}
+    out: dict = {"filter": test_filter, "sides": {}}
     reasons: dict[str, dict[str, int]] = {"original": {}, "migrated": {}}
     outcomes = {side: test_outcomes(res, side, reasons[side]) for side in ("original", "migrated")}
     for side, oc in outcomes.items():
