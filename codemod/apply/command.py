@@ -309,6 +309,10 @@ def _output_paths(args) -> dict[str, Path]:
     out = {}
     if args.layer_diff and not args.diff:
         raise UsageError("--layer-diff needs --diff (the rule's own patch, applied after it)")
+    if args.layer_diff and args.update:
+        raise UsageError("--layer-diff splits a first migration; an --update is one patch (--diff), the NVRTC "
+                         "layer's changes included",
+                         hint="drop --layer-diff: the update's --diff applies on the migrated tree as it is")
     if args.diff:
         out["--diff"] = args.diff
     if args.layer_diff:
@@ -403,7 +407,7 @@ def _run(args, root: Path) -> int:
     if files and not args.check and not args.no_precheck:
         _precheck(root, files, plan, progress)
     top, prefix = repo_location(root)
-    layer = plan.layer if args.layer_diff and plan is not None and not args.update else {}
+    layer = plan.layer if args.layer_diff and plan is not None else {}
     diff = unified_diff(after_layer(files, layer) if layer else files, prefix)
     report_path = outputs.get("--report")
     if report_path:

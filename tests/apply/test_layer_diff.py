@@ -64,3 +64,13 @@ def test_layer_diff_needs_diff(tmp_path, capsys):
     assert main(["apply", "--target", str(GOLDEN / "actlib" / "activation.yaml"), str(root), "--layer-diff",
                  str(tmp_path / "l.patch"), "-q"]) == 2
     assert "--layer-diff needs --diff" in capsys.readouterr().err
+
+
+def test_layer_diff_is_refused_with_update(tmp_path, capsys):
+    """An update's patch is one diff: a --layer-diff there would be left unwritten while the summary
+    said the layer had not changed (it had: e.g. a rule that turns the disk cache on)."""
+    root = _repo(GOLDEN / "actlib" / "input", tmp_path / "lib")
+    assert main(["apply", "--target", str(GOLDEN / "actlib" / "activation.yaml"), str(root), "--update", "--diff",
+                 str(tmp_path / "f.patch"), "--layer-diff", str(tmp_path / "l.patch"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "--layer-diff splits a first migration" in err and not (tmp_path / "f.patch").exists()
