@@ -494,3 +494,48 @@ def test_source_location_reads_a_slot_at_offset_zero_through_rz(tmp_path):
     assert detail is not None and "__func__ check_kernel -> traplib::check_kernel" in detail
     other = {**_trap_strings(tmp_path, True), "__unnamed_1": b"traplib::other_kernel\0"}
     assert sass.source_location(static, rtc, "", "", static_consts, (bank4, other), files) is None
+
+
+TRAPLIB = Path(__file__).resolve().parent / "fixtures" / "traplib"
+
+
+def _verify_traplib(tmp_path: Path) -> tuple[int, dict]:
+    out = tmp_path / "verify.json"
+    rc = main(["verify", str(tmp_path / "migrated"), "--no-host", "--sass", "--static-root",
+               str(tmp_path / "original"), "--arch=sm_90", "-j", "1", "-q", "--json", str(out)])
+    return rc, json.loads(out.read_text())["sass"]
+
+
+@pytest.fixture
+def traplib(tmp_path) -> Path:
+    """The traplib fixture: an original tree and a migrated one whose headers gained NVRTC guards
+    above the kernel (its error line moved), with the kernel string and manifest."""
+    from tests.verify.conftest import _nvrtc_or_skip
+
+    _nvrtc_or_skip()
+    _tools_or_skip()
+    shutil.copytree(TRAPLIB, tmp_path, dirs_exist_ok=True)
+    return tmp_path
+
+
+def test_a_moved_error_line_is_source_location_end_to_end(traplib, capsys):
+    """check_kernel<1> is a printf(__FILE__, __LINE__, __func__) trap: nvcc and NVRTC differ only in
+    the line (the migration inserted two above it), the file's spelling and __func__'s. With the
+    migrated message changed as well, it is a real difference again."""
+    rc, report = _verify_traplib(traplib)
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    by_variant = {v["variant"]: v for p in report["programs"] for v in p["variants"]}
+    trap, plain = by_variant["&::traplib::check_kernel<1>"], by_variant["&::traplib::check_kernel<4>"]
+    assert (trap["status"], trap["classification"], trap["explained"]) == ("different", "source-location", True)
+    assert "__LINE__ 14 -> 16 in trap/check.cuh" in trap["detail"]
+    assert "__func__ check_kernel -> traplib::check_kernel" in trap["detail"]
+    assert plain["status"] == "identical"
+    assert "(source-location, explained)" in out
+
+    header = traplib / "migrated" / "trap" / "check.cuh"
+    header.write_text(header.read_text().replace("must be at least 2", "must be 2 or more"))
+    rc, report = _verify_traplib(traplib)
+    capsys.readouterr()
+    trap = next(v for p in report["programs"] for v in p["variants"] if v["variant"].endswith("<1>"))
+    assert rc == 1 and (trap["classification"], trap["explained"]) == ("code", False)
