@@ -25,15 +25,18 @@ import jinja2
 from ..errors import VerifyError
 from .manifest import KernelEntry, Manifest
 from .programs import Program, ProgramResult
+from .source_location import LibraryFiles, string_constants
+from .source_location import compare as compare_source_location
 
 SCHEMA = "codemod-verify-sass/1"
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates" / "verify"
 DIFF_LINES = 16
 
-# Differences whose cause is established (docs/verify.md): the field a loader patches, and the
+# Differences whose cause is established (docs/verify.md): the field a loader patches, the
 # width of shared-memory addresses (nvcc's PTX uses 32-bit shared-window pointers, NVRTC's 64-bit
-# generic ones), named only when the two PTX show exactly that for the kernel.
-EXPLAINED = {"relocation", "shared-pointer-width"}
+# generic ones), named only when the two PTX show exactly that for the kernel, and where the code
+# says it is (__LINE__ / __FILE__ / __func__ of an error message: source_location.py).
+EXPLAINED = {"relocation", "shared-pointer-width", "source-location"}
 
 # Flags of a compile-database unit that change device code or how the header parses; everything
 # else (outputs, dependency files, arch lists, host-only options) is dropped.
@@ -281,7 +284,7 @@ class VariantResult:
     symbol: str                  # lowered (mangled) name
     status: str                  # identical, identical-modulo-names, different, error
     classification: str = ""     # for different / error: code, encoding, relocation, resources, attributes,
-                                 # missing, toolchain, nvcc, nvrtc
+                                 # missing, toolchain, shared-pointer-width, source-location, nvcc, nvrtc
     explained: bool = False
     detail: str = ""             # diff excerpt or log head
     instructions: int = 0
@@ -322,6 +325,16 @@ def compare_function(static: Normalised, rtc: Normalised, static_res: str, rtc_r
     if static.info != rtc.info:
         return "different", "attributes" if same_release else "toolchain", _diff(static.info, rtc.info)
     return "identical", "", ""
+
+
+def source_location(static: Normalised, rtc: Normalised, static_res: str, rtc_res: str,
+                    static_consts: tuple[dict, dict], rtc_consts: tuple[dict, dict], files: LibraryFiles) -> str | None:
+    """The detail of a `source-location` difference (source_location.compare) of a kernel whose
+    resources and attributes are the same; `*_consts`: (bank 4, string constants) of each cubin."""
+    if static_res != rtc_res or static.info != rtc.info:
+        return None
+    return compare_source_location(static, rtc, (static_consts[1], rtc_consts[1]),
+                                   (static_consts[0], rtc_consts[0]), files)
 
 
 _SHARED_DECL = re.compile(r"^\s*(?:\.extern\s+)?\.shared\s+[^;]*?\s([\w$]+)\s*(?:\[[^\]]*\])?\s*;", re.M)
@@ -555,6 +568,7 @@ def run_job(job: SassJob, tools: Tools, flags: StaticFlags, static_root: Path) -
     drop = {c.option for c in kernel.conditional_options}
     source = job.manifest.read(kernel.program_path)
     headers = original_headers(kernel, source)
+    library = LibraryFiles(static_root, job.manifest.read, kernel.headers)
     out = SassProgram(kernel=program.kernel, arch=program.arch, config=program.config, flags_source="",
                       command="", variants=[])
 
@@ -605,7 +619,8 @@ def run_job(job: SassJob, tools: Tools, flags: StaticFlags, static_root: Path) -
             if proc.returncode != 0:
                 return every("error", "disassembler", _head(proc.stderr))
             functions, bank4 = parse_functions(proc.stdout)
-            sides[side] = (functions, bank4, resource_usage(tools.cuobjdump, path))
+            sides[side] = (functions, bank4, resource_usage(tools.cuobjdump, path),
+                           string_constants(proc.stdout))
         for variant in program.variants:
             symbol = result.lowered.get(variant, "")
             res = VariantResult(program.kernel, program.arch, program.config, variant, symbol, "identical")
@@ -618,12 +633,17 @@ def run_job(job: SassJob, tools: Tools, flags: StaticFlags, static_root: Path) -
                 res.detail = f"{symbol or variant} not in the {' and '.join(missing)} cubin"
                 out.variants.append(res)
                 continue
-            (sf, sb, sr), (rf, rb, rr) = sides["nvcc"], sides["nvrtc"]
+            (sf, sb, sr, ss), (rf, rb, rr, rs) = sides["nvcc"], sides["nvrtc"]
             static_norm = normalise(sf[static_symbol], sb, sf)
             rtc_norm = normalise(rf[symbol], rb, rf)
             res.instructions = len(rtc_norm.texts)
             res.status, res.classification, res.detail = compare_function(
                 static_norm, rtc_norm, sr.get(static_symbol, ""), rr.get(symbol, ""), tools.same_release)
+            if res.classification == "code":
+                located = source_location(static_norm, rtc_norm, sr.get(static_symbol, ""), rr.get(symbol, ""),
+                                          (sb, ss), (rb, rs), library)
+                if located:
+                    res.classification, res.detail = "source-location", located + "\nthe SASS:\n" + res.detail
             if static_symbol != symbol:
                 note = (f"nvcc's symbol is {static_symbol}: the same kernel with `long` where NVRTC has "
                         "`long long` (LP64 64-bit integer typedefs, e.g. int64_t, from different headers)")

@@ -316,14 +316,229 @@ def test_a_build_define_reaches_the_static_side_as_the_nvrtc_side(tmp_path, caps
     out = tmp_path / "verify.json"
     rc = main(["verify", str(root), "--no-host", "--sass", "--static-root", str(gold / "input"),
                f"--sass-flag=-I{gold / 'input' / 'include'}", "--sass-flag=--expt-relaxed-constexpr",
-               "--define", "BUILDLIB_NUM_PASSES=5", "--sass-flag=-DNDEBUG", "--define", "NDEBUG=1",
-               "--kernel=buildlib::quant::round_kernel", "--arch=sm_90",
+               "--define", "BUILDLIB_NUM_PASSES=5", "--kernel=buildlib::quant::round_kernel", "--arch=sm_90",
                "-j", "1", "-q", "--json", str(out)])
     report = json.loads(out.read_text())["sass"]
     assert rc == 0, capsys.readouterr().out
     variants = [v for p in report["programs"] for v in p["variants"]]
     assert variants and {v["status"] for v in variants} == {"identical"}
     assert all("-DBUILDLIB_NUM_PASSES=5" in p["nvcc_command"] for p in report["programs"])
+
+
+# -- source-location: a device-side error message's __LINE__ / __FILE__ / __func__ ----------------
+
+TRAP_ORIGINAL = """\
+#pragma once
+#include <cstdio>
+namespace traplib {
+template <int N>
+__global__ void check_kernel(float *out) {
+  if (N < 2) {
+    TRAPLIB_DEVICE_ERROR("N must be at least 2");
+  }
+  out[0] = N;
+}
+}  // namespace traplib
+"""
+# what a migration does above a kernel: lines inserted, the kernel's own lines unchanged
+TRAP_MIGRATED = TRAP_ORIGINAL.replace("#include <cstdio>\n", "#ifndef __CUDACC_RTC__\n#include <cstdio>\n#endif\n")
+
+
+def _trap_sass(file_sym: str, line: int, func_sym: str, slot: int, stall: str = "0x000fe20000000f00"):
+    """The SASS of check_kernel<1>'s error path, normalised: printf's arguments stored to the
+    stack, vprintf's address loaded from its constant-bank-4 slot through R0, the call."""
+    from codemod.verify.sass import Normalised
+
+    texts = [f"LDC.64 R12, c[0x4][{file_sym}]", f"MOV R0, {hex(slot)}", f"IMAD.MOV.U32 R14, RZ, RZ, {hex(line)}",
+             f"LDC.64 R16, c[0x4][{func_sym}]", "LDC.64 R2, c[0x4][R0]", "STL [R1+0x8], R14", "CALL.ABS.NOINC R2",
+             "EXIT"]
+    # the operand word: the immediate or bank-4 offset in the high half (here: the operand's length
+    # for a symbol), the opcode and registers in the low one; the scheduling word after it
+    operands = [len(file_sym), slot, line, len(func_sym), 0, 0, 0, 0]
+    encodings = [(f"0x{value:08x}{index:08x}", stall) for index, value in enumerate(operands)]
+    return Normalised(lines=texts[:6] + [".L0:"] + texts[6:], encodings=encodings, texts=texts, info=[])
+
+
+def _trap_strings(root: Path, nvrtc: bool) -> dict[str, bytes]:
+    if nvrtc:
+        return {"$str$1": b"trap/trap.cuh\0", "__unnamed_1": b"traplib::check_kernel\0", "$str": b"%s:%d %s\0"}
+    return {"$str$3": f"{root}/trap/trap.cuh\0".encode(), "__unnamed_5": b"check_kernel\0", "$str": b"%s:%d %s\0"}
+
+
+def _trap_library(tmp_path: Path):
+    from codemod.verify.source_location import LibraryFiles
+
+    (tmp_path / "trap").mkdir(exist_ok=True)
+    (tmp_path / "trap" / "trap.cuh").write_text(TRAP_ORIGINAL)
+    migrated = {"trap/trap.cuh": TRAP_MIGRATED}
+    return LibraryFiles(tmp_path, migrated.__getitem__, {"trap/trap.cuh": "trap/trap.cuh"})
+
+
+def _located(tmp_path, static, rtc, static_strings=None, rtc_strings=None, rtc_bank4=None):
+    files = _trap_library(tmp_path)
+    static_consts = ({"0xc0": "vprintf"}, static_strings or _trap_strings(tmp_path, False))
+    rtc_consts = (rtc_bank4 or {"0x0": "vprintf"}, rtc_strings or _trap_strings(tmp_path, True))
+    return sass.source_location(static, rtc, "REG:24", "REG:24", static_consts, rtc_consts, files)
+
+
+def test_line_map_follows_the_lines_a_migration_inserted():
+    from codemod.verify.source_location import line_map
+
+    lines = line_map(TRAP_ORIGINAL, TRAP_MIGRATED)
+    assert lines[1] == 1 and lines[7] == 9 and lines[11] == 13   # the error line moved by two
+    assert lines[2] == 3                                         # the include, now under a guard
+    assert line_map("a\nb\n", "a\nc\n") == {1: 1}
+
+
+def test_string_constants_are_read_from_the_cubin_disassembly():
+    from codemod.verify.source_location import string_constants
+
+    text = """\
+//--------------------- .nv.global.init           --------------------------
+	.section	.nv.global.init,"aw",@progbits
+.nv.global.init:
+	.type		$str$1,@object
+$str$1:
+        /*0000*/ 	.byte	0x6f, 0x70, 0x73, 0x2f, 0x6b, 0x2e
+        /*0006*/ 	.byte	0x68, 0x00
+	.type		__unnamed_1,@object
+__unnamed_1:
+        /*0008*/ 	.zero	2
+	.type		_ZN2ns5tableE,@object
+_ZN2ns5tableE:
+        /*000a*/ 	.byte	0x01, 0x02
+	.type		$str$2,@object
+$str$2:
+        /*000c*/ 	.dword	_ZN2ns5tableE
+//--------------------- .text.k --------------------------
+$str$9:
+        /*0000*/ 	.byte	0x41, 0x00
+"""
+    # named globals and a pointer-initialised symbol are not string constants; other sections neither
+    assert string_constants(text) == {"$str$1": b"ops/k.h\0", "__unnamed_1": b"\0\0"}
+
+
+def test_source_location_accepts_a_moved_line_and_renumbered_strings(tmp_path):
+    static = _trap_sass("$str$3", 7, "__unnamed_5", 0xc0)
+    rtc = _trap_sass("$str$1", 9, "__unnamed_1", 0x0)
+    assert sass.compare_function(static, rtc, "REG:24", "REG:24")[:2] == ("different", "code")
+    detail = _located(tmp_path, static, rtc)
+    assert detail is not None
+    assert "__LINE__ 7 -> 9 in trap/trap.cuh" in detail
+    assert "__FILE__ trap/trap.cuh" in detail
+    assert "__func__ check_kernel -> traplib::check_kernel" in detail
+    assert "$str$3 -> $str$1" in detail and "__unnamed_5 -> __unnamed_1" in detail
+    assert "slot of vprintf 0xc0 -> 0x0" in detail
+    assert "source-location" in sass.EXPLAINED
+
+
+def test_source_location_refuses_an_immediate_that_is_not_a_line_pair(tmp_path):
+    static = _trap_sass("$str$3", 7, "__unnamed_5", 0xc0)
+    assert _located(tmp_path, static, _trap_sass("$str$1", 10, "__unnamed_1", 0x0)) is None   # 7 moved to 9
+    assert _located(tmp_path, static, _trap_sass("$str$1", 9, "__unnamed_1", 0x8)) is None    # no vprintf there
+    # a line pair needs the file: without a __FILE__ operand, 7 -> 9 is just another constant
+    no_file = _trap_sass("$str", 7, "__unnamed_5", 0xc0), _trap_sass("$str", 9, "__unnamed_1", 0x0)
+    assert _located(tmp_path, *no_file) is None
+    # the same line: file and function spellings are still a location; renumbering and a slot are not
+    same_line = _trap_sass("$str$1", 7, "__unnamed_1", 0x0)
+    assert "__LINE__" not in _located(tmp_path, static, same_line)
+    spelled_alike = {**_trap_strings(tmp_path, False), "$str$3": b"trap/trap.cuh\0",
+                     "__unnamed_5": b"traplib::check_kernel\0"}
+    assert _located(tmp_path, static, same_line, static_strings=spelled_alike) is None
+
+
+def test_source_location_refuses_a_differing_string_that_is_not_a_location(tmp_path):
+    static = _trap_sass("$str$3", 7, "__unnamed_5", 0xc0)
+    rtc = _trap_sass("$str$1", 9, "__unnamed_1", 0x0)
+    wrong_file = {**_trap_strings(tmp_path, True), "$str$1": b"trap/other.cuh\0"}
+    assert _located(tmp_path, static, rtc, rtc_strings=wrong_file) is None
+    message = _trap_strings(tmp_path, True)
+    message["__unnamed_1"] = b"N must be at least 3\0"                  # not check_kernel's name
+    assert _located(tmp_path, static, rtc, rtc_strings=message) is None
+    other_func = {**_trap_strings(tmp_path, True), "__unnamed_1": b"traplib::other_kernel\0"}
+    assert _located(tmp_path, static, rtc, rtc_strings=other_func) is None
+    # the format string: same symbol name on both sides, contents compared all the same
+    static2, rtc2 = (_trap_sass("$str", 7, "__unnamed_5", 0xc0), _trap_sass("$str", 9, "__unnamed_1", 0x0))
+    static2.texts[0] = static2.lines[0] = "LDC.64 R12, c[0x4][$str$3]"
+    rtc2.texts[0] = rtc2.lines[0] = "LDC.64 R12, c[0x4][$str$1]"
+    static2.texts[3] = static2.lines[3] = rtc2.texts[3] = rtc2.lines[3] = "LDC.64 R16, c[0x4][$str]"
+    assert _located(tmp_path, static2, rtc2) is not None
+    assert _located(tmp_path, static2, rtc2, rtc_strings={**_trap_strings(tmp_path, True), "$str": b"%s:%d\0"}) is None
+
+
+def test_source_location_keeps_every_other_check(tmp_path):
+    static = _trap_sass("$str$3", 7, "__unnamed_5", 0xc0)
+    # other scheduling bits on the moved-line instruction, another instruction, other resources
+    assert _located(tmp_path, static, _trap_sass("$str$1", 9, "__unnamed_1", 0x0, stall="0x001fe20000000f00")) is None
+    rtc = _trap_sass("$str$1", 9, "__unnamed_1", 0x0)
+    rtc.texts[5] = rtc.lines[5] = "STL [R1+0xc], R14"
+    assert _located(tmp_path, static, rtc) is None
+    files = _trap_library(tmp_path)
+    consts = ({"0xc0": "vprintf"}, _trap_strings(tmp_path, False)), ({"0x0": "vprintf"}, _trap_strings(tmp_path, True))
+    rtc = _trap_sass("$str$1", 9, "__unnamed_1", 0x0)
+    assert sass.source_location(static, rtc, "REG:24", "REG:26", *consts, files) is None
+    # R0 read again after the slot load: its value is not only an offset
+    static.texts[5] = static.lines[5] = "STL [R1+0x8], R0"
+    rtc.texts[5] = rtc.lines[5] = "STL [R1+0x8], R0"
+    assert sass.source_location(static, rtc, "REG:24", "REG:24", *consts, files) is None
+
+
+def test_source_location_reads_a_slot_at_offset_zero_through_rz(tmp_path):
+    """ptxas addresses bank 4's first slot as `c[0x4][RZ]`: the string there is compared too."""
+    static = _trap_sass("$str$3", 7, "RZ", 0xc0)
+    rtc = _trap_sass("$str$1", 9, "RZ", 0x8)
+    bank4 = {"0x0": "__unnamed_1", "0x8": "vprintf"}
+    files = _trap_library(tmp_path)
+    static_consts = ({"0x0": "__unnamed_5", "0xc0": "vprintf"}, _trap_strings(tmp_path, False))
+    detail = sass.source_location(static, rtc, "", "", static_consts, (bank4, _trap_strings(tmp_path, True)), files)
+    assert detail is not None and "__func__ check_kernel -> traplib::check_kernel" in detail
+    other = {**_trap_strings(tmp_path, True), "__unnamed_1": b"traplib::other_kernel\0"}
+    assert sass.source_location(static, rtc, "", "", static_consts, (bank4, other), files) is None
+
+
+TRAPLIB = Path(__file__).resolve().parent / "fixtures" / "traplib"
+
+
+def _verify_traplib(tmp_path: Path) -> tuple[int, dict]:
+    out = tmp_path / "verify.json"
+    rc = main(["verify", str(tmp_path / "migrated"), "--no-host", "--sass", "--static-root",
+               str(tmp_path / "original"), "--arch=sm_90", "-j", "1", "-q", "--json", str(out)])
+    return rc, json.loads(out.read_text())["sass"]
+
+
+@pytest.fixture
+def traplib(tmp_path) -> Path:
+    """The traplib fixture: an original tree and a migrated one whose headers gained NVRTC guards
+    above the kernel (its error line moved), with the kernel string and manifest."""
+    from tests.verify.conftest import _nvrtc_or_skip
+
+    _nvrtc_or_skip()
+    _tools_or_skip()
+    shutil.copytree(TRAPLIB, tmp_path, dirs_exist_ok=True)
+    return tmp_path
+
+
+def test_a_moved_error_line_is_source_location_end_to_end(traplib, capsys):
+    """check_kernel<1> is a printf(__FILE__, __LINE__, __func__) trap: nvcc and NVRTC differ only in
+    the line (the migration inserted two above it), the file's spelling and __func__'s. With the
+    migrated message changed as well, it is a real difference again."""
+    rc, report = _verify_traplib(traplib)
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    by_variant = {v["variant"]: v for p in report["programs"] for v in p["variants"]}
+    trap, plain = by_variant["&::traplib::check_kernel<1>"], by_variant["&::traplib::check_kernel<4>"]
+    assert (trap["status"], trap["classification"], trap["explained"]) == ("different", "source-location", True)
+    assert "__LINE__ 14 -> 16 in trap/check.cuh" in trap["detail"]
+    assert "__func__ check_kernel -> traplib::check_kernel" in trap["detail"]
+    assert plain["status"] == "identical"
+    assert "(source-location, explained)" in out
+
+    header = traplib / "migrated" / "trap" / "check.cuh"
+    header.write_text(header.read_text().replace("must be at least 2", "must be 2 or more"))
+    rc, report = _verify_traplib(traplib)
+    capsys.readouterr()
+    trap = next(v for p in report["programs"] for v in p["variants"] if v["variant"].endswith("<1>"))
+    assert rc == 1 and (trap["classification"], trap["explained"]) == ("code", False)
 
 
 def _buildlib_migrated(tmp_path: Path) -> tuple[Path, Path]:
