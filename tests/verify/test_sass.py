@@ -316,7 +316,8 @@ def test_a_build_define_reaches_the_static_side_as_the_nvrtc_side(tmp_path, caps
     out = tmp_path / "verify.json"
     rc = main(["verify", str(root), "--no-host", "--sass", "--static-root", str(gold / "input"),
                f"--sass-flag=-I{gold / 'input' / 'include'}", "--sass-flag=--expt-relaxed-constexpr",
-               "--define", "BUILDLIB_NUM_PASSES=5", "--kernel=buildlib::quant::round_kernel", "--arch=sm_90",
+               "--define", "BUILDLIB_NUM_PASSES=5", "--sass-flag=-DNDEBUG", "--define", "NDEBUG=1",
+               "--kernel=buildlib::quant::round_kernel", "--arch=sm_90",
                "-j", "1", "-q", "--json", str(out)])
     report = json.loads(out.read_text())["sass"]
     assert rc == 0, capsys.readouterr().out
