@@ -11,7 +11,8 @@ from pathlib import Path
 
 from ..errors import ApplyError, RuleError
 from . import cmake_lists
-from .generate import ChangeSet, Edit, added_banner, render
+from .changeset import ChangeSet, Edit
+from .generate import added_banner, render
 
 # Emit the edit only when the replay predicts the wall to fall by at least this share: below it the
 # gain is inside the run-to-run noise of a real build (docs/results/te_build.md: 2-3% on one machine).

@@ -136,7 +136,7 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
             plan = build_plan(root, analysis, spec, only=only, exclude=exclude, declined=declined)
             plan.entry_points = list(analysis.entry_points)
     if not plan.kernels:
-        from .generate import ChangeSet
+        from .changeset import ChangeSet
         return {}, render_report(plan, ChangeSet(), {}), plan
     cs = generate(root, plan, version, formatted, later)
     for note in cs.notes:

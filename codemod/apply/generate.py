@@ -1,6 +1,7 @@
 """Plan -> change set: generated files (kernel strings, stubs, prelude, shims), the manifest, edits of
-library sources (launch rewrites, NVRTC guards, stub includes) and CMake lines. Text comes from the
-jinja2 templates under codemod/templates/apply/; generated C++ is formatted with clang-format."""
+library sources (launch rewrites: launch_rewrite.py, NVRTC guards, stub includes) and CMake lines, one
+stage each (`generate`). Text comes from the jinja2 templates under codemod/templates/apply/;
+generated C++ is formatted with clang-format."""
 
 from __future__ import annotations
 
@@ -9,47 +10,23 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Callable
 
 import jinja2
 
-from .. import __version__
-from ..errors import ApplyError, UnsupportedConstruct
-from ..frontend.treesitter import scan_bytes
-from . import kernel_api, layer, layer_cache, sections, shared_variables, source, stacking, stdnames, stdshim, zero_length
-from .. import strict_json
+from .. import __version__, strict_json
+from ..errors import ApplyError
+from . import kernel_api, layer, layer_cache, prelude_copies, sections, shared_variables, source, stacking, stdnames, \
+    stdshim, zero_length
+from .changeset import RTC_GUARD, ChangeSet, Edit, relative_include
 from .extract import header_guard
+from .launch_rewrite import matching, rewrite_sites
+from .names import enum_cast, namespace_parts, spelled_id
+from .patch import apply_edits
+from .plan import Plan, host_include, symbol_for
+from .prelude_copies import COPY_HASH_BASE, copy_hash, grouped_checks
 from .style import (FALLBACK_STYLE, C_FILE, TargetStyle, find_clang_format, leading_comment, license_header,
                     target_style)
-from .names import enum_cast, namespace_parts, spelled_id
-from .plan import Plan, host_include, read_overlay, symbol_for
-
-RTC_GUARD = "__CUDACC_RTC__"
-
-
-@dataclass
-class Edit:
-    path: str
-    start: int
-    end: int
-    text: str
-    why: str
-    layer: bool = False     # part of the NVRTC layer every rule shares (layer_part), not the rule's own
-
-
-@dataclass
-class ChangeSet:
-    new_files: dict[str, str] = field(default_factory=dict)
-    edits: list[Edit] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    # new files of the shared NVRTC layer (the stubs' runtime, the disk cache): with the layer edits,
-    # a patch of their own that the rule's patch applies on top of (`apply --layer-diff`)
-    layer_files: set[str] = field(default_factory=set)
-    manifest: str = ""          # kept outside the tree (migrated.py), not one of the new files
-    # the spellings the stubs' TypeName / FunctionName tables hold: (types, functions)
-    domain: tuple = (frozenset(), frozenset())
-    # rules migrated after this one on the tree (a regeneration): its blocks at anchors shared with
-    # theirs go back where they were (stacking.py)
-    later: frozenset = frozenset()
 
 
 @lru_cache(maxsize=1)
@@ -88,12 +65,6 @@ def added_banner(rule_id: str, version: str = __version__) -> str:
 def _line_end(data: bytes, offset: int) -> int:
     nl = data.find(b"\n", offset)
     return len(data) if nl < 0 else nl + 1
-
-
-def relative_include(target: str, including_file: str) -> str:
-    """The `#include "..."` spelling of repo path `target` from repo path `including_file`: relative to
-    the including file's folder, which a quoted include searches first whatever the -I list is."""
-    return posixpath.relpath(target, posixpath.dirname(including_file) or ".")
 
 
 def cmake_command_end(data: bytes, open_paren: int) -> int:
@@ -177,17 +148,79 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
     Generated C++ is formatted with the target's .clang-format and pinned clang-format (style.py).
     `later`: the rules migrated after this one on a tree being regenerated (stacking.py)."""
     style = target_style(root, formatted)
-    fmt = lambda text, filename: style.format(text, filename)   # noqa: E731
-    spec = plan.spec
-    out = spec.output_dir
-    cs = ChangeSet(later=frozenset(later))
-    head = banner(spec.rule_id, version)
-    ks_spec = spec.kernel_strings
-
-    # Kernel strings: one short program per kernel header, including it (the kernels it defines share it).
-    shipped: dict[str, str] = {}      # repo path -> symbol, every file NVRTC sees
-    listed = [v for vs in shared_variables.listed(spec.raw).values() for v in vs]
+    run = _Run(root, plan, ChangeSet(later=frozenset(later)), style.format, version)
+    cs, std_cfg = run.cs, plan.spec.kernel_strings.get("std_names")
     programs = program_paths(plan)
+    shipped = _kernel_strings(run, programs)
+    if std_cfg:
+        _std_header_in_prelude_kernels(plan, std_cfg["header"], shipped)
+    copies = _preludes(run, shipped, std_cfg)
+    _shims(run)
+    _nvrtc_guards(run, shipped)
+    _zero_length_arrays(root, plan, cs, shipped, std_cfg, run.added)
+    if std_cfg:
+        _std_names(root, plan, cs, shipped, std_cfg, copies.std_used, copies.ints)
+    rewrite_sites(root, plan, cs, shipped)
+    stubs = _stub_kernels(run, programs, copies.checks)
+    features = _stubs_runtime(run)
+    _kernels_h(run, stubs, shipped)
+    _kernels_cpp(run, stubs, shipped, copies.checks)
+    _nvrtc_layer(run, features)
+    strings = sorted(set(shipped) | set(programs.values()) | {c["file"] for c in copies.checks})   # string headers
+    _cmake(root, plan, cs, run.added, strings, _stub_paths(plan.spec)[1])
+    _docs(root, plan, cs, version)
+    _operator_test(root, plan, cs, version, run.fmt)
+    cs.manifest = manifest(plan, version)       # data for codemod (verify, apply --update), kept outside the tree
+    _license_headers(root, plan.spec, cs)
+    if style.warning:
+        cs.notes.append(f"warning: {style.warning}")
+    return cs
+
+
+@dataclass
+class _Run:
+    """What the stages of one generate() call share."""
+    root: Path
+    plan: Plan
+    cs: ChangeSet
+    fmt: Callable[[str, str], str]      # generated C++ formatted in the target's style (or not: --no-format)
+    version: str
+
+    @property
+    def head(self) -> str:
+        return banner(self.plan.spec.rule_id, self.version)
+
+    @property
+    def added(self) -> str:
+        return added_banner(self.plan.spec.rule_id, self.version)
+
+
+@dataclass
+class _Copies:
+    """What the preludes' copies leave for later stages."""
+    checks: list[dict] = field(default_factory=list)   # checked against their header at build time (kernels.cpp)
+    std_used: set[str] = field(default_factory=set)    # std names the copies use
+    ints: set[str] = field(default_factory=set)        # <cstdint> integers the copies spell
+
+
+@dataclass
+class _Stubs:
+    """The kernels' stub contexts (kernels.h, its sections, kernels.cpp) and the names they spell."""
+    kernels: list[dict]
+    programs: list[dict]        # kernels.cpp's Program per (program, its headers)
+    type_names: set[str]
+    fn_names: set[str]
+
+
+def _stub_paths(spec) -> tuple[str, str]:
+    """(kernels.h, kernels.cpp) of the rule's output folder."""
+    return f"{spec.output_dir}/kernels.h", f"{spec.output_dir}/kernels.cpp"
+
+
+def _kernel_strings(run: _Run, programs: dict[str, str]) -> dict[str, str]:
+    """The kernel strings, one program per kernel header; returns every file NVRTC sees -> its symbol."""
+    plan, cs = run.plan, run.cs
+    listed = [v for vs in shared_variables.listed(plan.spec.raw).values() for v in vs]
     for path in sorted(set(programs.values())):
         kps = [kp for kp in plan.kernels if programs[kp.kernel.id] == path]
         shared = sorted({v for kp in kps for v in kp.shared_variables})
@@ -196,67 +229,80 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
                 cs.notes.append(f"{kp.kernel.id} reads {', '.join(f'`{v}`' for v in kp.shared_variables)}, which a "
                                 "static kernel writes: the stubs copy the launching unit's into the NVRTC module's "
                                 "before each launch (migrate.shared_variables)")
-        cs.new_files[path] = fmt(render("kernel_string.cu.j2", banner=head, kernel_ids=[kp.kernel.id for kp in kps],
-                                       include=kps[0].source_file or kps[0].kernel.file,
-                                       type_headers=kps[0].type_headers, first_headers=kps[0].first_headers,
-                                       shared=[dict(name=v, symbol=shared_variables.module_symbol(v, listed))
-                                               for v in shared]),
-                                 path)
+        cs.new_files[path] = run.fmt(render("kernel_string.cu.j2", banner=run.head,
+                                            kernel_ids=[kp.kernel.id for kp in kps],
+                                            include=kps[0].source_file or kps[0].kernel.file,
+                                            type_headers=kps[0].type_headers, first_headers=kps[0].first_headers,
+                                            shared=[dict(name=v, symbol=shared_variables.module_symbol(v, listed))
+                                                    for v in shared]),
+                                     path)
+    shipped: dict[str, str] = {}
     for kp in plan.kernels:
         kp.headers = {kp.source_file or kp.kernel.file: kp.source_file or kp.kernel.file, **kp.headers}
         for repo_path in kp.headers.values():
             shipped[repo_path] = symbol_for(repo_path)
+    return shipped
 
-    std_cfg, std_used, copy_ints = ks_spec.get("std_names"), set(), set()  # std names, integers the copies use
-    if std_cfg:
-        _std_header_in_prelude_kernels(plan, std_cfg["header"], shipped)
 
-    # Prelude replacing host-only headers, and the std shims.
-    cases = spec.types["cases"].values()
-    copy_names = ks_spec.get("prelude_copy", [])
-    if {kp.kernel.id for kp in plan.kernels} != set(spec.kernels):
-        copy_names = _selected_copies(root, plan, shipped, copy_names, ks_spec.get("replace_with_prelude", []), cs)
-    copy_from = _copy_sources(root, ks_spec.get("replace_with_prelude", []), copy_names)
-    copy_checks: list[dict] = []       # the prelude's copies, checked against their header at build time
+def _preludes(run: _Run, shipped: dict[str, str], std_cfg: dict | None) -> _Copies:
+    """The preludes replacing host-only headers under NVRTC, with their copies; returns what the copies leave."""
+    root, plan, cs = run.root, run.plan, run.cs
+    spec, ks_spec = plan.spec, plan.spec.kernel_strings
     replaced_all = ks_spec.get("replace_with_prelude", [])
+    copy_names = ks_spec.get("prelude_copy", [])
+    declared = prelude_copies.replaced_declarations(root, replaced_all, copy_names)    # each header parsed once
+    if {kp.kernel.id for kp in plan.kernels} != set(spec.kernels):
+        copy_names = prelude_copies.selected_copies(root, plan, shipped, copy_names, replaced_all, declared, cs)
+    copy_from = prelude_copies.copy_sources(replaced_all, copy_names, declared)
+    copies = _Copies()
     include_conds = {r: source.include_conditions((root / r).read_bytes()) for r in replaced_all}
     for replaced in replaced_all:
-        path = f"{out}/prelude/{replaced}"
-        macros, copied = _early_macros(_respell_copies(_checked(_copied(root, replaced, copy_from.get(replaced, []), cs),
-                                                                replaced, path, copy_checks), std_cfg, std_used, copy_ints))
-        cs.new_files[path] = fmt(render(
-            "prelude.h.j2", banner=head, replaced=replaced, guard=_guard(path), macros=macros,
-            includes=_prelude_includes(ks_spec.get("prelude_includes", []), replaced, include_conds),
+        path = f"{spec.output_dir}/prelude/{replaced}"
+        groups = prelude_copies.copied(replaced, copy_from.get(replaced, []), declared, cs)
+        groups = prelude_copies.checked(groups, replaced, path, copies.checks)
+        macros, copied = prelude_copies.early_macros(
+            prelude_copies.respell_copies(groups, std_cfg, copies.std_used, copies.ints))
+        cs.new_files[path] = run.fmt(render(
+            "prelude.h.j2", banner=run.head, replaced=replaced, guard=_guard(path), macros=macros,
+            includes=prelude_copies.prelude_includes(ks_spec.get("prelude_includes", []), replaced, include_conds),
             namespace=ks_spec.get("prelude_namespace", spec.names.get("default_namespace", "")),
-            aliases=[c for c in cases if c.get("alias")],
+            aliases=[c for c in spec.types["cases"].values() if c.get("alias")],
             std_header=std_cfg["header"] if std_cfg else None, copied=copied),
             "prelude.h")
         cs.notes.append(f"{replaced}: replaced under NVRTC by the generated prelude {path} (dtype aliases, "
                         "toolkit headers)")
-    for name, shim in sorted(ks_spec.get("shims", {}).items()):
+    return copies
+
+
+def _shims(run: _Run) -> None:
+    """The in-memory shims of the standard headers NVRTC lacks (`kernel_strings.shims`)."""
+    out, cs = run.plan.spec.output_dir, run.cs
+    for name, shim in sorted(run.plan.spec.kernel_strings.get("shims", {}).items()):
         std_names, global_names = shim.get("std_names", []), shim.get("global_names", [])
         defined, libcu = [], std_names + global_names    # names written out / taken from libcu++
         if shim.get("minimal") or "include" not in shim:
             defined, libcu = stdshim.definitions(std_names + global_names)
-        cs.new_files[stdshim.shim_path(out, name)] = fmt(render(
-            "shim.j2", banner=head, name=name, include=shim.get("include"), definitions=defined,
+        cs.new_files[stdshim.shim_path(out, name)] = run.fmt(render(
+            "shim.j2", banner=run.head, name=name, include=shim.get("include"), definitions=defined,
             std_names=[n for n in std_names if n in libcu], global_names=[n for n in global_names if n in libcu],
             defined_global=[n for n in global_names if n not in libcu]), stdshim.shim_path(out, name))
         over = f" over <{shim['include']}>" if "include" in shim else " (a C header: global names only)"
         cs.notes.append(f"<{name}>: not in NVRTC; shipped as the in-memory shim {stdshim.shim_path(out, name)}{over}"
                         + (f", with {len(defined)} names defined by codemod" if defined else ""))
 
-    # NVRTC guards in the shipped library headers (host-only definitions out of NVRTC's sight).
-    generated_prefix = out + "/"
+
+def _nvrtc_guards(run: _Run, shipped: dict[str, str]) -> None:
+    """The shipped headers' edits for NVRTC (host-only code guarded, include names unique); moved device code."""
+    root, plan, cs = run.root, run.plan, run.cs
     extracted = {ex.header: ex for ex in plan.extractions.values()}
     for repo_path in sorted(shipped):
-        if repo_path.startswith(generated_prefix):
+        if repo_path.startswith(plan.spec.output_dir + "/"):
             continue
         if repo_path in extracted:
             _extracted_header(root, plan, extracted[repo_path], cs)
             continue
         data = (root / repo_path).read_bytes()
-        for start, end in _host_include_blocks(root, repo_path, data, spec):
+        for start, end in _host_include_blocks(root, repo_path, data, plan.spec):
             cs.edits.append(Edit(repo_path, start, start, f"#ifndef {RTC_GUARD}\n", "host-only include hidden from NVRTC"))
             cs.edits.append(Edit(repo_path, end, end, f"#endif  // {RTC_GUARD}\n", "host-only include hidden from NVRTC"))
             line = data[:start].count(b"\n") + 1
@@ -276,23 +322,17 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
             line = data[:start].count(b"\n") + 1
             cs.notes.append(f"{repo_path}:{line}: host-only definitions guarded by #ifndef {RTC_GUARD}")
 
-    _zero_length_arrays(root, plan, cs, shipped, std_cfg, added_banner(spec.rule_id, version))
 
-    if std_cfg:
-        _std_names(root, plan, cs, shipped, std_cfg, std_used, copy_ints)
-
-    # Launch-site rewrites.
-    _rewrite_sites(root, plan, cs, shipped)
-
-    # Host stubs: the generic runtime (one header for every rule), the rule's factories (kernels.h)
-    # and its kernel strings (kernels.cpp, the one unit including the string headers).
-    stubs_path, stubs_ns = stubs_location(spec)
+def _stub_kernels(run: _Run, programs: dict[str, str], copy_checks: list[dict]) -> _Stubs:
+    """Each kernel's stub context and the spellings it names (cs.domain); its declaration check to copy_checks."""
+    root, plan, cs = run.root, run.plan, run.cs
+    spec = plan.spec
+    listed = [v for vs in shared_variables.listed(spec.raw).values() for v in vs]
     kernels_ctx = []
     type_names, fn_names = set(), set()
-    for c in cases:
+    for c in spec.types["cases"].values():
         type_names.add(c["type"])
     program_list: dict[tuple, dict] = {}     # (program, its headers) -> kernels.cpp's Program
-    stub_path, cpp_path = f"{out}/kernels.h", f"{out}/kernels.cpp"
     for kp in plan.kernels:
         kinds = {p.name: p.kind for p in kp.kernel.params}
         enums = {p.name: p.enum for p in kp.kernel.params if p.enum}
@@ -307,7 +347,7 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
         program = program_list.setdefault((programs[kp.kernel.id], headers), dict(
             path=programs[kp.kernel.id], symbol=symbol_for(programs[kp.kernel.id]),
             headers=[dict(symbol=sym, include_name=name) for sym, name in headers]))
-        copy_checks.append(_declaration_check(root, kp, cs, stub_path))
+        copy_checks.append(_declaration_check(root, kp, cs, _stub_paths(spec)[0]))
         kernels_ctx.append(dict(
             id=kp.kernel.id, spelled_id=spelled_id(kp.kernel.id), name=kp.name,
             namespace=kp.namespace, symbol=symbol_for(programs[kp.kernel.id]),
@@ -324,25 +364,42 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
             declared_shared_template_params=_with_shared(kernel_api.without_defaults(kp.signature.template_params),
                                                          len(kp.shared_variables))))
     cs.domain = (frozenset(type_names), frozenset(fn_names))
-    kernels_features = _stub_features(root, stubs_path, plan)
-    cs.new_files[stubs_path] = fmt(render(
-        "rtc_stubs.h.j2", banner=shared_banner(version), guard=_guard(stubs_path), layer=spec.layer,
-        features=kernels_features, copy_hash_base=COPY_HASH_BASE,
+    return _Stubs(kernels_ctx, list(program_list.values()), type_names, fn_names)
+
+
+def _stubs_runtime(run: _Run) -> dict[str, bool]:
+    """rtc_stubs.h, the stubs' runtime every rule shares; returns the optional launch methods it holds."""
+    root, plan, cs = run.root, run.plan, run.cs
+    spec = plan.spec
+    stubs_path, stubs_ns = stubs_location(spec)
+    features = _stub_features(root, stubs_path, plan)
+    cs.new_files[stubs_path] = run.fmt(render(
+        "rtc_stubs.h.j2", banner=shared_banner(run.version), guard=_guard(stubs_path), layer=spec.layer,
+        features=features, copy_hash_base=COPY_HASH_BASE,
         layer_header=relative_include(spec.layer["header"], stubs_path), namespace=stubs_ns,
         # the header defining the error macro; without one, the rule's stub includes (which kernels.h had)
         error_headers=[relative_include(h, stubs_path) for h in
                        ([spec.layer["error_header"]] if spec.layer.get("error_header") else spec.stub_includes)]),
         stubs_path)
     cs.layer_files.add(stubs_path)
-    # what kernels.h cannot name where units include it goes to the section of the header declaring it
+    return features
+
+
+def _kernels_h(run: _Run, stubs: _Stubs, shipped: dict[str, str]) -> None:
+    """kernels.h (the rule's stub factories) and its sections (what it cannot name where units include it)."""
+    root, plan, cs, fmt = run.root, run.plan, run.cs, run.fmt
+    spec = plan.spec
+    stubs_path, stubs_ns = stubs_location(spec)
+    stub_path, cpp_path = _stub_paths(spec)
+    type_names, fn_names = stubs.type_names, stubs.fn_names
     error_header = spec.layer.get("error_header")
     lay = sections.layout(root, plan, type_names | fn_names,
                           [*spec.stub_includes, spec.layer["header"], *([error_header] if error_header else [])])
     later = [dict(k, section=posixpath.basename(lay.section[lay.kernel_home[k["id"]]]),
-                  home=lay.kernel_home[k["id"]]) for k in kernels_ctx if k["id"] in lay.kernel_home]
-    early = [k for k in kernels_ctx if k["id"] not in lay.kernel_home]
+                  home=lay.kernel_home[k["id"]]) for k in stubs.kernels if k["id"] in lay.kernel_home]
+    early = [k for k in stubs.kernels if k["id"] not in lay.kernel_home]
     stub_ctx = dict(
-        banner=head, guard=_guard(stub_path), cpp_name=posixpath.basename(cpp_path),
+        banner=run.head, guard=_guard(stub_path), cpp_name=posixpath.basename(cpp_path),
         stubs_header=relative_include(stubs_path, stub_path), stubs_header_name=posixpath.basename(stubs_path),
         stubs_namespace=stubs_ns, stub_includes=[relative_include(i, stub_path) for i in spec.stub_includes],
         legacy_option=spec.legacy_option, namespace=spec.namespace,
@@ -352,9 +409,9 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
         sections=[posixpath.basename(p) for p in lay.section.values()])
     _render_spelled(cs, fmt, "kernels.h.j2", stub_path, stub_ctx)
     for header, path in lay.section.items():
-        own = [k for k in kernels_ctx if lay.kernel_home.get(k["id"]) == header]
+        own = [k for k in stubs.kernels if lay.kernel_home.get(k["id"]) == header]
         _render_spelled(cs, fmt, "kernels_section.h.j2", path, dict(
-            banner=head, guard=_guard(path), header=header, kernels_h=relative_include(stub_path, path),
+            banner=run.head, guard=_guard(path), header=header, kernels_h=relative_include(stub_path, path),
             kernels_h_name=posixpath.basename(stub_path), stubs_namespace=stubs_ns, namespace=spec.namespace,
             spell_macro=SPELL_MACRO, declarations=_declaration_groups(own), kernels=own,
             type_names=sorted(t for t in type_names if lay.spelling_home.get(t) == header),
@@ -363,42 +420,35 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
         cs.notes.append(f"{path}: the stubs naming what {header} declares after a unit's include of kernels.h "
                         f"({len(own)} kernel(s), {sum(1 for h in lay.spelling_home.values() if h == header)} "
                         "spelling(s)); the header includes it at its end")
-    cs.new_files[cpp_path] = fmt(render(
-        "kernels.cpp.j2", banner=head, stubs_header=relative_include(stubs_path, cpp_path), stubs_namespace=stubs_ns,
-        string_headers=sorted({symbol_for(p) for p in shipped} | {k["symbol"] for k in kernels_ctx}
+
+
+def _kernels_cpp(run: _Run, stubs: _Stubs, shipped: dict[str, str], copy_checks: list[dict]) -> None:
+    """kernels.cpp, the one unit including the string headers (programs and copy checks)."""
+    spec = run.plan.spec
+    stubs_path, stubs_ns = stubs_location(spec)
+    cpp_path = _stub_paths(spec)[1]
+    run.cs.new_files[cpp_path] = run.fmt(render(
+        "kernels.cpp.j2", banner=run.head, stubs_header=relative_include(stubs_path, cpp_path),
+        stubs_namespace=stubs_ns,
+        string_headers=sorted({symbol_for(p) for p in shipped} | {k["symbol"] for k in stubs.kernels}
                               | {c["symbol"] for c in copy_checks}), copy_checks=grouped_checks(copy_checks),
         copy_hash_base=COPY_HASH_BASE, layer=spec.layer, legacy_option=spec.legacy_option, cpp_path=cpp_path,
-        namespace=spec.namespace, options=spec.options, kernels=kernels_ctx,
-        programs=_program_names(list(program_list.values())),
-        shared_headers=_shared_headers(list(program_list.values()))), cpp_path)
+        namespace=spec.namespace, options=spec.options, kernels=stubs.kernels,
+        programs=_program_names(stubs.programs), shared_headers=_shared_headers(stubs.programs)), cpp_path)
 
-    # The library's NVRTC layer, where it lacks what the stubs call (nvrtc_layer.extend).
+
+def _nvrtc_layer(run: _Run, features: dict[str, bool]) -> None:
+    """The NVRTC layer's edits: what the stubs call and it lacks (nvrtc_layer.extend), its disk cache."""
+    root, spec, cs = run.root, run.plan.spec, run.cs
     if "extend" in spec.layer:
-        edits, added, present = layer.extend(root, spec.layer, kernels_features, render, added_banner(spec.rule_id, version))
+        edits, added, present = layer.extend(root, spec.layer, features, render, run.added)
         cs.edits += [Edit(e.path, e.start, e.end, e.text, e.why, layer=True) for e in edits]
         if added:
             cs.notes.append(f"{spec.layer['header']}: the NVRTC layer lacked {', '.join(added)}: added "
                             f"(nvrtc_layer.extend){'; already present: ' + ', '.join(present) if present else ''}")
     else:
-        layer.require_without_extend(root, spec.layer, kernels_features)
-
-    # The NVRTC layer's features the rule asks for (disk cache, per-variant compiles).
-    _layer_cache(root, spec, cs, head, fmt)
-
-    # CMake.
-    _cmake(root, plan, cs, added_banner(spec.rule_id, version), sorted(set(shipped) | set(programs.values())
-                                                                      | {c["file"] for c in copy_checks}), cpp_path)
-
-    # The target's documentation of the option and the switch (migrate.docs).
-    _docs(root, plan, cs, version)
-    _operator_test(root, plan, cs, version, fmt)
-
-    # Manifest: data for codemod (verify, apply --update), kept outside the tree.
-    cs.manifest = manifest(plan, version)
-    _license_headers(root, spec, cs)
-    if style.warning:
-        cs.notes.append(f"warning: {style.warning}")
-    return cs
+        layer.require_without_extend(root, spec.layer, features)
+    _layer_cache(root, spec, cs, run.head, run.fmt)
 
 
 def _layer_cache(root: Path, spec, cs: ChangeSet, head: str, fmt) -> None:
@@ -602,24 +652,10 @@ def _std_header_in_prelude_kernels(plan: Plan, header: str, shipped: dict[str, s
             shipped[header] = symbol_for(header)
 
 
-COPY_HASH_BASE = 1099511628211      # the polynomial hash rtc_stubs.h's holds rolls (copy_holds.h.j2)
-
-
-def copy_hash(text: str) -> tuple[int, int]:
-    """(length in bytes, hash) of a copied declaration as kernels.h's `text_holds` computes them
-    over the header's embedded text: sum of byte * BASE^(n-1-i), modulo 2^64."""
-    h = 0
-    data = text.encode()
-    for b in data:
-        h = (h * COPY_HASH_BASE + b) % (1 << 64)
-    return len(data), h
-
-
 def _final_text(root: Path, cs: ChangeSet, path: str) -> bytes:
     """A library file as the migration leaves it (a new file, or the original with its edits)."""
     if path in cs.new_files:
         return cs.new_files[path].encode()
-    from .patch import apply_edits    # noqa: PLC0415 (patch imports this module)
     mine = ChangeSet(edits=[e for e in cs.edits if e.path == path])
     return (apply_edits(root, mine)[path][1] if mine.edits else (root / path).read_text()).encode()
 
@@ -678,7 +714,7 @@ def _spellings_kept(text: str, spellings: set[str]) -> bool:
     into one space, and adds none)."""
     found = set()
     for m in re.finditer(re.escape(SPELL_MACRO) + r"\(\s*(?:type_arg|fn_arg)\s*,", text):
-        end = _matching(text.encode(), m.start() + m.group(0).index("("))    # the text is ASCII C++
+        end = matching(text.encode(), m.start() + m.group(0).index("("))    # the text is ASCII C++
         found.add(" ".join(text[m.end():end - 1].split()))
     return found == set(spellings)
 
@@ -731,65 +767,6 @@ def _params_alias(namespace: str, name: str) -> str:
     not from the stubs' namespace). Qualified from the global namespace (an anonymous namespace's
     members are reached through their parent)."""
     return "::" + "::".join([p for p in namespace_parts(namespace) if p] + [f"{name.rsplit('::', 1)[-1]}_rtc"])
-
-
-# NOTE: each static_assert rolls a hash over the whole header once per copy; gcc stops a constant
-# evaluation after 33,554,432 operations (-fconstexpr-ops-limit): TE's 54 KB common.h exceeded it
-# with 12 copies in one assertion (8 passed). Six copies per assertion keep well below.
-COPIES_PER_CHECK = 6
-
-
-def grouped_checks(checks: list[dict]) -> list[dict]:
-    """One static_assert per header and kind of copy (and per COPIES_PER_CHECK copies): its copies'
-    (length, hash) and a message naming what changed (the declaration, or the kind when the header
-    has several)."""
-    groups: dict[tuple, dict] = {}
-    for c in checks:
-        key = (c["symbol"], c["what"])
-        chunk = sum(1 for k in groups if k[:2] == key) - 1
-        if chunk < 0 or len(groups[(*key, chunk)]["copies"]) == COPIES_PER_CHECK:
-            chunk += 1
-        g = groups.setdefault((*key, chunk), dict(symbol=c["symbol"], copies=[], names=[]))
-        g["copies"].append(c)
-        if c["name"] not in g["names"]:
-            g["names"].append(c["name"])
-    for (_, what, _), g in groups.items():
-        names = g["names"]
-        g["message"] = f"{g['copies'][0]['file']} changed {names[0] if len(names) == 1 else what}"
-    return list(groups.values())
-
-
-def _checked(groups: list[dict], header: str, prelude: str, checks: list[dict]) -> list[dict]:
-    """Record a build-time check per copied declaration (kernels.cpp: a static_assert that the
-    header's embedded text still holds it, so a copy cannot drift silently); groups unchanged."""
-    for g in groups:
-        for t in g["texts"]:
-            lines = t.split("\n")
-            while lines and lines[0].lstrip().startswith("#if"):     # the header's own conditions around it
-                lines = lines[1:-1]
-            length, h = copy_hash("\n".join(lines))
-            name = _first_name(t)
-            checks.append(dict(file=header, symbol=symbol_for(header), length=length, hash=h, name=name,
-                               what=f"what {prelude} copies"))
-    return groups
-
-
-def _respell_copies(groups: list[dict], std_cfg: dict | None, used: set[str], ints: set[str]) -> list[dict]:
-    """The prelude's copied declarations with their std uses in the rule's std_names namespace;
-    the names they use are added to `used`, the `<cstdint>` integers they spell to `ints` (TE's
-    align_up takes a uintptr_t: the std_names header must define it under NVRTC)."""
-    if not std_cfg:
-        return groups
-    out = []
-    for g in groups:
-        texts = []
-        for t in g["texts"]:
-            new, names = stdnames.respell(t, std_cfg["namespace"], g["namespace"].split("::"))
-            texts.append(new)
-            used |= names
-            ints |= stdnames.integer_names([t.encode()])
-        out.append(dict(g, texts=texts))
-    return out
 
 
 def _std_names(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str], std_cfg: dict,
@@ -894,352 +871,6 @@ def _host_include_blocks(root: Path, path: str, data: bytes, spec) -> list[tuple
         else:
             blocks.append((start, inc.end))
     return blocks
-
-
-def _prelude_includes(names: list[str], replaced: str, conds: dict[str, dict[str, list[str]]]) -> list[dict]:
-    """A prelude's toolkit includes, each under the conditions its replaced header includes it with
-    (TE's common.h: `#if FP4_TYPE_SUPPORTED` / `#include <cuda_fp4.h>`: an NVRTC before CUDA 12.8
-    has no cuda_fp4.h). One another replaced header includes only conditionally is left out of a
-    prelude whose header does not include it; the others are included as listed."""
-    out = []
-    for name in names:
-        here = conds[replaced].get(name)
-        if here is None and any(c.get(name) for c in conds.values()):
-            continue
-        out.append(dict(name=name, conds=here or []))
-    return out
-
-
-def _early_macros(groups: list[dict]) -> tuple[list[str], list[dict]]:
-    """(the copied `#define`s, the other copies): the macros go before the prelude's includes, whose
-    conditions may name them (FP4_TYPE_SUPPORTED), as in the header they are copied from."""
-    macros, rest = [], []
-    for g in groups:
-        texts = []
-        for t in g["texts"]:
-            lines = [line for line in t.split("\n") if not line.lstrip().startswith("#if")]
-            (macros if lines and lines[0].lstrip().startswith("#define") else texts).append(t)
-        if texts:
-            rest.append({**g, "texts": texts})
-    return macros, rest
-
-
-def _selected_copies(root: Path, plan: Plan, shipped: dict[str, str], names: list[str], replaced: list[str],
-                     cs: ChangeSet) -> list[str]:
-    """The prelude copies a partial migration (--only, --exclude, declined kernels) needs: the names
-    its programs' headers or name expressions spell, and the names those copies spell in turn. The
-    others come with the pull request that migrates their kernels (`--update`); the precheck
-    compiles every program of the selection, so a name this misses refuses the tree."""
-    def spelled(text: str, among: set[str]) -> set[str]:
-        return {n for n in among if re.search(rf"(?<![\w]){re.escape(n)}(?![\w])", text)}
-
-    texts = []
-    for path in shipped:
-        if path in cs.new_files:
-            texts.append(cs.new_files[path])
-        elif path not in replaced:
-            try:
-                texts.append(read_overlay(root, path, plan.extractions).decode(errors="replace"))
-            except OSError:
-                continue        # a generated file written later (its own names are not copies)
-    texts += [v for kp in plan.kernels for var in kp.variants for v in var.axes.values()]
-    wanted = spelled("\n".join(t for t in texts if t), set(names))
-    declared = {_first_name(t): t for h in replaced for _, t in source.declarations((root / h).read_bytes(), set(names))}
-    todo = list(wanted)
-    while todo:
-        more = spelled(declared.get(todo.pop(), ""), set(names) - wanted)
-        wanted |= more
-        todo += more
-    left = [n for n in names if n not in wanted]
-    if left:
-        cs.notes.append(f"prelude: {', '.join(left)} not copied (no selected kernel's program spells them; they come "
-                        "with the kernels that do)")
-    return [n for n in names if n in wanted]
-
-
-def _copy_sources(root: Path, replaced: list[str], names: list[str]) -> dict[str, list[str]]:
-    """Replaced header -> the prelude_copy names it declares (each copied into that header's
-    prelude); a name no replaced header declares refuses the tree (as one header's would)."""
-    if len(replaced) < 2:
-        return {h: list(names) for h in replaced}
-    out: dict[str, list[str]] = {}
-    for header in replaced:
-        found = {_first_name(t) for _, t in source.declarations((root / header).read_bytes(), set(names))}
-        out[header] = [n for n in names if n in found]
-    missing = [n for n in names if not any(n in v for v in out.values())]
-    if missing:
-        raise ApplyError(f"no replaced header declares {', '.join(missing)} to copy into a prelude",
-                         where=replaced[0], hint="check migrate/kernel_strings/prelude_copy in the rule")
-    return out
-
-
-def _copied(root: Path, header: str, names: list[str], cs: ChangeSet) -> list[dict]:
-    """Device-usable declarations the rule names, copied byte-for-byte from a replaced header into
-    its prelude, grouped by namespace; a name not found refuses the tree."""
-    if not names:
-        return []
-    found = source.declarations((root / header).read_bytes(), set(names))
-    missing = sorted(set(names) - {_first_name(t) for _, t in found})
-    if missing:
-        raise ApplyError(f"{header}: no declaration of {', '.join(missing)} to copy into the prelude",
-                         where=header, hint="check migrate/kernel_strings/prelude_copy in the rule")
-    cs.notes.append(f"{header}: {', '.join(sorted(set(names)))} copied into the NVRTC prelude "
-                    f"({len(found)} declarations)")
-    groups: list[dict] = []
-    for ns, text in found:
-        if groups and groups[-1]["namespace"] == ns:
-            groups[-1]["texts"].append(text)
-        else:
-            groups.append({"namespace": ns, "texts": [text]})
-    return groups
-
-
-def _first_name(text: str) -> str:
-    """The name a copied declaration (or `#define`) introduces; a `#if` wrapper is looked through."""
-    lines = text.split("\n")
-    while lines and lines[0].lstrip().startswith("#if"):
-        lines = lines[1:-1]
-    text = "\n".join(lines)
-    m = re.match(r"\s*#\s*define\s+(\w+)", text)
-    if m:
-        return m.group(1)
-    return source._declared_name(source.parse(text.encode()).children[0], text.encode()) or ""
-
-
-def _rewrite_sites(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str]) -> None:
-    """Rewrite every planned site, then check that each one was (`_check_rewritten`)."""
-    rewritten = _rewrite_launches(root, plan, cs, shipped)
-    rewritten |= _rewrite_at_positions(root, plan, cs, rewritten)
-    _check_rewritten(plan, rewritten)
-
-
-def _matching(data: bytes, i: int) -> int:
-    """Offset just past the bracket closing the one at `i` (`(`, `[`, `{`), string and character
-    literals skipped; -1 when it never closes."""
-    pairs = {b"(": b")", b"[": b"]", b"{": b"}"}
-    stack, n = [], len(data)
-    while i < n:
-        c = data[i:i + 1]
-        if c in (b'"', b"'"):
-            i += 1
-            while i < n and data[i:i + 1] != c:
-                i += 2 if data[i:i + 1] == b"\\" else 1
-        elif c in pairs:
-            stack.append(pairs[c])
-        elif stack and c == stack[-1]:
-            stack.pop()
-            if not stack:
-                return i + 1
-        i += 1
-    return -1
-
-
-def _arguments(text: bytes) -> list[str] | None:
-    """The comma-separated expressions of `text` (a launch configuration or a call's arguments),
-    as tree-sitter parses them inside a call; None when that parse has an error."""
-    prefix = b"void codemod_f() { codemod_g("
-    root = source.parse(prefix + text + b"); }")
-    if root.has_error:
-        return None
-    call = next((n for n in source._walk(root) if n.type == "call_expression"), None)
-    args = call.child_by_field_name("arguments") if call is not None else None
-    if args is None:
-        return None
-    shift = len(prefix)
-    return [" ".join((prefix + text)[a.start_byte:a.end_byte].decode().split())
-            for a in args.named_children if a.type != "comment" and a.start_byte >= shift]
-
-
-def _rewrite_at_positions(root: Path, plan: Plan, cs: ChangeSet, done: set[str]) -> set[str]:
-    """Sites tree-sitter did not find (a launch inside a macro argument that holds statements, as
-    TE's nested TRANSFORMER_ENGINE_SWITCH_CONDITION): rewritten from the analysis' position when
-    the text there is exactly `var<<<cfg>>>(` or `cudaFuncSetAttribute(var, ...)` with `var` the
-    kernel variable. Anything else stays for _check_rewritten to refuse."""
-    rewritten: set[str] = set()
-    for kp in plan.kernels:
-        for site in kp.sites:
-            if site.id in done or not site.via or site.in_macro_body:
-                continue
-            data = (root / site.file).read_bytes()
-            starts = [0] + [m.end() for m in re.finditer(rb"\n", data)]
-            if site.line > len(starts):
-                continue
-            at = starts[site.line - 1] + site.col - 1
-            edit = (_launch_at(data, at, site.via) if site.kind == "launch" and site.api == "<<<>>>"
-                    else _attribute_at(data, at, site.via) if site.api == "cudaFuncSetAttribute" else None)
-            if edit is not None and not _has_directive(data, edit[0], edit[1]):
-                cs.edits.append(Edit(site.file, edit[0], edit[1], edit[2], "launch through NVRTC (analysis position)"))
-                rewritten.add(site.id)
-    return rewritten
-
-
-def _launch_at(data: bytes, at: int, var: str) -> tuple[int, int, str] | None:
-    m = re.compile(re.escape(var.encode()) + rb"\s*<<<").match(data, at)
-    if m is None:
-        return None
-    close = data.find(b">>>", m.end())
-    cfg = _arguments(data[m.end():close]) if close >= 0 else None
-    if cfg is None or not 2 <= len(cfg) <= 4:
-        return None
-    cfg += ["0", "0"][len(cfg) - 2:]
-    paren = re.compile(rb"\s*\(").match(data, close + 3)
-    if paren is None:
-        return None
-    return at, paren.end(), f"{var}.launch({', '.join(cfg)})("
-
-
-def _attribute_at(data: bytes, at: int, var: str) -> tuple[int, int, str] | None:
-    m = re.compile(rb"(::)?cudaFuncSetAttribute\s*\(").match(data, at)
-    if m is None:
-        return None
-    close = _matching(data, m.end() - 1)
-    args = _arguments(data[m.end():close - 1]) if close >= 0 else None
-    if not args or args[0] != var:
-        return None
-    return at, close, f"{var}.set_attribute({', '.join(args[1:])})"
-
-
-def _check_rewritten(plan: Plan, rewritten: set[str]) -> None:
-    """Every `<<<>>>` launch and kernel-variable attribute site the plan migrates must have been
-    rewritten: one left as `kernel<<<...>>>` while its kernel variable became a stub object (a
-    launch tree-sitter could not parse, e.g. an `#if` inside `<<<...>>>`) would not compile. So must
-    every passing site of a generic lambda (a raw kernel pointer has no `.launch`)."""
-    missed = [(kp.kernel.id, s) for kp in plan.kernels for s in kp.sites if s.id not in rewritten]
-    passing = kernel_api.passing_sites(s for kp in plan.kernels for s in kp.sites)
-    unpassed = sorted(set(passing) - rewritten)
-    if unpassed and not missed:
-        p = passing[unpassed[0]]
-        more = f" (and {len(unpassed) - 1} more)" if len(unpassed) > 1 else ""
-        raise UnsupportedConstruct(
-            f"{p.get('kernel')} passed to a generic lambda at {p['id']} could not be rewritten to pass the "
-            f"stub object: tree-sitter found no `{p.get('callee_text')}<...>` there{more}",
-            where=f"{p['file']}:{p['line']}",
-            hint="spell the kernel as a template-id at that call, or leave the kernels passed to that lambda "
-                 "static with --exclude")
-    if missed:
-        kid, site = missed[0]
-        more = f" (and {len(missed) - 1} more)" if len(missed) > 1 else ""
-        raise UnsupportedConstruct(
-            f"{'launch' if site.kind == 'launch' else site.api + ' use'} of {kid} at {site.id} could not be "
-            f"rewritten: tree-sitter did not find it where the analysis did{more}",
-            where=f"{site.file}:{site.line}",
-            hint="simplify that statement (no preprocessor conditional inside `<<<...>>>` or the call), "
-                 "or leave the kernel static with --exclude")
-
-
-_DIRECTIVE = re.compile(rb"(?m)^[ \t]*#")
-
-
-def _has_directive(data: bytes, start: int, end: int) -> bool:
-    """A preprocessor line inside a launch: tree-sitter takes `#if 1` for a configuration item."""
-    return _DIRECTIVE.search(data, start, end) is not None
-
-
-def _rewrite_launches(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str]) -> set[str]:
-    """The launch and attribute rewrites; returns the ids of the sites rewritten."""
-    done: set[str] = set()
-    spec = plan.spec
-    names = {kp.name for kp in plan.kernels}
-    # the factory of a kernel with shared variables takes the launching unit's (shared_variables.py)
-    factory_args = {kp.name: ", ".join(f"::{v}" for v in kp.shared_variables) for kp in plan.kernels}
-    site_ids = {s.id for kp in plan.kernels for s in kp.sites}
-    deduced = {sid: args for kp in plan.kernels for sid, args in kp.deduced.items()}
-    variables = {(s.file, s.via) for kp in plan.kernels for s in kp.sites if s.via}
-    files = sorted({s.file for kp in plan.kernels for s in kp.sites})
-    passing = kernel_api.passing_sites(s for kp in plan.kernels for s in kp.sites)
-    for s in (s for kp in plan.kernels for s in kp.sites if s.api == "helper" and s.generic_lambda):
-        done.add(s.id)      # the helper is unchanged: its CUDA calls find the stubs' overloads (ADL)
-    for path in files:
-        data = (root / path).read_bytes()
-        scan = scan_bytes(path, data)
-        text = lambda a, b: data[a:b].decode()
-        spaces = stdnames._namespaces(source.parse(data), data)
-        stub_ns = lambda at: _stub_qualifier(spec.namespace, [n for a, b, n in sorted(spaces) if a <= at < b])  # noqa: E731
-        for ls in scan.launches:
-            if ls.macro is not None or _has_directive(data, ls.start, ls.end):
-                continue        # not rewritten: _check_rewritten names the site
-            callee = ls.callee.split("::")[-1].strip()
-            cfg = list(ls.config) + ["0", "0"][len(ls.config) - 2:]
-            sid = f"{path}:{ls.line}:{ls.col}"
-            extra = deduced.get(sid, [])
-            if callee in names and sid in site_ids and (ls.template_args is not None or extra):
-                name_end = ls.template_args_range[0] if ls.template_args is not None else ls.callee_range[1]
-                name_start = data.rfind(callee.encode(), ls.callee_range[0], name_end)
-                if not extra:
-                    spelled = text(name_start, ls.callee_range[1])
-                elif ls.template_args:
-                    # the deduced arguments follow the spelled ones (explicit arguments are positional)
-                    close = ls.template_args_range[1] - 1
-                    spelled = (f"{text(name_start, close).rstrip()}, {', '.join(extra)}>"
-                               f"{text(close + 1, ls.callee_range[1])}")
-                else:
-                    spelled = f"{callee}<{', '.join(extra)}>"
-                new = f"{stub_ns(ls.callee_range[0])}::{spelled}({factory_args[callee]}).launch({', '.join(cfg)})("
-            elif (path, ls.callee) in variables and sid in site_ids:
-                new = f"{ls.callee}.launch({', '.join(cfg)})("
-            else:
-                continue
-            cs.edits.append(Edit(path, ls.callee_range[0], ls.args_range[0] + 1, new, "launch through NVRTC"))
-            done.add(sid)
-        for call in scan.api_calls:
-            if (call.api == "cudaFuncSetAttribute" and (path, call.kernel_arg) in variables
-                    and f"{path}:{call.line}:{call.col}" in site_ids):
-                done.add(f"{path}:{call.line}:{call.col}")
-                rest = ", ".join(call.args[1:])
-                cs.edits.append(Edit(path, call.start, call.end, f"{call.kernel_arg}.set_attribute({rest})",
-                                     "attribute on the NVRTC kernel"))
-                continue
-            new = kernel_api.rewrite_call(call, {v for f, v in variables if f == path})
-            if new is not None and f"{path}:{call.line}:{call.col}" in site_ids:
-                done.add(f"{path}:{call.line}:{call.col}")
-                cs.edits.append(Edit(path, call.start, call.end, new, f"{call.api} on the NVRTC kernel"))
-        starts = [0] + [m.end() for m in re.finditer(rb"\n", data)]
-        for start, end, name in source.template_ids(data, names):
-            for pid, p in passing.items():      # a generic lambda's passing site gets the stub object
-                if p["file"] == path and 1 <= p["line"] <= len(starts) and \
-                        start <= starts[p["line"] - 1] + p["col"] - 1 < end:
-                    done.add(pid)
-            t = text(start, end)
-            t = t[1:] if t.startswith("&") else t       # `&kernel<...>`: the stub returns an object
-            t = t[t.index(name):]
-            cs.edits.append(Edit(path, start, end, f"{stub_ns(start)}::{t}({factory_args.get(name, '')})",
-                                 "kernel handle from the stub"))
-        incs = [i for i in source.includes(data)]
-        at = incs[-1].end if incs else 0
-        inc = f'#include "{relative_include(f"{spec.output_dir}/kernels.h", path)}"\n'
-        if path in shipped:
-            inc = f"#ifndef {RTC_GUARD}\n{inc}#endif\n"
-        if path in plan.extractions:
-            # NOTE: a comment line ends the include block, so the target's clang-format (TE sorts
-            # and regroups includes) cannot move the stubs above the header they declare again.
-            inc = "// The host stubs declare the kernels of the header above again.\n" + inc
-        _include_extracted(plan, cs, path, at)
-        cs.edits.append(Edit(path, at, at, inc, "host stubs"))
-    for unit in sorted(set(plan.extractions) - set(files)):
-        _include_extracted(plan, cs, unit, plan.extractions[unit].include_at)
-    return done
-
-
-def _stub_qualifier(namespace: str, chain: list[str]) -> str:
-    """How a launch inside namespaces `chain` names the stubs' namespace: relative to the enclosing
-    namespace they share (`rtc_activation` inside `transformer_engine`), unless a namespace in
-    between has the same name; else from the global namespace."""
-    parts = namespace.split("::")
-    parent = parts[:-1]
-    if parent and chain[:len(parent)] == parent and parts[-1] not in chain[len(parent):]:
-        return parts[-1]
-    return "::" + namespace
-
-
-def _include_extracted(plan: Plan, cs: ChangeSet, path: str, at: int) -> None:
-    """A unit whose device code moved includes the new header (before the stubs, which declare
-    its kernels again)."""
-    ex = plan.extractions.get(path)
-    if ex is not None:
-        if at != ex.include_at:
-            raise ApplyError(f"{path}: its last #include is not where the moved device code's header goes",
-                             where=path, hint="put every #include of the unit before its code")
-        cs.edits.append(Edit(path, at, at, ex.include_line, f"device code moved to {ex.header}"))
 
 
 def _cmake(root: Path, plan: Plan, cs: ChangeSet, added: str, strings: list[str], cpp: str) -> None:

@@ -8,7 +8,7 @@ import posixpath
 from pathlib import Path, PurePosixPath
 
 from ..errors import ApplyError
-from .generate import ChangeSet
+from .changeset import ChangeSet
 from .journal import Planned, state, transaction
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .generate import ChangeSet
+from .changeset import ChangeSet
 from .plan import Plan
 
 

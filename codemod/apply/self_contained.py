@@ -23,14 +23,16 @@ CHECK_UNIT = "codemod_kernels_h_first.cu"
 _QUOTED = re.compile(r'^(\s*#\s*include\s*)"([^"]+)"', re.M)
 
 
-def _absolute_includes(text: str, folder: Path, new_dirs: set[str], new_files: frozenset[str] = frozenset()) -> str:
-    """Quoted includes that go through a folder not on disk yet (the file's own, or the target's:
-    a new `<output_dir>`), or name a file not on disk yet (a new section beside an existing
-    kernels.h: `apply --update`), spelled as absolute paths: clang resolves a quoted include against
-    the includer's folder and finds an unsaved file only by such a path."""
+def _absolute_includes(text: str, folder: Path, unsaved_only: frozenset[str]) -> str:
+    """Quoted includes spelled as absolute paths where the includer's folder or the target is not on
+    disk (`unsaved_only`: the migration's new files): clang resolves a quoted include against the
+    includer's folder, through the file system, and finds an unsaved file only by its absolute
+    path (a new `<output_dir>`, a new section beside an existing kernels.h: `apply --update`)."""
+    unsaved_folder = not folder.is_dir()
+
     def fix(m):
         target = os.path.normpath(folder / m.group(2))
-        if str(folder) in new_dirs or str(Path(target).parent) in new_dirs or target in new_files:
+        if unsaved_folder or target in unsaved_only:
             return f'{m.group(1)}"{target}"'
         return m.group(0)
     return _QUOTED.sub(fix, text)
@@ -69,11 +71,9 @@ def kernels_h_errors(root: Path, output_dir: str, include_dirs: list[str], files
         probe = make_toolchain([])
         stub_headers = missing_system_headers(top, probe.base_flags() + dirs, probe)
     tc = make_toolchain(list(stub_headers))
-    new_dirs = {str((top / path).parent) for path, (_, new) in files.items()
-                if new is not None and not (top / path).parent.is_dir()}
-    new_files = frozenset(os.path.normpath(top / path) for path, (_, new) in files.items()
-                          if new is not None and not (top / path).is_file())
-    unsaved = [(str(top / path), _absolute_includes(new, (top / path).parent, new_dirs, new_files))
+    unsaved_only = frozenset(os.path.normpath(top / path) for path, (_, new) in files.items()
+                             if new is not None and not (top / path).is_file())
+    unsaved = [(str(top / path), _absolute_includes(new, (top / path).parent, unsaved_only))
                for path, (_, new) in files.items() if new is not None]
     if not units:
         units = [CHECK_UNIT]

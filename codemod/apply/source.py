@@ -376,18 +376,24 @@ def declarations(data: bytes, names: set[str]) -> list[tuple[str, str]]:
     copied byte-for-byte (templates and their specializations alike), and of every `#define` of
     one of them. A declaration inside `#if` / `#ifdef` blocks (other than the include guard) keeps
     its condition: `#if COND\n<text>\n#endif`."""
-    return [(ns, text) for ns, _, text in _declarations(data, names)]
+    return [(ns, text) for ns, _, text, _ in _declarations(data, names)]
+
+
+def named_declarations(data: bytes, names: set[str]) -> list[tuple[str, str, str]]:
+    """(namespace, name, text) of what `declarations` finds: each with the name it declares (a
+    `#define`'s too)."""
+    return [(ns, name, text) for ns, name, text, _ in _declarations(data, names)]
 
 
 def declared_names(data: bytes, names: set[str]) -> set[tuple[str, str]]:
     """(namespace, name) of each namespace-scope declaration of one of `names` (as `declarations`
     finds them; macros left out)."""
-    return {(ns, name) for ns, name, _ in _declarations(data, names) if name is not None}
+    return {(ns, name) for ns, name, _, macro in _declarations(data, names) if not macro}
 
 
-def _declarations(data: bytes, names: set[str]) -> list[tuple[str, str | None, str]]:
-    """(namespace, declared name or None for a macro, text): `declarations`."""
-    out: list[tuple[str, str | None, str]] = []
+def _declarations(data: bytes, names: set[str]) -> list[tuple[str, str, str, bool]]:
+    """(namespace, declared name, text, whether a macro): `declarations`."""
+    out: list[tuple[str, str, str, bool]] = []
 
     def visit(container: Node, ns: str, conds: list[str]) -> None:
         for child in container.children:
@@ -419,10 +425,10 @@ def _declarations(data: bytes, names: set[str]) -> list[tuple[str, str | None, s
                 visit(child, ns, conds + [data[child.start_byte:line_end].decode().strip()])
                 continue
             if child.type in ("preproc_def", "preproc_function_def"):
-                name = child.child_by_field_name("name")
-                if data[name.start_byte:name.end_byte].decode() in names:
-                    out.append((ns, None, _conditioned(data[child.start_byte:child.end_byte].decode().rstrip("\n"),
-                                                       conds)))
+                name = node_text(data, child.child_by_field_name("name"))
+                if name in names:
+                    out.append((ns, name, _conditioned(data[child.start_byte:child.end_byte].decode().rstrip("\n"),
+                                                       conds), True))
                 continue
             if child.type == "expression_statement" or child.type.startswith("preproc"):
                 continue
@@ -432,7 +438,7 @@ def _declarations(data: bytes, names: set[str]) -> list[tuple[str, str | None, s
                 nxt = child.next_sibling
                 if nxt is not None and nxt.type == ";":   # `struct X {...};`: the `;` is a sibling
                     end = nxt.end_byte
-                out.append((ns, declared, _conditioned(data[child.start_byte:end].decode(), conds)))
+                out.append((ns, declared, _conditioned(data[child.start_byte:end].decode(), conds), False))
 
     visit(parse(data), "", [])
     return out

@@ -9,7 +9,8 @@ import subprocess
 
 import pytest
 
-from codemod.apply.generate import COPY_HASH_BASE, copy_hash, grouped_checks, render
+from codemod.apply.generate import render
+from codemod.apply.prelude_copies import COPY_HASH_BASE, copy_hash, grouped_checks
 
 DECL = "template <typename T>\nstruct is_fp8 : std::false_type {};"
 HEADER = f"// lib/common.h\nnamespace lib {{\nusing fp32 = float;\n\n{DECL}\n}}  // namespace lib\n"

@@ -123,11 +123,11 @@ def test_patched_routerlib_builds(tmp_path, legacy):
 def test_prelude_copy_finds_a_typedef_enum_in_an_extern_c_block():
     """TE's C API header declares `typedef enum {...} NVTERoutingMapFormat;` inside extern "C"."""
     from codemod.apply import source
-    from codemod.apply.generate import _first_name
+    from codemod.apply.prelude_copies import first_name
 
     data = (b'#ifndef H_\n#define H_\n#ifdef __cplusplus\nextern "C" {\n#endif\n'
             b"typedef enum {\n  FMT_A = 0,\n  FMT_B = 1,\n} Fmt;\nvoid host_fn(int);\n"
             b'#ifdef __cplusplus\n}\n#endif\n#endif\n')
     found = source.declarations(data, {"Fmt"})
-    assert [_first_name(t) for _, t in found] == ["Fmt"]
+    assert [first_name(t) for _, t in found] == ["Fmt"]
     assert "FMT_B = 1," in found[0][1] and "host_fn" not in found[0][1]

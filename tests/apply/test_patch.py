@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from codemod.apply.command import compute
-from codemod.apply.generate import ChangeSet, Edit
+from codemod.apply.changeset import ChangeSet, Edit
 from codemod.apply.golden import GOLDEN
 from codemod.apply.patch import apply_edits, line_counts, write_all
 from codemod.errors import ApplyError

@@ -297,7 +297,7 @@ def test_prelude_copy_takes_macros_and_keeps_the_conditions_of_specializations()
     """TE's fp4 kernels need common.h's FP4_TYPE_SUPPORTED and the TypeExtrema<fp4e2m1>
     specialization inside `#if FP4_TYPE_SUPPORTED`: both are copied, the latter with its `#if`."""
     from codemod.apply import source
-    from codemod.apply.generate import _first_name
+    from codemod.apply.prelude_copies import first_name
 
     data = (b"#ifndef G_H_\n#define G_H_\n#define FP4_OK (CUDA_VERSION >= 12080)\nnamespace lib {\n"
             b"template <typename T>\nstruct Extrema;\n#if FP4_OK\ntemplate <>\nstruct Extrema<char> {\n"
@@ -306,7 +306,7 @@ def test_prelude_copy_takes_macros_and_keeps_the_conditions_of_specializations()
     assert found == [("", "#define FP4_OK (CUDA_VERSION >= 12080)"),
                      ("lib", "template <typename T>\nstruct Extrema;"),
                      ("lib", "#if FP4_OK\ntemplate <>\nstruct Extrema<char> {\n  static constexpr float max = 6.0f;\n};\n#endif")]
-    assert [_first_name(t) for _, t in found] == ["FP4_OK", "Extrema", "Extrema"]
+    assert [first_name(t) for _, t in found] == ["FP4_OK", "Extrema", "Extrema"]
 
 
 def test_constexpr_functions_stay_visible_to_nvrtc():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from codemod.apply.generate import _selected_copies
+from codemod.apply.prelude_copies import replaced_declarations, selected_copies
 
 COMMON = """#ifndef COMMON_H_
 #define COMMON_H_
@@ -33,7 +33,8 @@ def _case(tmp_path, headers: dict[str, str], axes: list[str] = ()):
     cs = SimpleNamespace(new_files={}, notes=[])
     names = ["LIB_DIVUP", "LIB_FP4_SUPPORTED", "Base", "FwdParams", "BwdParams", "Mode", "Fp4Tag"]
     shipped = {h: h for h in headers} | {"common.h": "common.h", "rtc/gone.h": "rtc/gone.h"}
-    return _selected_copies(tmp_path, plan, shipped, names, ["common.h"], cs), cs
+    declared = replaced_declarations(tmp_path, ["common.h"], names)
+    return selected_copies(tmp_path, plan, shipped, names, ["common.h"], declared, cs), cs
 
 
 def test_only_the_names_the_programs_spell_and_what_those_copies_spell(tmp_path):

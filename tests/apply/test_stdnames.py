@@ -125,12 +125,12 @@ def test_integers_the_prelude_copies_spell_are_collected():
     integers are collected with their std names (the prelude is generated, so the scan of the
     shipped library headers does not see it; TE's cast_fp8_gated_kernel and the NVFP4 kernels
     failed NVRTC on `uintptr_t` before)."""
-    from codemod.apply.generate import _respell_copies
+    from codemod.apply.prelude_copies import respell_copies
 
     groups = [{"namespace": "lib", "texts": ["__device__ inline char *align_up(char *p, uintptr_t a) {\n"
                                              "  return p + (std::max(a, a) - reinterpret_cast<uintptr_t>(p) % a);\n}"]}]
     used, ints = set(), set()
-    out = _respell_copies(groups, {"namespace": "lib::detail", "header": "utils.h"}, used, ints)
+    out = respell_copies(groups, {"namespace": "lib::detail", "header": "utils.h"}, used, ints)
     assert used == {"max"} and ints == {"uintptr_t"}
     assert "detail::max(a, a)" in out[0]["texts"][0] and "std::" not in out[0]["texts"][0]
 

@@ -1,0 +1,41 @@
+"""What generate produces: new files, byte-range edits of library files and notes (a ChangeSet),
+and the spellings every stage's edits share (the NVRTC guard macro, relative includes)."""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+
+RTC_GUARD = "__CUDACC_RTC__"
+
+
+@dataclass
+class Edit:
+    path: str
+    start: int
+    end: int
+    text: str
+    why: str
+    layer: bool = False     # part of the NVRTC layer every rule shares (layer_part), not the rule's own
+
+
+@dataclass
+class ChangeSet:
+    new_files: dict[str, str] = field(default_factory=dict)
+    edits: list[Edit] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    # new files of the shared NVRTC layer (the stubs' runtime, the disk cache): with the layer edits,
+    # a patch of their own that the rule's patch applies on top of (`apply --layer-diff`)
+    layer_files: set[str] = field(default_factory=set)
+    manifest: str = ""          # kept outside the tree (migrated.py), not one of the new files
+    # the spellings the stubs' TypeName / FunctionName tables hold: (types, functions)
+    domain: tuple = (frozenset(), frozenset())
+    # rules migrated after this one on the tree (a regeneration): its blocks at anchors shared with
+    # theirs go back where they were (stacking.py)
+    later: frozenset = frozenset()
+
+
+def relative_include(target: str, including_file: str) -> str:
+    """The `#include "..."` spelling of repo path `target` from repo path `including_file`: relative to
+    the including file's folder, which a quoted include searches first whatever the -I list is."""
+    return posixpath.relpath(target, posixpath.dirname(including_file) or ".")
