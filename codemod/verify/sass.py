@@ -341,12 +341,20 @@ _SHARED_DECL = re.compile(r"^\s*(?:\.extern\s+)?\.shared\s+[^;]*?\s([\w$]+)\s*(?
 
 
 def _entry_body(ptx: str, symbol: str) -> str:
-    """The body of `.entry <symbol>(...)` in a PTX module ('' if absent)."""
+    """The parameters and body of `.entry <symbol>(...) {...}` in a PTX module ('' if absent), up to
+    the brace that closes the body: inline asm blocks nest braces, some with `}` at the start of a
+    line (cuda_fp16.hpp's `{abs.f16 %rs1,%rs2;\n}`), so the first such line is not the end."""
     start = re.search(r"\.entry\s+" + re.escape(symbol) + r"\s*\(", ptx)
     if start is None:
         return ""
-    end = ptx.find("\n}", start.end())
-    return ptx[start.end(): end if end >= 0 else len(ptx)]
+    params_end = ptx.find(")", start.end())
+    depth, i = 0, ptx.find("{", params_end if params_end >= 0 else start.end())
+    while 0 <= i < len(ptx):
+        depth += {"{": 1, "}": -1}.get(ptx[i], 0)
+        if depth == 0:
+            return ptx[start.end(): i]
+        i += 1
+    return ptx[start.end():]
 
 
 _PTX_INSN = re.compile(r"^\s*(?:@!?%p\d+\s+)?([a-z][\w.]*)\s*([^;]*);", re.M)

@@ -132,6 +132,20 @@ def test_shared_pointer_width_needs_the_same_non_integer_ptx():
     assert sass.shared_pointer_width(_ptx(32), _ptx(64, "0f3F800000"), "k") == []
 
 
+def test_the_kernel_body_runs_past_inline_asm_blocks_closed_at_the_line_start():
+    """cuda_fp16.hpp's inline asm comes out as `{abs.f16 %rs1,%rs2;\n}`: the body went on after that
+    `}`, but was cut there, so a difference after it went unseen (TE's compute_rowwise_amax_kernel
+    for __half: its shared staging and everything after the first `__habs` were not compared)."""
+    asm = "\t// begin inline asm\n\t{abs.f16 %rs30,%rs52;\n}\n\t// end inline asm\n"
+    static = _ptx(32).replace("\tld.param.u64", asm + "\tld.param.u64")
+    rtc = _ptx(64).replace("\tld.param.u64", asm + "\tld.param.u64")
+    assert sass.shared_pointer_width(static, rtc, "k") == ["_ZN2ns4tileE"]
+    assert "mul.f32 0f3F000000" in sass.ptx_work(static, "k")
+    changed = _ptx(64, "0f3F800000").replace("\tld.param.u64", asm + "\tld.param.u64")
+    assert sass.shared_pointer_width(static, changed, "k") == []
+    assert not sass._entry_body(static, "missing")
+
+
 def test_static_unit_includes_original_headers_and_names_every_variant():
     from codemod.verify.manifest import KernelEntry
 
