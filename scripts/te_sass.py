@@ -50,6 +50,74 @@ def te_commit(te: Path, given: str) -> str:
     return given or "unknown"
 
 
+CLASSES = {
+    "identical": "the same SASS, encodings and resources",
+    "identical-modulo-names": "the same code; the kernel's mangled name differs in one 64-bit integer typedef "
+                              "(`int64_t` is `long` under nvcc, `long long` under NVRTC)",
+    "shared-pointer-width": "nvcc's PTX addresses a `__shared__` variable with 32-bit shared-window pointers, "
+                            "NVRTC 13.0's with 64-bit generic ones; the rest of the kernel's PTX (every "
+                            "non-integer instruction and float constant) is the same",
+    "source-location": "only where a device-side error message says it is: `__LINE__` moved by the lines the "
+                       "migration inserted above the kernel, `__FILE__` (absolute path vs header name) and "
+                       "`__func__` (bare under nvcc, qualified under NVRTC) spelled otherwise",
+    "relocation": "a field the loader patches (a constant-bank slot) at another offset",
+}
+
+
+def _summary(variants: list[dict]) -> str:
+    """'3 identical, 2 shared-pointer-width' for one program's variants."""
+    counts: dict[str, int] = {}
+    for v in variants:
+        key = v["status"] if v["status"] != "different" else (v["classification"] or v["status"])
+        if v["status"] == "different" and not v.get("explained"):
+            key = f"{key} UNEXPLAINED"
+        counts[key] = counts.get(key, 0) + 1
+    return ", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def render_markdown(r: dict, name: str) -> str:
+    """docs/results/NAME.md from the JSON this script writes."""
+    s = r["sass"]
+    c, tools = s["counts"], s["tools"]
+    rows: dict[tuple[str, str], dict[str, list]] = {}
+    for p in s["programs"]:
+        rows.setdefault((p["kernel"], p["config"]), {}).setdefault(p["arch"], []).extend(p["variants"])
+    archs = r["archs"]
+    lines = [
+        f"# TE activation rule: SASS equivalence of every migrated kernel, nvcc static build vs NVRTC", "",
+        f"TE {r['te_commit']}, `{r['rule']}` applied to a scratch copy, then `codemod verify --sass` (codemod "
+        f"{r['codemod_commit']}) with the original checkout as the static side; {r['machine']}; {r['date']}. "
+        f"Machine-readable: `{name}.json` (every variant: symbol, verdict, class, diff excerpt). Reproduce: "
+        "`TE_SOURCE_DIR=<TE checkout> python scripts/te_sass.py --te-commit d0067d0 --name " + name + "`.", "",
+        f"- **Toolchains**: nvcc {tools['nvcc_version']} (static side), NVRTC {tools['nvrtc_version']}, "
+        f"disassembler {tools['nvdisasm_version']}; same release: {tools['same_release']}.",
+        "- **Static side**: one nvcc unit per kernel, arch and option set including the kernel's original "
+        "headers (and what the rule's `include_first` puts before them), taking each covered variant's "
+        "address; flags: `" + " ".join(r["static_flags"]) + "` (+ `--use_fast_math` for the fast-math set).",
+        "- **NVRTC side**: the kernel strings, headers and options of the manifest, as the stubs pass them for "
+        "a Release build (`--define NDEBUG=1`: the rules' `options.defined_macros`; nvcc gets the same value).",
+        f"- **Cover**: the greedy cover of every axis value per kernel; both option sets; {', '.join(archs)}.", "",
+        "## Result", "",
+        f"**{c['compared']} variant-arch pairs: {c['identical']} identical, {c['identical-modulo-names']} identical "
+        f"modulo names, {c['different-explained']} different with the cause named, "
+        f"{c['different-unexplained']} unexplained, {c['error']} errors** (verify exit {r['verify_exit_code']}; "
+        f"NVRTC programs all compiled: {r['nvrtc_programs_ok']}). SASS part {s['seconds']:.0f} s, NVRTC "
+        f"{r['nvrtc_seconds']:.0f} s summed.", "",
+        "| kernel | option set | variants | " + " | ".join(archs) + " |",
+        "|---|---|---:|" + "---|" * len(archs),
+    ]
+    for (kernel, config), by_arch in rows.items():
+        n = max(len(v) for v in by_arch.values())
+        cfg = "default" if config == "default" else "fast math"
+        lines.append(f"| `{kernel.split('::')[-1]}` | {cfg} | {n} | "
+                     + " | ".join(_summary(by_arch.get(a, [])) for a in archs) + " |")
+    lines += ["", "## The classes", ""]
+    seen = {v["classification"] or v["status"] for p in s["programs"] for v in p["variants"]}
+    lines += [f"- **{k}**: {text}." for k, text in CLASSES.items() if k in seen or k == "identical"]
+    lines += ["", "docs/verify.md (SASS equivalence) says what each class checks and what it does not.", ""]
+    return "\n".join(lines)
+
+
 def main_script(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", action="append", default=[])
@@ -57,9 +125,16 @@ def main_script(argv: list[str] | None = None) -> int:
     parser.add_argument("-j", "--jobs", type=int, default=2)
     parser.add_argument("--kernel", action="append", default=[], help="only this migrated kernel id (repeatable)")
     parser.add_argument("--name", default="te_sass", help="result file stem under --out")
+    parser.add_argument("--markdown", type=Path, metavar="JSON",
+                        help="only write the markdown beside JSON (a result this script wrote)")
     parser.add_argument("--te-commit", default=os.environ.get("TE_COMMIT", ""),
                         help="TE commit to record when the checkout is not a git repository of its own")
     args = parser.parse_args(argv)
+    if args.markdown:
+        args.markdown.with_suffix(".md").write_text(render_markdown(json.loads(args.markdown.read_text()),
+                                                                    args.markdown.stem))
+        print(f"wrote {args.markdown.with_suffix('.md')}")
+        return 0
     te = Path(os.environ.get("TE_SOURCE_DIR", ""))
     if not (te / "transformer_engine" / "common").is_dir():
         print("set TE_SOURCE_DIR to a TransformerEngine checkout", file=sys.stderr)
@@ -119,7 +194,8 @@ def main_script(argv: list[str] | None = None) -> int:
     }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{args.name}.json").write_text(strict_json.dumps(result, "TE SASS result", indent=1) + "\n")
-    print(f"wrote {args.out / f'{args.name}.json'}: {sass['counts']} (verify exit {rc})")
+    (args.out / f"{args.name}.md").write_text(render_markdown(result, args.name))
+    print(f"wrote {args.out / f'{args.name}.json'} and .md: {sass['counts']} (verify exit {rc})")
     return 0
 
 
