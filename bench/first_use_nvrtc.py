@@ -49,7 +49,11 @@ def main() -> int:
     ap.add_argument("--option", action="append", default=[], metavar="OPT",
                     help="NVRTC option to compare against the baseline (repeatable)")
     ap.add_argument("--sass", action="store_true", help="with --option: compare the two builds' SASS per variant")
+    ap.add_argument("--define", action="append", default=[], metavar="NAME=VALUE",
+                    help="a build's value of a build define or defined macro, as `codemod verify --define` "
+                         "(NDEBUG=1: what a Release build's stubs pass)")
     args = ap.parse_args()
+    build_values = dict(d.split("=", 1) for d in args.define)
     if args.sass and (not args.option or shutil.which("cuobjdump") is None):
         print("--sass needs --option and cuobjdump (with nvdisasm) on PATH", file=sys.stderr)
         return 2
@@ -69,7 +73,7 @@ def main() -> int:
                 sizes, cubins = {}, {}
                 for _ in range(args.reps):
                     for label, extra in setups:     # alternating: both see the same machine load
-                        r = lib.compile(source, kernel.program_path, headers, programs.program_options(kernel, extra),
+                        r = lib.compile(source, kernel.program_path, headers, programs.program_options(kernel, extra, build_values),
                                         [variant.name_expression], arch=programs.target_arch(args.arch, kernel.arch_targets),
                                         include_cuda=kernel.include_cuda_toolkit, include_cccl=kernel.include_cuda_cccl,
                                         keep_cubin=args.sass)
@@ -95,7 +99,7 @@ def main() -> int:
            "nvrtc": ".".join(map(str, lib.version)), "reps": args.reps, "cpus": os.cpu_count(),
            "load_before": round(load0, 2), "load_after": round(os.getloadavg()[0], 2),
            "host": platform.platform(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "extra_options": args.option, "rows": rows,
+           "extra_options": args.option, "defines": build_values, "rows": rows,
            "cpu_ms_median_over_variants": statistics.median(r["cpu_ms_median"] for r in rows) if rows else None,
            "cpu_ms_max_over_variants": max((r["cpu_ms_median"] for r in rows), default=None)}
     if args.sass:
