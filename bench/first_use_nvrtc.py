@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from codemod.verify import nvrtc, programs  # noqa: E402
-from codemod.verify.manifest import find_manifests, load_manifest  # noqa: E402
+from codemod.verify.manifest import find_manifests, load_manifest, root_for  # noqa: E402
 
 
 def main() -> int:
@@ -62,7 +62,7 @@ def main() -> int:
     load0 = os.getloadavg()[0]
     rows = []
     for path in find_manifests(args.root):
-        manifest = load_manifest(path)
+        manifest = load_manifest(path, root_for(path, args.root))
         for kernel in manifest.kernels:
             source = manifest.read(kernel.program_path)
             headers = {name: manifest.read(p) for name, p in kernel.headers.items()}

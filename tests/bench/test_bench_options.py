@@ -40,3 +40,31 @@ def test_bench_script_loads(script):
     proc = subprocess.run([sys.executable, str(ROOT / "bench" / script), "--help"], capture_output=True, text=True,
                           cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_first_use_bench_reads_a_manifest_kept_outside_the_tree(tmp_path):
+    """`apply --write` keeps the manifest in the git folder; the bench read its paths against the
+    manifest's own folder and failed ("file named by the manifest cannot be read")."""
+    from codemod.tool_state import manifest_path
+    from tests.verify.conftest import _nvrtc_or_skip
+
+    _nvrtc_or_skip()
+    root = tmp_path / "buildlib"
+    shutil.copytree(BUILDLIB / "input", root)
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    proc = subprocess.run(["git", "apply", str(BUILDLIB / "expected" / "apply.patch")], cwd=root, capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    stored = manifest_path(root, "quant")
+    stored.parent.mkdir(parents=True)
+    shutil.copy(BUILDLIB / "expected" / "apply.manifest.json", stored)
+    label = f"pytest_{tmp_path.name}"
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "first_use_nvrtc.py"), str(root), "--reps", "1",
+                           "--label", label, "--define", "NDEBUG=1"], capture_output=True, text=True, cwd=ROOT)
+    try:
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        doc = (ROOT / "bench" / "results" / f"first_use_nvrtc_{label}.json").read_text()
+        assert '"NDEBUG": "1"' in doc and "buildlib::quant::round_kernel" in doc
+    finally:
+        for suffix in (".json", ".txt"):
+            (ROOT / "bench" / "results" / f"first_use_nvrtc_{label}{suffix}").unlink(missing_ok=True)
