@@ -146,9 +146,12 @@ def test_a_write_never_runs_over_a_journal(tmp_path, states):
 def _start_paused(root: Path, step: str, *extra) -> subprocess.Popen:
     """`codemod apply --write` in a subprocess, paused (test hook) after `step`."""
     env = dict(os.environ, **{journal.STEP_ENV: f"pause:{step}"})
+    # SIGINT at its default in the child: a test run started in the background (`cmd &` in a
+    # non-interactive shell) inherits SIGINT ignored, and Python keeps an ignored SIGINT ignored
     proc = subprocess.Popen([sys.executable, "-m", "codemod", "apply", "--target", RULE, str(root), "--write",
                              "--no-precheck", "-q", *extra], cwd=REPO, env=env, stdin=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     line = proc.stderr.readline()
     if not line.startswith("codemod-test: paused at step"):
         proc.kill()
