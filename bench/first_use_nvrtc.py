@@ -36,7 +36,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from codemod.errors import CodemodError  # noqa: E402
 from codemod.verify import nvrtc, programs  # noqa: E402
+from codemod.verify.command import build_values as parse_defines  # noqa: E402
 from codemod.verify.manifest import find_manifests, load_manifest, root_for  # noqa: E402
 
 
@@ -53,7 +55,6 @@ def main() -> int:
                     help="a build's value of a build define or defined macro, as `codemod verify --define` "
                          "(NDEBUG=1: what a Release build's stubs pass)")
     args = ap.parse_args()
-    build_values = dict(d.split("=", 1) for d in args.define)
     if args.sass and (not args.option or shutil.which("cuobjdump") is None):
         print("--sass needs --option and cuobjdump (with nvdisasm) on PATH", file=sys.stderr)
         return 2
@@ -61,8 +62,13 @@ def main() -> int:
     lib = nvrtc.load()
     load0 = os.getloadavg()[0]
     rows = []
-    for path in find_manifests(args.root):
-        manifest = load_manifest(path, root_for(path, args.root))
+    manifests = [load_manifest(path, root_for(path, args.root)) for path in find_manifests(args.root)]
+    try:
+        build_values = parse_defines(args.define, {d for m in manifests for k in m.kernels for d in k.build_macros})
+    except CodemodError as exc:
+        print(exc.render(), file=sys.stderr)
+        return 2
+    for manifest in manifests:
         for kernel in manifest.kernels:
             source = manifest.read(kernel.program_path)
             headers = {name: manifest.read(p) for name, p in kernel.headers.items()}

@@ -468,6 +468,14 @@ def render_markdown(r: dict) -> str:
     return "\n".join(lines)
 
 
+def write_result(out: Path, result: dict, render) -> int:
+    """OUT.json (sorted keys) and OUT.md (`render(result)`); 0."""
+    out.with_suffix(".json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    out.with_suffix(".md").write_text(render(result))
+    print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.md')}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("res", type=Path, help="the res/ folder of norm_results.tgz")
@@ -485,21 +493,14 @@ def main(argv: list[str] | None = None) -> int:
         if not (args.res / "stages").is_file():
             print(f"te_norm_results: {args.res} holds no stages file (not a device_norm.sh res/ folder)", file=sys.stderr)
             return 2
-        result = add_pair(json.loads(args.add_pair_to.read_text()), args.res)
-        args.out.with_suffix(".json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
-        args.out.with_suffix(".md").write_text(render_markdown(result))
-        print(f"wrote {args.out.with_suffix('.json')} and {args.out.with_suffix('.md')}")
-        return 0
+        return write_result(args.out, add_pair(json.loads(args.add_pair_to.read_text()), args.res), render_markdown)
     if not (args.res / "stages").is_file():
         print(f"te_norm_results: {args.res} holds no stages file (not a device_norm.sh res/ folder)", file=sys.stderr)
         return 2
     result = collect(args.res, args.analysis, args.patch, args.hand_numstat, args.rule, args.pair)
     if args.verify:
         result["verify"] = verify_summary(json.loads(args.verify.read_text()))
-    args.out.with_suffix(".json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
-    args.out.with_suffix(".md").write_text(render_markdown(result))
-    print(f"wrote {args.out.with_suffix('.json')} and {args.out.with_suffix('.md')}")
-    return 0
+    return write_result(args.out, result, render_markdown)
 
 
 if __name__ == "__main__":

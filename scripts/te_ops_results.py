@@ -10,7 +10,6 @@ their outcomes compared test by test, and the two sm_90 builds the chain timed.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -93,11 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"te_ops_results: {args.res} holds no stages file or test XML (not a device_norm.sh res/ folder)",
               file=sys.stderr)
         return 2
-    result = collect(args.res, args.filter, args.te_commit, args.rules.split(","))
-    args.out.with_suffix(".json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
-    args.out.with_suffix(".md").write_text(render(result))
-    print(f"wrote {args.out.with_suffix('.json')} and {args.out.with_suffix('.md')}")
-    return 0
+    return norm.write_result(args.out, collect(args.res, args.filter, args.te_commit, args.rules.split(",")), render)
 
 
 if __name__ == "__main__":

@@ -71,7 +71,7 @@ def _check_archs(archs: list[str], supported: list[int]) -> None:
                              hint="supported: " + ", ".join(f"sm_{a}" for a in supported))
 
 
-def _build_values(defines: list[str], known: set[str]) -> dict[str, str]:
+def build_values(defines: list[str], known: set[str]) -> dict[str, str]:
     """`--define NAME=VALUE` options: NAME must be a build define or defined macro of a manifest's kernel."""
     out = {}
     for d in defines:
@@ -112,14 +112,14 @@ def run(args) -> int:
     unknown = [k for k in args.kernel if k not in known]
     if unknown:
         raise UsageError(f"unknown kernel id(s): {', '.join(unknown)}", hint="ids: " + ", ".join(sorted(known)))
-    build_values = _build_values(args.define, {d for m in manifests for k in m.kernels for d in k.build_macros})
+    values = build_values(args.define, {d for m in manifests for k in m.kernels for d in k.build_macros})
     archs = args.arch or list(ARCHS)
     lib = nvrtc.load()
     _check_archs(archs, lib.supported_archs())
     jobs = args.jobs or os.cpu_count() or 1
 
     plan = programs.plan(manifests, archs, all_variants=args.all_variants, only=args.kernel,
-                         build_values=build_values)
+                         build_values=values)
     tools = None
     if args.sass:
         from . import sass

@@ -3,7 +3,6 @@ whose header needs a build define did not compile under them: NVTE_BUILD_NUM_PHI
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,17 +11,14 @@ import pytest
 
 from codemod.verify import programs
 from codemod.verify.manifest import load_manifest
+from tests.verify.conftest import migrated_golden
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILDLIB = ROOT / "golden" / "buildlib"
 
 
 def test_program_options_are_verifys_with_the_build_defines(tmp_path):
-    root = tmp_path / "buildlib"
-    shutil.copytree(BUILDLIB / "input", root)
-    proc = subprocess.run(["git", "apply", str(BUILDLIB / "expected" / "apply.patch")], cwd=root, capture_output=True,
-                          text=True)
-    assert proc.returncode == 0, proc.stderr
+    root = migrated_golden("buildlib", "quant", tmp_path / "buildlib")
     m = load_manifest(BUILDLIB / "expected" / "apply.manifest.json", root)
     k = next(k for k in m.kernels if k.id == "buildlib::quant::round_kernel")
     opts = programs.program_options(k, cuda_version=["-DCUDA_VERSION=13000"])
@@ -45,19 +41,10 @@ def test_bench_script_loads(script):
 def test_first_use_bench_reads_a_manifest_kept_outside_the_tree(tmp_path):
     """`apply --write` keeps the manifest in the git folder; the bench read its paths against the
     manifest's own folder and failed ("file named by the manifest cannot be read")."""
-    from codemod.tool_state import manifest_path
     from tests.verify.conftest import _nvrtc_or_skip
 
     _nvrtc_or_skip()
-    root = tmp_path / "buildlib"
-    shutil.copytree(BUILDLIB / "input", root)
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    proc = subprocess.run(["git", "apply", str(BUILDLIB / "expected" / "apply.patch")], cwd=root, capture_output=True,
-                          text=True)
-    assert proc.returncode == 0, proc.stderr
-    stored = manifest_path(root, "quant")
-    stored.parent.mkdir(parents=True)
-    shutil.copy(BUILDLIB / "expected" / "apply.manifest.json", stored)
+    root = migrated_golden("buildlib", "quant", tmp_path / "buildlib")
     label = f"pytest_{tmp_path.name}"
     proc = subprocess.run([sys.executable, str(ROOT / "bench" / "first_use_nvrtc.py"), str(root), "--reps", "1",
                            "--label", label, "--define", "NDEBUG=1"], capture_output=True, text=True, cwd=ROOT)

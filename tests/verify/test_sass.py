@@ -7,17 +7,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from codemod.cli import main
-from codemod.tool_state import manifest_path
 from codemod.verify import sass
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "actlib"
-PATCH = GOLDEN / "expected" / "apply.patch"
 
 KERNEL = "_ZN2ns1kILi3EEvPf"
 NVCC_SAMPLE = f"""\
@@ -173,20 +170,13 @@ def _tools_or_skip():
 
 @pytest.fixture(scope="module")
 def patched_actlib(tmp_path_factory) -> Path:
-    from tests.verify.conftest import _nvrtc_or_skip
+    from tests.verify.conftest import _nvrtc_or_skip, migrated_golden
 
     _nvrtc_or_skip()
     _tools_or_skip()
     if shutil.which("git") is None:
         pytest.skip("git is needed to apply the golden patch")
-    root = tmp_path_factory.mktemp("sass") / "actlib"
-    shutil.copytree(GOLDEN / "input", root)
-    proc = subprocess.run(["git", "apply", str(PATCH)], cwd=root, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    manifest = manifest_path(root, "activation")      # where `codemod apply --write` keeps it
-    manifest.parent.mkdir(parents=True)
-    shutil.copy(GOLDEN / "expected" / "apply.manifest.json", manifest)
-    return root
+    return migrated_golden("actlib", "activation", tmp_path_factory.mktemp("sass") / "actlib")
 
 
 def _verify_sass(root: Path, tmp_path: Path, kernels: list[str], archs: list[str], extra: list[str] = ()) -> tuple[int, dict, str]:
@@ -314,19 +304,12 @@ def test_a_build_define_reaches_the_static_side_as_the_nvrtc_side(tmp_path, caps
     """`verify --sass --define NAME=VALUE`: nvcc compiles the static instantiation with the build's
     value too (it compiled the header's default, so a define that changes code read as a SASS
     difference of the migration's)."""
-    from tests.verify.conftest import _nvrtc_or_skip
+    from tests.verify.conftest import _nvrtc_or_skip, migrated_golden
 
     _nvrtc_or_skip()
     _tools_or_skip()
     gold = GOLDEN.parent / "buildlib"
-    root = tmp_path / "buildlib"
-    shutil.copytree(gold / "input", root)
-    proc = subprocess.run(["git", "apply", str(gold / "expected" / "apply.patch")], cwd=root, capture_output=True,
-                          text=True)
-    assert proc.returncode == 0, proc.stderr
-    manifest = manifest_path(root, "quant")
-    manifest.parent.mkdir(parents=True)
-    shutil.copy(gold / "expected" / "apply.manifest.json", manifest)
+    root = migrated_golden("buildlib", "quant", tmp_path / "buildlib")
     out = tmp_path / "verify.json"
     rc = main(["verify", str(root), "--no-host", "--sass", "--static-root", str(gold / "input"),
                f"--sass-flag=-I{gold / 'input' / 'include'}", "--sass-flag=--expt-relaxed-constexpr",
@@ -556,30 +539,18 @@ def test_a_moved_error_line_is_source_location_end_to_end(traplib, capsys):
     assert rc == 1 and (trap["classification"], trap["explained"]) == ("code", False)
 
 
-def _buildlib_migrated(tmp_path: Path) -> tuple[Path, Path]:
-    gold = GOLDEN.parent / "buildlib"
-    root = tmp_path / "buildlib"
-    shutil.copytree(gold / "input", root)
-    proc = subprocess.run(["git", "apply", str(gold / "expected" / "apply.patch")], cwd=root, capture_output=True,
-                          text=True)
-    assert proc.returncode == 0, proc.stderr
-    manifest = manifest_path(root, "quant")
-    manifest.parent.mkdir(parents=True)
-    shutil.copy(gold / "expected" / "apply.manifest.json", manifest)
-    return gold, root
-
-
 def test_a_release_builds_ndebug_reaches_nvrtc_and_the_comparison(tmp_path, capsys):
     """buildlib's rounding kernel asserts (`migrate.options.defined_macros: [NDEBUG]`): a Release
     build's static kernel has no assert, and NVRTC compiles it out too when given NDEBUG
     (`verify --define NDEBUG=1`): identical. Without it the nvcc side's -DNDEBUG gives way, so both
     sides keep the assert (its message strings sit elsewhere in the constant bank: `relocation`).
     Before defined_macros, the NVRTC side kept the assert a Release build drops."""
-    from tests.verify.conftest import _nvrtc_or_skip
+    from tests.verify.conftest import _nvrtc_or_skip, migrated_golden
 
     _nvrtc_or_skip()
     _tools_or_skip()
-    gold, root = _buildlib_migrated(tmp_path)
+    gold = GOLDEN.parent / "buildlib"
+    root = migrated_golden("buildlib", "quant", tmp_path / "buildlib")
     common = [str(root), "--no-host", "--sass", "--static-root", str(gold / "input"),
               f"--sass-flag=-I{gold / 'input' / 'include'}", "--sass-flag=--expt-relaxed-constexpr",
               "--sass-flag=-DNDEBUG", "--kernel=buildlib::quant::round_kernel", "--arch=sm_90", "-j", "1", "-q"]
