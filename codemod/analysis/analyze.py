@@ -13,7 +13,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from .. import __version__
-from ..errors import UsageError
+from ..errors import ParseError, UsageError
 from ..frontend.parse import indexer_hash, parse_all
 from ..frontend.toolchain import cache_root
 from ..model import (SCHEMA_VERSION, Analysis, Axis, Diagnostic, EntryPoint, Kernel, Site,
@@ -76,13 +76,17 @@ def _merge(facts_list: list[dict]) -> tuple[dict, dict, dict, list]:
 def analyze(root: Path, rules: list[Rule], compile_db: Path | None = None, jobs: int | None = None,
             use_cache: bool = True, progress=None) -> Analysis:
     started = time.perf_counter()
-    root = Path(root)
-    if not root.is_dir():
-        raise UsageError(f"no such directory: {root}", hint="pass the library's source directory, e.g. transformer_engine/common")
+    spelled = Path(root)
+    if not spelled.is_dir():
+        raise UsageError(f"no such directory: {spelled}", hint="pass the library's source directory, e.g. transformer_engine/common")
+    # NOTE: from here on the root is absolute, symlinks resolved: `.` and `..` have no name to put
+    # in the report, and a relative root means another folder wherever the working directory is
+    # not the caller's (DIR as spelled is only shown).
+    root = spelled.resolve()
     tus = discover_tus(root, rules)
     if not tus:
         what = ", ".join(g for r in rules for g in r.translation_units) or "*.cu/*.cpp"
-        raise UsageError(f"no translation units matching {what} under {root}",
+        raise UsageError(f"no translation units matching {what} under {spelled}",
                          hint="check the directory, or the rule's analyze/translation_units")
     include_dirs = []
     for r in rules:
@@ -92,10 +96,18 @@ def analyze(root: Path, rules: list[Rule], compile_db: Path | None = None, jobs:
     for r in rules:
         flags += [f"-D{d}" for d in r.defines]
     if progress:
-        progress(f"analyzing {len(tus)} translation units under {root}")
+        progress(f"analyzing {len(tus)} translation units under {spelled}")
     scans = _Scans(root)
     facts_list, stats = parse_all(root, tus, flags, compile_db=compile_db, jobs=jobs, use_cache=use_cache,
                                   progress=progress, on_parse_start=scans.scan_all)
+    failed = [f for f in facts_list if f.get("load_failed")]
+    if failed and len(failed) == len(facts_list):
+        # Nothing loaded is no analysis: an empty report with one error per TU would read as a library
+        # without kernels.
+        raise ParseError(f"libclang could not load any of the {len(tus)} translation units under {spelled}: "
+                         f"{failed[0]['tu']}: {failed[0].get('load_error', 'no reason given')}",
+                         hint="check libclang (scripts/setup.sh) and the flags from --compile-db or the rule's "
+                              "analyze section")
     # The analysis is a pure function of the facts (whose closures carry the hash of every project
     # file they read), the rules and this code: reuse it when all of those are unchanged.
     key = _result_key(facts_list, rules, root)

@@ -25,7 +25,7 @@ CACHE_FORMAT = 4  # 4: shared parses carry cut_at (MEMBER_MARK)
 @dataclass
 class ParseJob:
     tu: str            # path relative to root (for a group: the group's name)
-    root: str
+    root: str          # absolute, symlinks resolved (parse_all): worker processes and libclang read it
     flags: list[str]
     members: list[str] | None = None   # TUs parsed together through one umbrella file
     pch: str | None = None             # prefix PCH to load (not part of the cache key)
@@ -141,7 +141,11 @@ def _run_job(job: ParseJob) -> dict:
         mains = [root / m for m in job.members]
         umbrella = cache_root() / "umbrella" / (hashlib.sha256(job.tu.encode() + job.root.encode()).hexdigest()[:16] + ".cu")
         umbrella.parent.mkdir(parents=True, exist_ok=True)
-        umbrella.write_text("".join(f'#include "{m.resolve()}"\n#error {MEMBER_MARK}{k}\n' for k, m in enumerate(mains)))
+        # NOTE: written whole, then renamed: another run parsing the same group (same root) may be
+        # reading it, and a truncated umbrella parses in no time as a group that includes nothing.
+        tmp = umbrella.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text("".join(f'#include "{m.resolve()}"\n#error {MEMBER_MARK}{k}\n' for k, m in enumerate(mains)))
+        os.replace(tmp, umbrella)
         path = umbrella
     flags = list(job.flags)
     if job.pch:
@@ -161,8 +165,8 @@ def _run_job(job: ParseJob) -> dict:
         hint = ""
         if any("sm_100" in f or "sm_120" in f for f in job.flags):
             hint = " (libclang 18 knows no Blackwell arch; codemod analyses with sm_90a)"
-        facts = {"load_failed": True, "kernels": {}, "functions": {}, "global_uses": [], "typedefs": {}, "includes": [],
-                 "external_includes": [], "members": job.members or [job.tu], "stubs_used": [],
+        facts = {"load_failed": True, "load_error": f"{exc}{hint}", "kernels": {}, "functions": {}, "global_uses": [],
+                 "typedefs": {}, "includes": [], "external_includes": [], "members": job.members or [job.tu], "stubs_used": [],
                  "diagnostics": [{"severity": "fatal", "message": f"libclang could not load the TU: {exc}{hint}",
                                   "file": job.tu, "line": 1, "col": 1, "count": 1}]}
     facts["tu"] = job.tu
@@ -455,6 +459,10 @@ def parse_all(root: Path, tus: list[str], extra_flags: list[str], compile_db: Pa
     first parse (while the workers build the prefix PCHs).
     """
     started = time.perf_counter()
+    # NOTE: root as the caller spelled it may be relative: resolved before it goes into a job, so
+    # that no worker process or libclang reads it against another working directory, and a
+    # group's umbrella file (named after the root) is never shared by two trees.
+    root = Path(root).resolve()
     graph = IncludeGraph(root)
     if stub_headers is None:
         probe = make_toolchain([])
