@@ -35,6 +35,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parents[1]
+
 COMMON = "transformer_engine/common/"
 DEFAULT_TUS = ("activation/*.cu", "cast/*.cu")
 DEFAULT_FAST_MATH = ("activation/*.cu",)
@@ -166,21 +168,22 @@ def cmd_run(args) -> int:
 
 
 def _phases(csv: Path) -> dict[str, float]:
-    """Seconds of host compile, cicc and ptxas from one nvcc --time file (codemod's parser when
-    importable, else the columns read directly)."""
+    """Seconds of host compile, cicc and ptxas from one nvcc --time file, by codemod's own parser
+    (standard library only: the repository beside this script is all it needs)."""
     if not csv.is_file():
         return {}
-    try:
-        from codemod.impact.nvcc_time import parse_path
+    # NOTE: run as a script (`python3 bench/te_tu_times.py`), sys.path holds bench/, not the
+    # repository: without this the import failed on the device and every phase column read "-".
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    from codemod.impact.nvcc_time import parse_path
 
-        invocations, _ = parse_path(str(csv))
-        ms = {}
-        for inv in invocations:
-            for k, v in inv.phase_ms().items():
-                ms[k] = ms.get(k, 0.0) + v
-        return {k: round(v / 1000, 2) for k, v in ms.items() if k in ("host_compile", "cudafe", "cicc", "ptxas") and v}
-    except ImportError:
-        return {}
+    invocations, _ = parse_path(str(csv))
+    ms = {}
+    for inv in invocations:
+        for k, v in inv.phase_ms().items():
+            ms[k] = ms.get(k, 0.0) + v
+    return {k: round(v / 1000, 2) for k, v in ms.items() if k in ("host_compile", "cudafe", "cicc", "ptxas") and v}
 
 
 def _flags(cmd: str | list) -> str:

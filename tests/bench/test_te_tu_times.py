@@ -86,3 +86,29 @@ def test_run_and_report_both_trees(tmp_path, capsys):
     assert all("cmd" not in r and "/" not in r["flags"] for r in doc["rows"])
     assert all("-gencode arch=compute_100a,code=sm_100a" in r["flags"] for r in doc["rows"])
     assert str(tmp_path) not in js.read_text()
+
+
+NVCC_TIME_CSV = """source file name , phase name , phase input files , phase output file , arch , tool, metric , unit
+/src/a.cu , cicc ,  a.ii  , a.ptx , compute_100a , nvcc , 10460.8721 , ms
+/src/a.cu , ptxas , a.ptx  , a.cubin , sm_100a , nvcc , 2016.8300 , ms
+/src/a.cu , g++ (compiling) ,   , a.o , compute_100a , nvcc , 139069.6406 , ms
+"""
+
+
+def test_report_as_a_script_reads_the_phases(tmp_path):
+    """The device runs `python3 bench/te_tu_times.py report` from the repository root: the phase
+    columns come from nvcc's --time file (they read "-" when the parser could not be imported). `-S`:
+    no site-packages, so codemod is not importable from an installation, as on the device."""
+    import subprocess
+
+    out = tmp_path / "run"
+    (out / "time").mkdir(parents=True)
+    (out / "time" / "migrated__activation__gelu.cu.csv").write_text(NVCC_TIME_CSV)
+    (out / "results.jsonl").write_text(json.dumps({"tu": "activation/gelu.cu", "tree": "migrated", "rc": 0,
+                                                   "seconds": 160.4, "started_s": 0.0, "cmd": "nvcc -c"}) + "\n")
+    js = tmp_path / "t.json"
+    proc = subprocess.run([sys.executable, "-S", str(ROOT / "bench" / "te_tu_times.py"), "report", str(out), "--json", str(js)],
+                          cwd=tmp_path, capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    assert "| `activation/gelu.cu` | 160.4 | 139/10/2 | no |" in proc.stdout
+    assert json.loads(js.read_text())["rows"][0]["phases"] == {"host_compile": 139.07, "cicc": 10.46, "ptxas": 2.02}
