@@ -40,13 +40,21 @@ def _sha(path: Path) -> str:
     return h.hexdigest()
 
 
+# The modules whose code makes a TU's facts: clang_index.py and every frontend module it uses.
+INDEXER_MODULES = ("clang_index.py", "declarations.py", "walk.py", "sites.py", "locations.py", "cursors.py",
+                   "source_text.py", "traits.py")
+
+
+def indexer_files() -> list[Path]:
+    here = Path(__file__).resolve().parent
+    return sorted([*(here / m for m in INDEXER_MODULES), *(here / "recognizers").glob("*.py")])
+
+
 @functools.lru_cache(maxsize=1)
 def indexer_hash() -> str:
     """The indexer's own source is part of the key: changing how facts are made drops old ones."""
-    here = Path(__file__).resolve().parent
     h = hashlib.sha256()
-    for path in sorted([here / "clang_index.py", here / "cursors.py", here / "source_text.py",
-                        *(here / "recognizers").glob("*.py")]):
+    for path in indexer_files():
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
 

@@ -15,3 +15,28 @@ def test_result_key_changes_with_the_indexer_code(monkeypatch):
     first = analyze._result_key(facts, [rule], GOLDEN / "input")
     monkeypatch.setattr(analyze, "indexer_hash", lambda: "b" * 16)
     assert analyze._result_key(facts, [rule], GOLDEN / "input") != first
+
+
+def test_parse_key_covers_every_module_the_indexer_imports():
+    """A frontend module that clang_index.py reaches through relative imports makes facts too:
+    editing it must drop cached ones (`parse.indexer_hash`)."""
+    import ast
+
+    from codemod.frontend.parse import indexer_files
+
+    frontend = Path(analyze.__file__).resolve().parents[1] / "frontend"
+    hashed = set(indexer_files())
+    todo, seen = [frontend / "clang_index.py"], set()
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 1 and path.parent == frontend and node.module:
+                target = frontend / (node.module.split(".")[0] + ".py")
+                if target.is_file():
+                    todo.append(target)
+    # toolchain.py is in the key through what it makes (`Toolchain.fingerprint`), not its code
+    outside = {frontend / "parse.py", frontend / "toolchain.py"}
+    assert seen - outside <= hashed, sorted(p.name for p in seen - outside - hashed)
