@@ -27,8 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from . import lambdas, launches, variables
-from . import launches, registries, variables
+from . import lambdas, launches, registries, variables
 
 HOOKS = ("call", "local_var", "assignment", "namespace_var")
 
