@@ -56,6 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import nvrtc_cold  # noqa: E402
 
 from codemod.verify import nvrtc, programs, rtc_cache, warm  # noqa: E402
+from codemod.parity.runner import environment  # noqa: E402
 from codemod.verify.manifest import load_manifest, root_for  # noqa: E402
 
 ENV = "NVTE_RTC_CACHE"
@@ -245,6 +246,7 @@ def main() -> int:
                     help=f"comma-separated subset of {','.join(PHASES)} (default: all; load_only and breakdown "
                          "need no driver)")
     ap.add_argument("--label", default="te_h200")
+    ap.add_argument("--commit", default="", help="codemod commit to record (the device copy has no .git)")
     ap.add_argument("--work", type=Path, default=None, help="scratch folder (default: a new temp folder)")
     ap.add_argument("--procs", type=int, default=8, help="processes started together in phase 2")
     ap.add_argument("--reps", type=int, default=5)
@@ -280,7 +282,9 @@ def main() -> int:
     doc: dict = {"schema": "codemod-bench-rtc-cache/1", "label": args.label, "arch": args.arch,
                  "nvrtc": ".".join(map(str, lib.version)), "cpus": os.cpu_count(), "host": platform.platform(),
                  "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                 "combinations": combos, "step": step}
+                 "combinations": combos, "step": step,
+                 # GPU and driver, nvcc, the CPUs this process may use (a pinned run sees fewer), commit
+                 "environment": environment(commit=args.commit)}
 
     out = REPO / "docs" / "results" / f"rtc_cache_{args.label}"
     cuda = None
@@ -404,10 +408,17 @@ def _cpu_only(args) -> int:
     return nvrtc_cold.main(argv)
 
 
+def _environment_line(env: dict) -> str:
+    """GPU, driver, nvcc, the CPUs the run could use of the machine's, and the codemod commit."""
+    return (f"GPU: {env.get('gpu') or 'none seen'}; {env.get('nvcc') or 'no nvcc'}; "
+            f"{env.get('cpus_usable')} of {env.get('cpus')} CPUs usable; codemod {env.get('commit') or 'commit not given'}.")
+
+
 def _markdown(d: dict) -> str:
     lines = [f"# NVRTC layer disk cache: first use ({d['label']}, {d['date']})", "",
              f"{d['host']}, {d['cpus']} CPUs, NVRTC {d['nvrtc']}, {d['arch']}; "
              f"{len(d['combinations'])} element-wise combinations (`bench/rtc_cache_h200.py`).", "",
+             *([_environment_line(d["environment"]), ""] if d.get("environment") else []),
              "| measurement | value | target |", "|---|---|---|"]
 
     def section(name: str, rows) -> None:

@@ -11,7 +11,7 @@ ninja -j N would make of those times, replayed by codemod's impact model.
     # 2. the compiles, in the background (the slowest original TU takes ~17 min): results.jsonl
     #    grows one line per finished compile, so a stopped run keeps what it finished (--resume).
     #    Default: activation/*.cu and cast/*.cu; --all (= --tus '*'): every compile of the library
-    python3 bench/te_tu_times.py run --tree original=BUILD_ORIG --tree migrated=BUILD_MIGR -j 16 --out DIR
+    python3 bench/te_tu_times.py run --tree original=BUILD_ORIG --tree migrated=BUILD_MIGR -j 16 --out DIR --commit C
     # 3. the tables
     python3 bench/te_tu_times.py report DIR --json OUT.json --md OUT.md
     # 4. a replay of the build (--all runs): ninja -j 16 over each tree's per-TU times, and the change
@@ -195,8 +195,12 @@ def _run_record(path: Path, units: dict[str, dict[str, dict]], entries: dict[str
     per_tree = {"trees": {t: sorted(u) for t, u in units.items()}, "order": {t: list(u) for t, u in units.items()},
                 "database_entries": entries, "jobs_by_tree": {t: args.jobs for t in units}}
     doc = {k: {t: v for t, v in old.get(k, {}).items() if t not in units} | new for k, new in per_tree.items()}
+    _codemod_importable()
+    from codemod.parity.runner import environment  # standard library only, like this script
+
     return doc | {"tus": globs, "gencode": args.gencode, "fast_math": fast, "jobs": args.jobs,
-                  "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+                  "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                  "environment": environment(commit=args.commit)}
 
 
 def cmd_run(args) -> int:
@@ -289,6 +293,13 @@ def _flags(cmd: str | list) -> str:
     return " ".join(kept)
 
 
+def _environment_line(env: dict) -> str:
+    """Where the times were taken: GPU and driver, nvcc, the CPUs the run could use, codemod commit."""
+    return (f"Machine: {env.get('gpu') or 'no GPU seen'}; {env.get('nvcc') or 'no nvcc'}; "
+            f"{env.get('cpus_usable')} of {env.get('cpus')} CPUs usable; {env.get('date', '')}; "
+            f"codemod {env.get('commit') or 'commit not given'}.")
+
+
 def cmd_report(args) -> int:
     rows = [json.loads(l) for l in (args.dir / "results.jsonl").read_text().splitlines() if l]
     latest: dict[tuple[str, str], dict] = {}
@@ -308,6 +319,7 @@ def cmd_report(args) -> int:
     lines = [f"# TE TUs ({', '.join(run.get('tus', DEFAULT_TUS))}), one compile each: nvcc's at "
              f"{run.get('gencode', '?')}, fast math on {', '.join(run.get('fast_math', []))}, "
              f"{run.get('jobs', '?')} at a time", "",
+             *([_environment_line(run["environment"]), ""] if run.get("environment") else []),
              "| TU | " + " | ".join(f"{t} s" for t in trees) + " | " + " | ".join(f"{t} host/cicc/ptxas s" for t in trees)
              + f" | ≤ {LIMIT_S:.0f} s |", "|---|" + "---:|" * (2 * len(trees)) + ":---:|"]
     for tu in tus:
@@ -473,6 +485,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("-j", "--jobs", type=int, default=16)
     p.add_argument("--order", type=Path, help="results.jsonl or report JSON of an earlier run: longest first")
     p.add_argument("--resume", action="store_true", help="skip TUs that already compiled in --out")
+    p.add_argument("--commit", default="", help="codemod commit to record in run.json (the device copy has no .git)")
     p.add_argument("--out", type=Path, required=True)
     p = sub.add_parser("report", help="JSON + markdown tables from a run folder")
     p.add_argument("dir", type=Path)

@@ -55,3 +55,20 @@ def test_first_use_bench_reads_a_manifest_kept_outside_the_tree(tmp_path):
     finally:
         for suffix in (".json", ".txt"):
             (ROOT / "bench" / "results" / f"first_use_nvrtc_{label}{suffix}").unlink(missing_ok=True)
+
+
+def test_rtc_cache_bench_records_where_it_ran():
+    """The bench's JSON and markdown carry the GPU and driver, nvcc, the CPUs the (possibly pinned)
+    run could use and the codemod commit: they were added by hand to a device result before."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rtc_cache_h200", ROOT / "bench" / "rtc_cache_h200.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    env = bench.environment(commit="abc1234")
+    assert env["commit"] == "abc1234" and env["cpus_usable"] >= 1 and "gpu" in env
+    doc = {"label": "t", "date": "2026-12-02", "host": "h", "cpus": 16, "nvrtc": "13.0", "arch": "sm_90",
+           "combinations": [], "environment": {**env, "gpu": "NVIDIA H200, 580.159.04, 143771 MiB", "cpus": 16,
+                                               "cpus_usable": 4}}
+    text = bench._markdown(doc)
+    assert "GPU: NVIDIA H200, 580.159.04, 143771 MiB;" in text and "4 of 16 CPUs usable; codemod abc1234." in text

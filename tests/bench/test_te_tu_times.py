@@ -94,14 +94,17 @@ def test_run_and_report_both_trees(tmp_path, capsys):
     assert len(fast) == 4 and all(any("/common/activation/" in a for a in c) for c in fast)
     # --resume compiles only what failed
     assert te_tu_times.main(["run", "--tree", f"original={orig}", "--tree", f"migrated={migr}", "-j", "2",
-                             "--out", str(out), "--resume"]) == 0
+                             "--out", str(out), "--resume", "--commit", "abc1234"]) == 0
     assert len((out / "results.jsonl").read_text().splitlines()) == 10
     md, js = tmp_path / "t.md", tmp_path / "t.json"
     assert te_tu_times.main(["report", str(out), "--json", str(js), "--md", str(md)]) == 0
     text = md.read_text()
     assert "| `activation/gelu.cu` |" in text and "FAILED rc 1" in text
     assert "arch=compute_100a,code=sm_100a" in text
+    # where the times were taken (the device copy has no .git: the commit is given)
+    assert "codemod abc1234." in text and "CPUs usable" in text
     doc = json.loads(js.read_text())
+    assert doc["run"]["environment"]["commit"] == "abc1234"
     assert doc["schema"] == "te-tu-times/1" and len(doc["rows"]) == 8
     # what is committed names no machine: no command, no path, the options kept
     assert all("cmd" not in r and "/" not in r["flags"] for r in doc["rows"])
