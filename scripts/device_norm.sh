@@ -31,6 +31,11 @@
 #   TESTS_BUILD_CMD            ({build}); the tests are built once, from ORIGINAL's tests/cpp, and run
 #                              against both libraries: they link the library dynamically and include
 #                              only files scripts/norm_test_headers.py found equal in the trees
+# PREFLIGHT_TARGETS (ninja targets, e.g. "CMakeFiles/transformer_engine.dir/fused_attn/utils.cu.o"): `start`
+# first configures every tree and builds these in it, at once and in the foreground (PREFLIGHT_S, 900 s
+# at most), and starts nothing when one fails: a staging error (an include folder of the wrong version)
+# shows in the first minutes of the call, not half way through the long builds. Its log tails:
+# WORK/preflight-<side>.log.
 # Optional: PARITY_LABEL (te_norm: the parity report's label; its files res/parity_<label less te_>.json/.md),
 # TESTS_BIN (operator/test_operator), TESTS_FILTER (*NormTestSuite*), TESTS_SHARDS (8, gtest
 # shards run at once per library), PARITY_SHARDS (16), PARITY_RUN (python3 -m codemod.parity run),
@@ -223,6 +228,25 @@ collect() {  # what poll packs: build records, logs (tails), parity and tests ou
     done
 }
 
+preflight() {  # preflight TREE...: configure each and build PREFLIGHT_TARGETS in it; 1 if one fails
+    local t i=0 dir c b rc=0 side
+    for t in "$@"; do
+        [ "$t" = - ] && continue
+        i=$((i + 1)); side=$(basename "$t"); dir="$work/preflight-$i"
+        rm -rf "$dir"
+        c=${CONFIGURE_CMD//\{src\}/$t/transformer_engine/common}; c=${c//\{build\}/$dir}
+        b=${BUILD_CMD//\{src\}/$t/transformer_engine/common}; b=${b//\{build\}/$dir}
+        # shellcheck disable=SC2086
+        if ! timeout "${PREFLIGHT_S:-900}" bash -c "$c && $b $PREFLIGHT_TARGETS" > "$work/preflight-$side.log" 2>&1; then
+            echo "device_norm.sh: preflight failed in $t (configure, or one of: $PREFLIGHT_TARGETS); nothing started" >&2
+            tail -40 "$work/preflight-$side.log" >&2
+            rc=1
+        fi
+        rm -rf "$dir"
+    done
+    return $rc
+}
+
 case "$mode" in
 start)
     orig=${3:?ORIGINAL}; migr=${4:?MIGRATED}; hand=${5:?HAND}; driver=${6:?DRIVER}
@@ -235,6 +259,10 @@ start)
     done
     [ -f "$driver/driver.cu" ] || { echo "device_norm.sh: $driver has no driver.cu" >&2; exit 2; }
     abs() { (cd "$1" && pwd); }
+    if [ -n "${PREFLIGHT_TARGETS:-}" ]; then
+        preflight "$(abs "$orig")" "$(abs "$migr")" "$([ "$hand" = - ] && echo - || abs "$hand")" || exit 1
+        echo "device_norm.sh: preflight passed ($PREFLIGHT_TARGETS)"
+    fi
     rm -rf "$res" "$work"/*.rc "$work/tests-build.log"; mkdir -p "$res"
     hand_abs=-; [ "$hand" = - ] || hand_abs=$(abs "$hand")
     setsid bash "$0" chain "$work" "$(abs "$orig")" "$(abs "$migr")" "$hand_abs" "$(abs "$driver")" \

@@ -61,6 +61,9 @@ json.dump({"parity": {"equal": 3, "ran": 3, "all_equal": True}, "argv": args}, o
 """
 
 
+PREFLIGHT = "CMakeFiles/transformer_engine.dir/side.c.o"   # the stub library's one object
+
+
 def _tree(root: Path, side: str) -> Path:
     common = root / side / "transformer_engine" / "common"
     common.mkdir(parents=True)
@@ -85,11 +88,12 @@ def test_the_chain_builds_three_trees_and_runs_one_test_build_against_two_librar
                CONFIGURE_CMD="cmake -S {src} -B {build} -G Ninja", BUILD_CMD="ninja -C {build}",
                TESTS_CONFIGURE_CMD="cmake -S {tests} -B {build} -G Ninja -DTE_LIB_PATH={lib}",
                TESTS_BUILD_CMD="cmake --build {build}",
-               PARITY_RUN=f"{sys.executable} {tmp_path / 'parity_stub.py'}")
+               PARITY_RUN=f"{sys.executable} {tmp_path / 'parity_stub.py'}", PREFLIGHT_TARGETS=PREFLIGHT)
     work, out = tmp_path / "work", tmp_path / "out"
     start = subprocess.run(["bash", str(SCRIPT), "start", str(work), *map(str, trees), str(driver)],
                            cwd=ROOT, env=env, capture_output=True, text=True)
     assert start.returncode == 0, start.stderr
+    assert "preflight passed" in start.stdout and not list(work.glob("preflight-*/"))
     poll = subprocess.run(["bash", str(SCRIPT), "poll", str(work), "300", str(out)], cwd=ROOT, env=env,
                           capture_output=True, text=True)
     stages = (work / "res" / "stages").read_text()
@@ -186,3 +190,23 @@ def test_without_a_hand_tree_the_tests_build_starts_with_the_migrated_library(tm
     assert started and original and started[0] < original[0], lines
     for side, tree in (("original", "orig"), ("migrated", "migr")):
         assert f'name="{tree}_' in (work / "res" / f"tests-{side}-0.xml").read_text()
+
+
+def test_a_failed_preflight_starts_nothing(tmp_path):
+    """A staging error (this session: cudnn-frontend headers older than TE needs) stopped the migrated
+    build nine minutes into a device call; with PREFLIGHT_TARGETS `start` fails in the foreground first."""
+    trees = [_tree(tmp_path, s) for s in ("orig", "migr")]
+    (trees[1] / "transformer_engine" / "common" / "side.c").write_text("this does not compile\n")
+    driver = tmp_path / "driver"
+    driver.mkdir()
+    (driver / "driver.cu").write_text("// stub\n")
+    env = dict(os.environ, PY=sys.executable, PYTHONPATH=str(ROOT), CONFIGURE_CMD="cmake -S {src} -B {build} -G Ninja",
+               BUILD_CMD="ninja -C {build}", TESTS_CONFIGURE_CMD="true", TESTS_BUILD_CMD="true",
+               PREFLIGHT_TARGETS=PREFLIGHT)
+    work = tmp_path / "work"
+    start = subprocess.run(["bash", str(SCRIPT), "start", str(work), str(trees[0]), str(trees[1]), "-", str(driver)],
+                           cwd=ROOT, env=env, capture_output=True, text=True)
+    assert start.returncode == 1, start.stdout + start.stderr
+    assert f"preflight failed in {trees[1]}" in start.stderr and "this does not compile" in start.stderr
+    assert "preflight failed in " + str(trees[0]) not in start.stderr
+    assert not (work / "chain.log").exists() and not (work / "res").exists()
