@@ -56,7 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import nvrtc_cold  # noqa: E402
 
 from codemod.verify import nvrtc, programs, rtc_cache, warm  # noqa: E402
-from codemod.parity.runner import environment  # noqa: E402
+from codemod.parity.runner import environment, environment_line  # noqa: E402
 from codemod.verify.manifest import load_manifest, root_for  # noqa: E402
 
 ENV = "NVTE_RTC_CACHE"
@@ -408,17 +408,11 @@ def _cpu_only(args) -> int:
     return nvrtc_cold.main(argv)
 
 
-def _environment_line(env: dict) -> str:
-    """GPU, driver, nvcc, the CPUs the run could use of the machine's, and the codemod commit."""
-    return (f"GPU: {env.get('gpu') or 'none seen'}; {env.get('nvcc') or 'no nvcc'}; "
-            f"{env.get('cpus_usable')} of {env.get('cpus')} CPUs usable; codemod {env.get('commit') or 'commit not given'}.")
-
-
 def _markdown(d: dict) -> str:
     lines = [f"# NVRTC layer disk cache: first use ({d['label']}, {d['date']})", "",
              f"{d['host']}, {d['cpus']} CPUs, NVRTC {d['nvrtc']}, {d['arch']}; "
              f"{len(d['combinations'])} element-wise combinations (`bench/rtc_cache_h200.py`).", "",
-             *([_environment_line(d["environment"]), ""] if d.get("environment") else []),
+             *([environment_line(d["environment"]), ""] if d.get("environment") else []),
              "| measurement | value | target |", "|---|---|---|"]
 
     def section(name: str, rows) -> None:

@@ -293,19 +293,22 @@ def _flags(cmd: str | list) -> str:
     return " ".join(kept)
 
 
-def _environment_line(env: dict) -> str:
-    """Where the times were taken: GPU and driver, nvcc, the CPUs the run could use, codemod commit."""
-    return (f"Machine: {env.get('gpu') or 'no GPU seen'}; {env.get('nvcc') or 'no nvcc'}; "
-            f"{env.get('cpus_usable')} of {env.get('cpus')} CPUs usable; {env.get('date', '')}; "
-            f"codemod {env.get('commit') or 'commit not given'}.")
+def _read_run(folder: Path) -> tuple[list[dict], dict]:
+    """A run folder's results.jsonl rows (in the order written: a --resume run appends) and its
+    run.json ({} when absent)."""
+    rows = [json.loads(l) for l in (folder / "results.jsonl").read_text().splitlines() if l]
+    run = json.loads((folder / "run.json").read_text()) if (folder / "run.json").is_file() else {}
+    return rows, run
 
 
 def cmd_report(args) -> int:
-    rows = [json.loads(l) for l in (args.dir / "results.jsonl").read_text().splitlines() if l]
+    _codemod_importable()
+    from codemod.parity.runner import environment_line
+
+    rows, run = _read_run(args.dir)
     latest: dict[tuple[str, str], dict] = {}
     for r in rows:
         latest[(r["tu"], r["tree"])] = r
-    run = json.loads((args.dir / "run.json").read_text()) if (args.dir / "run.json").is_file() else {}
     trees = list(run.get("trees", {})) or sorted({t for _, t in latest})
     for (tu, tree), r in latest.items():
         r["phases"] = _phases(args.dir / "time" / f"{tree}__{tu.replace('/', '__')}.csv")
@@ -319,7 +322,7 @@ def cmd_report(args) -> int:
     lines = [f"# TE TUs ({', '.join(run.get('tus', DEFAULT_TUS))}), one compile each: nvcc's at "
              f"{run.get('gencode', '?')}, fast math on {', '.join(run.get('fast_math', []))}, "
              f"{run.get('jobs', '?')} at a time", "",
-             *([_environment_line(run["environment"]), ""] if run.get("environment") else []),
+             *([environment_line(run["environment"]), ""] if run.get("environment") else []),
              "| TU | " + " | ".join(f"{t} s" for t in trees) + " | " + " | ".join(f"{t} host/cicc/ptxas s" for t in trees)
              + f" | ≤ {LIMIT_S:.0f} s |", "|---|" + "---:|" * (2 * len(trees)) + ":---:|"]
     for tu in tus:
@@ -419,8 +422,7 @@ def cmd_replay(args) -> int:
     if not (args.dir / "results.jsonl").is_file():
         print(f"replay: no results.jsonl in {args.dir} (made by `run --out {args.dir}`)", file=sys.stderr)
         return 2
-    rows = [json.loads(l) for l in (args.dir / "results.jsonl").read_text().splitlines() if l]
-    run = json.loads((args.dir / "run.json").read_text()) if (args.dir / "run.json").is_file() else {}
+    rows, run = _read_run(args.dir)
     trees = list(dict.fromkeys(args.tree))
     durations: dict[str, dict[str, float]] = {t: {} for t in trees}
     for r in rows:  # the last successful compile of each TU (a --resume run appends)

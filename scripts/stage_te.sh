@@ -6,7 +6,7 @@
 #
 #   scripts/stage_te.sh TE_MIRROR COMMIT CUTLASS_MIRROR OUT_DIR
 #
-# TE_MIRROR, CUTLASS_MIRROR: git directories (the `fetch` tool's /work/.mirror/<owner>+<name>/repo).
+# TE_MIRROR, CUTLASS_MIRROR: git directories (mirrors of the two GitHub repositories).
 # OUT_DIR must not exist. The cuDNN frontend headers are not staged here: take them from the PyPI
 # wheel `nvidia-cudnn-frontend` (its include/); the GitHub mirror's release can be older than a TE
 # commit needs (1.23.0 lacked what d0067d0 calls). Prints the submodule commit it used.

@@ -150,6 +150,13 @@ def environment(nvcc: str = "nvcc", commit: str = "") -> dict:
             "commit": commit}
 
 
+def environment_line(env: dict) -> str:
+    """One markdown line of `environment()`: GPU and driver, nvcc, the CPUs the run could use of the
+    machine's (a pinned run shows fewer), the date and the codemod commit."""
+    return (f"GPU: {env.get('gpu') or 'none seen'}; {env.get('nvcc') or 'no nvcc'}; {env.get('date', '')}; "
+            f"{env.get('cpus_usable')} of {env.get('cpus')} CPUs usable; codemod {env.get('commit') or 'commit not given'}.")
+
+
 def _median(values: list[float]) -> float | None:
     v = sorted(values)
     return v[len(v) // 2] if v else None
