@@ -111,6 +111,17 @@ def test_pending_error_of_the_caller_is_kept_and_not_blamed(mock):
     assert counters["last_error"] == 100 + 1            # cudaErrorInvalidDevice, still the caller's
 
 
+def test_racing_threads_share_one_variant_and_the_launch_keeps_the_bytes(mock):
+    """The factory's atomic slot: eight threads asking for one variant at once get one Variant (the
+    same label object, later calls too); the erased launch hands the layer a typed pointer's bytes."""
+    calls, counters = mock("race")
+    assert counters["other_variants"] == 0
+    assert counters["same_later"] == 1
+    assert counters["first_arg_ok"] == 1
+    assert counters["loser_gets_first"] == 1
+    assert counters["compiles"] == 1
+
+
 def test_no_header_reads_an_option_macro(patched):
     """The CMake options and CUDA_VERSION are read in kernels.cpp, the rule's one unit that holds the
     kernels' options (an inline function reading them would have one body in the whole program,
