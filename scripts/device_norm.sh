@@ -28,6 +28,7 @@
 #   TESTS_CONFIGURE_CMD        TE's tests/cpp configure ({tests}, {build}, {lib}: a folder holding
 #                              libtransformer_engine.so, removed after the build so that only
 #                              LD_LIBRARY_PATH picks the library a run loads)
+#                              `-` (and TESTS_BUILD_CMD `-`): no tests; the chain is the builds and parity
 #   TESTS_BUILD_CMD            ({build}); the tests are built once, from ORIGINAL's tests/cpp, and run
 #                              against both libraries: they link the library dynamically and include
 #                              only files scripts/norm_test_headers.py found equal in the trees
@@ -133,12 +134,12 @@ chain() {  # chain ORIGINAL MIGRATED HAND DRIVER
     if [ "$hand" != - ]; then
         bg parity-build-hand build_side hand "$hand" "$b"
         stage "hand build started (B)"
-    elif [ -n "$(lib_dir migrated)" ]; then
+    elif [ "$TESTS_CONFIGURE_CMD" != - ] && [ -n "$(lib_dir migrated)" ]; then
         tcpus=$b
         start_tests_build migrated "$b" "$orig"
     fi
     stage "original built rc=$(wait_rc parity-build-original)"
-    if [ ! -f "$work/tests-build.log" ] && [ -n "$(lib_dir original)" ]; then
+    if [ "$TESTS_CONFIGURE_CMD" != - ] && [ ! -f "$work/tests-build.log" ] && [ -n "$(lib_dir original)" ]; then
         tcpus=$a
         start_tests_build original "$a" "$orig"
     fi
@@ -167,6 +168,8 @@ chain() {  # chain ORIGINAL MIGRATED HAND DRIVER
         else
             status=1
         fi
+    elif [ "$TESTS_CONFIGURE_CMD" = - ]; then
+        stage "no tests (TESTS_CONFIGURE_CMD -)"
     else
         stage "no tests build: a library is missing"; status=1
     fi
@@ -251,7 +254,7 @@ case "$mode" in
 start)
     orig=${3:?ORIGINAL}; migr=${4:?MIGRATED}; hand=${5:?HAND}; driver=${6:?DRIVER}
     : "${BUILD_CMD:?BUILD_CMD is required (with {src} and {build})}"
-    : "${TESTS_CONFIGURE_CMD:?TESTS_CONFIGURE_CMD is required (with {tests}, {build}, {lib})}"
+    : "${TESTS_CONFIGURE_CMD:?TESTS_CONFIGURE_CMD is required (with {tests}, {build}, {lib}; - for no tests)}"
     : "${TESTS_BUILD_CMD:?TESTS_BUILD_CMD is required (with {build})}"
     for t in "$orig" "$migr" "$hand"; do
         [ "$t" = - ] && continue

@@ -210,3 +210,28 @@ def test_a_failed_preflight_starts_nothing(tmp_path):
     assert f"preflight failed in {trees[1]}" in start.stderr and "this does not compile" in start.stderr
     assert "preflight failed in " + str(trees[0]) not in start.stderr
     assert not (work / "chain.log").exists() and not (work / "res").exists()
+
+
+def test_without_tests_the_chain_is_the_builds_and_parity(tmp_path):
+    """TESTS_CONFIGURE_CMD `-`: no tests build or run, parity runs once both libraries exist, and the
+    chain's status is the builds' and parity's (`false` as the tests command made every such chain fail)."""
+    trees = [_tree(tmp_path, s) for s in ("orig", "migr")]
+    driver = tmp_path / "driver"
+    driver.mkdir()
+    (driver / "driver.cu").write_text("// stub\n")
+    (tmp_path / "parity_stub.py").write_text(PARITY_STUB)
+    cpu = str(sorted(os.sched_getaffinity(0))[0])
+    env = dict(os.environ, PY=sys.executable, PYTHONPATH=str(ROOT), POLL_S="1", CHAIN_CPUS_A=cpu, CHAIN_CPUS_B=cpu,
+               CONFIGURE_CMD="cmake -S {src} -B {build} -G Ninja", BUILD_CMD="ninja -C {build}",
+               TESTS_CONFIGURE_CMD="-", TESTS_BUILD_CMD="-", PARITY_LABEL="te_issue14",
+               PARITY_RUN=f"{sys.executable} {tmp_path / 'parity_stub.py'}")
+    work = tmp_path / "work"
+    subprocess.run(["bash", str(SCRIPT), "start", str(work), str(trees[0]), str(trees[1]), "-", str(driver)],
+                   cwd=ROOT, env=env, check=True, capture_output=True)
+    poll = subprocess.run(["bash", str(SCRIPT), "poll", str(work), "300", str(tmp_path / "out")], cwd=ROOT,
+                          env=env, capture_output=True, text=True)
+    stages = (work / "res" / "stages").read_text()
+    assert poll.returncode == 0, poll.stdout + stages
+    assert "no tests (TESTS_CONFIGURE_CMD -)" in stages and "tests build started" not in stages
+    assert stages.splitlines()[-1].endswith("done status=0")
+    assert (work / "res" / "parity_issue14.json").is_file() and not (work / "tests-build.log").exists()
