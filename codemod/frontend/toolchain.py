@@ -147,7 +147,7 @@ class Toolchain:
         import clang.cindex  # noqa: F401
 
         data = [str(self.resource_dir), str(self.cuda_include), sorted(self.stubs), [stub_text(h) for h in sorted(self.stubs)],
-                DEFAULT_FLAGS, fast_mode()]
+                DEFAULT_FLAGS, fast_mode(), FAST_FLAGS, DEPTH_DIAGNOSTIC]   # the dropped diagnostic shapes the facts
         return hashlib.sha256(json.dumps(data, default=str).encode()).hexdigest()[:16]
 
     def add_stub(self, header: str) -> None:

@@ -40,3 +40,15 @@ def test_parse_key_covers_every_module_the_indexer_imports():
     # toolchain.py is in the key through what it makes (`Toolchain.fingerprint`), not its code
     outside = {frontend / "parse.py", frontend / "toolchain.py"}
     assert seen - outside <= hashed, sorted(p.name for p in seen - outside - hashed)
+
+
+def test_parse_key_covers_the_dropped_depth_diagnostic(monkeypatch, tmp_path):
+    """clang_index drops the fast mode's one expected error by toolchain.DEPTH_DIAGNOSTIC; the text
+    decides which errors a TU's facts keep, so it is in the toolchain's fingerprint (the parse key)."""
+    from codemod.frontend import toolchain
+
+    tc = toolchain.Toolchain.__new__(toolchain.Toolchain)
+    tc.resource_dir, tc.cuda_include, tc.stubs = tmp_path, tmp_path, []
+    first = tc.fingerprint()
+    monkeypatch.setattr(toolchain, "DEPTH_DIAGNOSTIC", "some other text")
+    assert tc.fingerprint() != first
