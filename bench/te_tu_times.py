@@ -20,7 +20,8 @@ ninja -j N would make of those times, replayed by codemod's impact model.
 Each nvcc compile (told apart by the compiler word's basename, after a ccache/sccache launcher):
 the TU's command from compile_commands.json with every `--generate-code`/`-gencode`/`-arch`/
 `--gpu-architecture`/`-code` removed and `-gencode arch=compute_100a,code=sm_100a` added
-(`--gencode`), `--use_fast_math` added to TUs matching `--fast-math` (activation/*.cu; TE's
+(`--gencode`, repeatable; `--keep-archs`: the arch flags as configured, e.g. TE's default six-arch
+build, whose arch-specific units get sm_75/80/89/90 + 100a/103a/120f), `--use_fast_math` added to TUs matching `--fast-math` (activation/*.cu; TE's
 NVTE_BUILD_ACTIVATION_WITH_FAST_MATH adds it to those only), the object written under DIR, and
 `--time` rows per TU (host compile, cicc, ptxas). The host-only units (`.cpp`, `.cc`: g++/c++
 commands) run as configured, only their object moved: no arch flag, no fast math, no `--time`.
@@ -124,9 +125,11 @@ def is_nvcc(args: list[str]) -> bool:
     return bool(words) and Path(words[0]).name in ("nvcc", "nvcc.exe")
 
 
-def command_for(entry: dict, rel: str, gencode: str, fast_math: bool, obj: Path, time_csv: Path) -> list[str]:
-    """The entry's command for one target, the object written to `obj`. nvcc: arch flags
-    replaced, `--use_fast_math` when asked, `--time` rows to `time_csv`. Any other compiler (the
+def command_for(entry: dict, rel: str, gencode: str | list[str] | None, fast_math: bool, obj: Path,
+                time_csv: Path) -> list[str]:
+    """The entry's command for one target, the object written to `obj`. nvcc: arch flags replaced
+    by `-gencode` for each of `gencode` (None: kept as configured), `--use_fast_math` when asked,
+    `--time` rows to `time_csv`. Any other compiler (the
     host-only units): the command as configured, only its `-o` changed (g++ has no arch flag to
     replace and no `--time`; its `-time` is something else)."""
     args = entry["arguments"] if "arguments" in entry else shlex.split(entry["command"])
@@ -141,7 +144,11 @@ def command_for(entry: dict, rel: str, gencode: str, fast_math: bool, obj: Path,
             out.append(a)
             continue
         if key in _ARCH_WITH_VALUE:
-            if "=" not in a:
+            if gencode is None:
+                out.append(a)
+                if "=" not in a:
+                    out.append(next(it, ""))
+            elif "=" not in a:
                 next(it, None)
             continue
         if a in ("--time", "-time"):
@@ -150,7 +157,8 @@ def command_for(entry: dict, rel: str, gencode: str, fast_math: bool, obj: Path,
         out.append(a)
     if not nvcc:
         return out + ["-o", str(obj)]
-    out += ["-gencode", gencode]
+    for g in [] if gencode is None else [gencode] if isinstance(gencode, str) else gencode:
+        out += ["-gencode", g]
     if fast_math and "--use_fast_math" not in out and "-use_fast_math" not in out:
         out.append("--use_fast_math")
     return out + ["--time", str(time_csv), "-o", str(obj)]
@@ -198,9 +206,18 @@ def _run_record(path: Path, units: dict[str, dict[str, dict]], entries: dict[str
     _codemod_importable()
     from codemod.parity.runner import environment  # standard library only, like this script
 
-    return doc | {"tus": globs, "gencode": args.gencode, "fast_math": fast, "jobs": args.jobs,
+    return doc | {"tus": globs, "gencode": _gencodes(args) or "as configured", "fast_math": fast, "jobs": args.jobs,
                   "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                   "environment": environment(commit=args.commit)}
+
+
+def _gencode_text(g) -> str:
+    return " + ".join(g) if isinstance(g, list) else str(g)
+
+
+def _gencodes(args) -> list[str] | None:
+    """The -gencode values of a run: --gencode's (default DEFAULT_GENCODE), None with --keep-archs."""
+    return None if args.keep_archs else (args.gencode or [DEFAULT_GENCODE])
 
 
 def cmd_run(args) -> int:
@@ -236,7 +253,7 @@ def cmd_run(args) -> int:
         stem = tu.replace("/", "__")
         time_csv = out / "time" / f"{tree}__{stem}.csv"
         time_csv.unlink(missing_ok=True)
-        cmd = command_for(entry, tu, args.gencode, any(fnmatch.fnmatch(tu, g) for g in fast),
+        cmd = command_for(entry, tu, _gencodes(args), any(fnmatch.fnmatch(tu, g) for g in fast),
                           out / "obj" / f"{tree}__{stem}.o", time_csv)
         began = time.monotonic()
         proc = subprocess.Popen(cmd, cwd=entry["directory"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -320,7 +337,7 @@ def cmd_report(args) -> int:
     if args.json:
         args.json.write_text(json.dumps(doc, indent=1) + "\n")
     lines = [f"# TE TUs ({', '.join(run.get('tus', DEFAULT_TUS))}), one compile each: nvcc's at "
-             f"{run.get('gencode', '?')}, fast math on {', '.join(run.get('fast_math', []))}, "
+             f"{_gencode_text(run.get('gencode', '?'))}, fast math on {', '.join(run.get('fast_math', []))}, "
              f"{run.get('jobs', '?')} at a time", "",
              *([environment_line(run["environment"]), ""] if run.get("environment") else []),
              "| TU | " + " | ".join(f"{t} s" for t in trees) + " | " + " | ".join(f"{t} host/cicc/ptxas s" for t in trees)
@@ -483,7 +500,8 @@ def main(argv: list[str]) -> int:
                    f"{', '.join(DEFAULT_TUS)}; '*': every compile of the library, .cu and host-only .cpp/.cc)")
     p.add_argument("--all", action="store_true", help="every entry of compile_commands.json (= --tus '*')")
     p.add_argument("--fast-math", action="append", help=f"TUs given --use_fast_math (default {DEFAULT_FAST_MATH[0]})")
-    p.add_argument("--gencode", default=DEFAULT_GENCODE)
+    p.add_argument("--gencode", action="append", help=f"a -gencode value (repeatable; default {DEFAULT_GENCODE})")
+    p.add_argument("--keep-archs", action="store_true", help="keep each command's arch flags as configured")
     p.add_argument("-j", "--jobs", type=int, default=16)
     p.add_argument("--order", type=Path, help="results.jsonl or report JSON of an earlier run: longest first")
     p.add_argument("--resume", action="store_true", help="skip TUs that already compiled in --out")

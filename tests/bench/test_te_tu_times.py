@@ -80,6 +80,22 @@ def test_commands_keep_the_flags_and_replace_the_arch(tmp_path):
     assert "--use_fast_math" not in cast
 
 
+def test_commands_take_several_gencodes_or_keep_the_configured_archs(tmp_path):
+    """TE's default build (six archs) gives an arch-specific unit seven targets: --gencode repeated,
+    or --keep-archs for the command's own arch flags, in their order, values included."""
+    build = _tree(tmp_path, "orig")
+    units = te_tu_times.load_units(build, list(te_tu_times.DEFAULT_TUS))
+    two = ["arch=compute_90,code=sm_90", "arch=compute_120f,code=sm_120f"]
+    cmd = te_tu_times.command_for(units["cast/cast.cu"], "cast/cast.cu", two, False, tmp_path / "x.o", tmp_path / "t.csv")
+    assert [cmd[i + 1] for i, a in enumerate(cmd) if a == "-gencode"] == two
+    assert not any(a == "-arch" or a.startswith("--generate-code") for a in cmd)
+    kept = te_tu_times.command_for(units["cast/cast.cu"], "cast/cast.cu", None, False, tmp_path / "x.o", tmp_path / "t.csv")
+    at = kept.index("--generate-code=arch=compute_90,code=sm_90")
+    assert kept[at:at + 5] == ["--generate-code=arch=compute_90,code=sm_90", "-gencode", "arch=compute_100a,code=sm_100a",
+                               "-arch", "sm_80"]
+    assert kept.count("-gencode") == 1
+
+
 def test_run_and_report_both_trees(tmp_path, capsys):
     orig, migr = _tree(tmp_path, "orig"), _tree(tmp_path, "migr")
     out = tmp_path / "run"
