@@ -1,7 +1,7 @@
 """Cold first use of NVRTC variants, each measured in a fresh process (issue 17, acceptance 4 and 5).
 
     python bench/nvrtc_cold.py PATCHED [--manifests DIR] [--label NAME] [--reps 5] \
-        [--sequence 12] [--breakdown 8] [--identity 3] [--candidate=-pch ...]
+        [--sequence 12] [--breakdown 8] [--identity 3] [--pch-arm] [--candidate=-pch ...]
         # writes bench/results/nvrtc_cold_<label>.{json,md}
 
 PATCHED: a migrated library root (transformer_engine/common); its apply manifests are found as
@@ -11,17 +11,20 @@ comes from a process that compiled nothing else of the kind measured before:
 - sequence: N distinct element-wise variants (the vectorized kernels of
   util/vectorized_pointwise.h as TE launches them for aligned tensors: nvec = 32 / sizeof(input),
   output float/fp16/bf16), compiled one after the other in one fresh process, as the layer does
-  on a training process's first step. Arms (baseline, baseline + the candidate options) alternate
-  process by process; each rep rotates the order, so every variant is sometimes the process's
-  first (which creates the precompiled header with -pch) and mostly a later one. Per variant the
-  median over reps of the process CPU time of its compile (robust on a loaded host; wall too).
+  on a training process's first step. Arms alternate process by process: baseline (no option
+  added) and `layer`, the options the NVRTC layer adds (nvrtc_layer.cache.pch and .minimal:
+  codemod.verify.warm.LAYER_OPTIONS), or `candidate` with --candidate; --pch-arm adds `pch`, the
+  PCH options alone. Each rep rotates the order, so every variant is sometimes the process's first
+  (which creates the precompiled header with -pch) and mostly a later one. Per variant the median
+  over reps of the process CPU time of its compile (robust on a loaded host; wall too).
 - breakdown: per variant one fresh process: NVRTC's phases (`--time`: C++ front end, NVVM
   optimizer, PTX translation = ptxas), the headers alone (the program without its name
   expression) in another fresh process.
 - headers (`--headers`): the toolkit's fp16/bf16/fp8/fp4 headers alone, one fresh process each.
 - identity: a cover of every migrated kernel (K variants each, first to last) compiled by one
   process per arm, both with -frandom-seed=1 (NVRTC otherwise draws names at random per process,
-  so no two processes give the same bytes); the SHA-256 of each cubin compared between arms.
+  so no two processes give the same bytes); the SHA-256 of each cubin compared between the
+  baseline and the `layer` (or `candidate`) arm.
 
 Each worker process first compiles a trivial program (NVRTC's one-time initialisation, reported
 apart). NVRTC 12.9+ can reuse its own in-process results for a repeated program (`-no-cache` turns
@@ -48,6 +51,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from codemod.verify import nvrtc, programs  # noqa: E402
+from codemod.verify.warm import LAYER_OPTIONS, PCH_OPTIONS  # noqa: E402
 from codemod.verify.manifest import find_manifests, load_manifest, root_for  # noqa: E402
 
 ELEMENTWISE = ("transformer_engine::unary_kernel", "transformer_engine::unary_grad_kernel",
@@ -55,9 +59,16 @@ ELEMENTWISE = ("transformer_engine::unary_kernel", "transformer_engine::unary_gr
 _SIZE = {"__half": 2, "__nv_bfloat16": 2, "float": 4}
 TRIVIAL = "__global__ void codemod_bench_trivial(int *p) { *p = 1; }\n"
 SEED = "-frandom-seed=1"
-# What the layer adds with nvrtc_layer.cache.pch (codemod/verify/warm.py has the same). The layer
-# also gives each set of headers its own -pch-dir; the element-wise variants share one set.
-LAYER_PCH_OPTIONS = ("-pch", "-pch-messages=false", "-pch-verbose=false")
+
+
+def arms(candidate: list[str] | None = None, pch_arm: bool = False) -> dict[str, list[str]]:
+    """The measured arms: baseline, the options the layer adds (or `candidate`), the PCH options alone.
+    NOTE: the layer also gives each set of headers its own -pch-dir; the element-wise variants share
+    one set, so NVRTC's default folder stands in for it."""
+    out = {"baseline": [], **({"candidate": list(candidate)} if candidate else {"layer": list(LAYER_OPTIONS)})}
+    if pch_arm:
+        out["pch"] = list(PCH_OPTIONS)
+    return out
 
 
 def median(xs):
@@ -336,7 +347,10 @@ def main(argv=None) -> int:
     ap.add_argument("--identity", type=int, default=3, help="variants per kernel in the byte-identity cover (0: skip)")
     ap.add_argument("--headers", action="store_true", help="also time the toolkit's fp16/bf16/fp8/fp4 headers alone")
     ap.add_argument("--candidate", action="append", default=None, metavar="OPT",
-                    help="option of the candidate arm (repeatable; default: the layer's -pch set)")
+                    help="option of the candidate arm, in place of the layer's (repeatable; default: the arm `layer`, "
+                         f"{' '.join(LAYER_OPTIONS)})")
+    ap.add_argument("--pch-arm", action="store_true",
+                    help=f"also an arm `pch` in the sequence: {' '.join(PCH_OPTIONS)} alone")
     ap.add_argument("--extra", action="append", default=[], metavar="OPT",
                     help="option added to every compile of both arms (e.g. -no-cache on a host whose NVRTC reuses results)")
     ap.add_argument("--out", type=Path, default=None, help="result stem (default bench/results/nvrtc_cold_<label>)")
@@ -347,7 +361,8 @@ def main(argv=None) -> int:
         return worker(args.worker)
     if args.patched is None:
         ap.error("PATCHED is required")
-    candidate = args.candidate or list(LAYER_PCH_OPTIONS)
+    measured = arms(args.candidate, args.pch_arm)
+    candidate = measured[list(measured)[1]]
     work = args.work or Path(tempfile.mkdtemp(prefix="nvrtc_cold_"))
     work.mkdir(parents=True, exist_ok=True)
     paths = manifest_paths(args.patched, args.manifests)
@@ -358,8 +373,7 @@ def main(argv=None) -> int:
                  "load_before": [round(x, 2) for x in os.getloadavg()],
                  "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     if args.sequence:
-        doc["sequence"] = sequence(args, work, elementwise_variants(paths, args.patched, args.sequence),
-                                   {"baseline": [], "candidate": candidate})
+        doc["sequence"] = sequence(args, work, elementwise_variants(paths, args.patched, args.sequence), measured)
     if args.breakdown:
         doc["breakdown"] = breakdown(args, work, elementwise_variants(paths, args.patched, args.breakdown))
     if args.headers:

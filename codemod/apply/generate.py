@@ -472,7 +472,8 @@ def _layer_cache(root: Path, spec, cs: ChangeSet, head: str, fmt) -> None:
     cs.layer_files.add(cfg["header"])
     cs.new_files[cfg["header"]] = fmt(render("layer/rtc_cache.h.j2", banner=head, guard=_guard(cfg["header"]),
                                              layer_source=cfg["source"], namespace=cfg["namespace"],
-                                             env=cfg["env"], default_dir=cfg["default_dir"], pch=cfg["pch"]),
+                                             env=cfg["env"], default_dir=cfg["default_dir"], pch=cfg["pch"],
+                                             minimal=cfg["minimal"]),
                                       cfg["header"])
     env = cfg["env"]
     cs.notes.append(f"{cfg['source']}: NVRTC layer with a disk cache shared by the processes of a machine and "
@@ -480,7 +481,8 @@ def _layer_cache(root: Path, spec, cs: ChangeSet, head: str, fmt) -> None:
                     f"$XDG_CACHE_HOME/{cfg['default_dir']}), {env['disable']}=1 (off), {env['max_size']} (bound, "
                     f"default 1G), {env['record']} (list for `codemod warm`), {env['warm']} (a list compiled by "
                     f"{env['warm_threads']} background threads), {env['log']} (cache events)"
-                    + (f"; NVRTC's automatic precompiled headers per process ({env['pch']}=0: off)" if cfg["pch"] else ""))
+                    + (f"; NVRTC's automatic precompiled headers per process ({env['pch']}=0: off)" if cfg["pch"] else "")
+                    + (f"; NVRTC's -minimal ({env['minimal']}=0: off)" if cfg["minimal"] else ""))
 
 
 def _docs(root: Path, plan: Plan, cs: ChangeSet, version: str) -> None:

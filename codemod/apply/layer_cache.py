@@ -23,7 +23,7 @@ PROGRAM_FUNCTIONS = ("nvrtcCreateProgram", "nvrtcDestroyProgram", "nvrtcAddNameE
 PROGRAM_FREE = ("nvrtcVersion", "nvrtcGetErrorString", "nvrtcGetNumSupportedArchs", "nvrtcGetSupportedArchs")
 LOCK_TYPES = ("std::unique_lock", "std::lock_guard", "std::scoped_lock")
 ENV_SUFFIXES = {"dir": "DIR", "disable": "DISABLE", "max_size": "MAX_SIZE", "record": "RECORD", "log": "LOG",
-                "warm": "WARM", "warm_threads": "WARM_THREADS", "pch": "PCH"}
+                "warm": "WARM", "warm_threads": "WARM_THREADS", "pch": "PCH", "minimal": "MINIMAL"}
 
 
 _UNQUALIFIED_CALL = re.compile(r"(?<![\w:])(" + "|".join(PROGRAM_FUNCTIONS) + r")\s*\(")
@@ -49,9 +49,9 @@ def settings(layer: dict) -> dict | None:
     prefix = cfg["env_prefix"]
     header = cfg.get("header") or posixpath.join(posixpath.dirname(layer["header"]), "rtc_cache.h")
     namespace = cfg.get("namespace") or "::".join(layer["manager"].lstrip(":").split("::")[:-2])
-    return {"source": layer["source"], "header": header, "namespace": namespace,
-            "default_dir": cfg["default_dir"], "pch": bool(cfg.get("pch", False)), "env": {"prefix": prefix,
-                                                       **{k: f"{prefix}_{v}" for k, v in ENV_SUFFIXES.items()}}}
+    return {"source": layer["source"], "header": header, "namespace": namespace, "default_dir": cfg["default_dir"],
+            "pch": bool(cfg.get("pch", False)), "minimal": bool(cfg.get("minimal", False)),
+            "env": {"prefix": prefix, **{k: f"{prefix}_{v}" for k, v in ENV_SUFFIXES.items()}}}
 
 
 def _line(data: bytes, offset: int) -> int:

@@ -109,11 +109,12 @@ def warm(list_path: Path, cache_dir: Path, jobs: int | None = None, library: Pat
             return lib.compile(p.source.decode(), p.filename, headers, options=options, name_expressions=p.names,
                                keep_cubin=True, exact=True)
 
-        if "-pch" not in p.options:
+        # as the layer: never fail a program for the options the layer added (compiled again without them)
+        plain = [o for o in p.options if o not in LAYER_OPTIONS]
+        if plain == p.options:
             return p, run(p.options)
-        r = run(p.options + [f"-pch-dir={pch.folder(p.headers)}"])
-        # as the layer: never fail a program for its PCH
-        return p, r if r.ok else run([o for o in p.options if o not in PCH_OPTIONS])
+        r = run(p.options + [f"-pch-dir={pch.folder(p.headers)}"] if "-pch" in p.options else p.options)
+        return p, r if r.ok else run(plain)
 
     t0 = time.monotonic()
     failed, seconds = [], []
@@ -130,8 +131,11 @@ def warm(list_path: Path, cache_dir: Path, jobs: int | None = None, library: Pat
             "compile_s_sum": round(sum(seconds), 3), "nvrtc": version, "cache_dir": str(cache_dir)}
 
 
-# What the layer adds with `nvrtc_layer.cache.pch` (templates/apply/layer/rtc_cache.h.j2).
+# What the layer adds after a program's own options (templates/apply/layer/rtc_cache.h.j2), in this
+# order: with `nvrtc_layer.cache.pch`, then with `.minimal`. A recorded list holds them already.
 PCH_OPTIONS = ("-pch", "-pch-messages=false", "-pch-verbose=false")
+MINIMAL_OPTIONS = ("-minimal",)
+LAYER_OPTIONS = PCH_OPTIONS + MINIMAL_OPTIONS
 
 
 class PchFolders:

@@ -112,3 +112,28 @@ def test_with_another_layer_feature_in_the_same_source():
     assert layer_cache.qualify_generated(helper).count("rtc_cache::nvrtcCreateProgram(p,") == 1
     assert layer_cache.qualify_generated("rtc_cache::nvrtcGetCUBIN(p, b); x.nvrtcVersion();") == \
         "rtc_cache::nvrtcGetCUBIN(p, b); x.nvrtcVersion();"
+
+
+@pytest.mark.parametrize("pch, minimal", [(True, True), (True, False), (False, True), (False, False)])
+def test_the_options_the_layer_adds_are_warms(pch, minimal):
+    """The generated layer adds kPchOptions, then kMinimalOptions, each with its rule key: in that
+    order they are `codemod warm`'s LAYER_OPTIONS (what it drops to compile a failed program again,
+    as the layer does). Neither key: no option added, no second compile."""
+    import re
+
+    from codemod.apply.generate import render
+    from codemod.verify import warm
+
+    layer = {"header": "util/rtc.h", "source": "util/rtc.cpp", "manager": "::lib::rtc::KernelManager::instance()",
+             "cache": {"env_prefix": "LIB_RTC_CACHE", "default_dir": "lib/rtc", "pch": pch, "minimal": minimal}}
+    cfg = layer_cache.settings(layer)
+    text = render("layer/rtc_cache.h.j2", banner="b", guard="G", layer_source=cfg["source"], namespace=cfg["namespace"],
+                  env=cfg["env"], default_dir=cfg["default_dir"], pch=cfg["pch"], minimal=cfg["minimal"])
+    sets = {name: re.findall(r'"([^"]+)"', body)
+            for name, body in re.findall(r"constexpr const char \*(k\w+Options)\[\] = \{([^}]*)\};", text)}
+    added = re.findall(r"add_options\(options, (k\w+Options)\)", text)
+    assert added == ["kPchOptions"] * pch + ["kMinimalOptions"] * minimal and sorted(sets) == sorted(added)
+    expected = list(warm.PCH_OPTIONS) * pch + list(warm.MINIMAL_OPTIONS) * minimal
+    assert [o for name in added for o in sets[name]] == expected
+    assert ("LIB_RTC_CACHE_MINIMAL=0" in text) == minimal and ("LIB_RTC_CACHE_PCH=0" in text) == pch
+    assert ("compile_once" in text) == (pch or minimal)          # the retry path only with an option added

@@ -331,17 +331,30 @@ def test_in_process_warm_up_compiles_the_list_in_parallel(drivers, tmp_path):
 
 # ---- nvrtc_layer.cache.pch: NVRTC's automatic precompiled headers ---------------------------------
 
-def _pch_rule() -> str:
+def _cache_rule(*keys: str) -> str:
+    """The golden rule with `nvrtc_layer.cache.<key>: true` for each key."""
     text = (GOLDEN / "actlib" / "activation.yaml").read_text()
     assert "      default_dir: actlib/rtc\n" in text
-    return text.replace("      default_dir: actlib/rtc\n", "      default_dir: actlib/rtc\n      pch: true\n")
+    return text.replace("      default_dir: actlib/rtc\n",
+                        "      default_dir: actlib/rtc\n" + "".join(f"      {k}: true\n" for k in keys))
+
+
+def _pch_rule() -> str:
+    return _cache_rule("pch")
+
+
+def _nvrtc_got(data: bytes, key: str) -> tuple[str, list[str]]:
+    """(name expression, the options the mock NVRTC compiled the entry with)."""
+    entry = rtc_cache.decode(data, key)
+    return entry["lowered"][0][0], entry["cubin"].decode().rsplit("{}\n", 1)[1].split()
 
 
 @pytest.fixture(scope="module")
 def pch_driver(tmp_path_factory):
     work = tmp_path_factory.mktemp("rtc_cache_pch")
     root, _, _ = patch_actlib(work, _pch_rule())
-    assert "add_pch_options" in (root / "util/rtc_cache.h").read_text()
+    header = (root / "util/rtc_cache.h").read_text()
+    assert "kPchOptions" in header and "kMinimalOptions" not in header
     return _build(root, work, "pch")
 
 
@@ -448,3 +461,156 @@ def test_pch_warm_compiles_as_the_layer(pch_driver, tmp_path):
         r = lib.compile(p.source.decode(), p.filename, {n: c.decode() for n, c in p.headers}, plain, p.names,
                         keep_cubin=True, exact=True)
         assert rtc_cache.decode((cache / f"{p.key}.bin").read_bytes(), p.key)["cubin"] == r.cubin
+
+
+# ---- nvrtc_layer.cache.minimal: NVRTC's -minimal --------------------------------------------------
+
+@pytest.fixture(scope="module")
+def minimal_drivers(tmp_path_factory):
+    out = {}
+    for name, keys in (("minimal", ("minimal",)), ("pch_minimal", ("pch", "minimal"))):
+        work = tmp_path_factory.mktemp(f"rtc_cache_{name}")
+        root, _, _ = patch_actlib(work, _cache_rule(*keys))
+        assert "kMinimalOptions" in (root / "util/rtc_cache.h").read_text()
+        out[name] = _build(root, work, name)
+    return out
+
+
+def test_minimal_reaches_nvrtc_and_the_key(minimal_drivers, tmp_path):
+    """`minimal: true`: NVRTC gets -minimal after the program's own options, after the PCH options with
+    `pch: true` too (the order of warm.LAYER_OPTIONS); it is in the key (the recorded key is Python's,
+    a second process loads)."""
+    from codemod.verify import warm
+
+    for name, added in (("minimal", warm.MINIMAL_OPTIONS), ("pch_minimal", warm.LAYER_OPTIONS)):
+        lst = tmp_path / name / "list.jsonl"
+        run = Run(minimal_drivers[name], tmp_path / name, ACTLIB_RTC_CACHE_RECORD=str(lst))
+        _ok(run("run", "a", "b"))
+        programs = warm.read_list(lst)
+        assert [p.options[-len(added):] for p in programs] == [list(added)] * 2
+        assert all(warm.key_of(p) == p.key for p in programs)
+        entries = run.entries()
+        for p in programs:
+            _, got = _nvrtc_got(entries[p.key], p.key)
+            pch_dir = [o for o in got if o.startswith("-pch-dir=")]
+            assert [o for o in got if o not in pch_dir] == p.options and len(pch_dir) == ("-pch" in added)
+        _ok(run("run", "a", "b"))
+        assert run.event_counts("compile") == 2 and run.event_counts("hit") == 2
+
+
+def test_minimal_off_switch(minimal_drivers, tmp_path):
+    """`<prefix>_MINIMAL=0`: NVRTC does not get -minimal (another key: the entry compiled with it is not
+    loaded); with pch and minimal, each switch leaves the other's options."""
+    run = Run(minimal_drivers["minimal"], tmp_path / "m")
+    _ok(run("run", "a"))
+    _ok(run("run", "a", ACTLIB_RTC_CACHE_MINIMAL="0"))
+    assert run.event_counts("compile") == 2 and run.event_counts("hit") == 0
+    assert sorted("-minimal" in _nvrtc_got(d, k)[1] for k, d in run.entries().items()) == [False, True]
+    run = Run(minimal_drivers["pch_minimal"], tmp_path / "pm")
+    _ok(run("run", "a", ACTLIB_RTC_CACHE_MINIMAL="0"))
+    _ok(run("run", "b", ACTLIB_RTC_CACHE_PCH="0"))
+    got = dict(_nvrtc_got(d, k) for k, d in run.entries().items())
+    assert "-pch" in got["&a"] and "-minimal" not in got["&a"]
+    assert "-minimal" in got["&b"] and "-pch" not in got["&b"]
+
+
+def test_an_nvrtc_that_rejects_minimal_still_compiles(minimal_drivers, tmp_path):
+    """An NVRTC before 12.4 rejects -minimal (NVRTC_ERROR_INVALID_OPTION): every variant is compiled
+    again without the options the layer added and stored under its key (a second process with that
+    NVRTC loads it); a program failing without them too fails with that compile's log, remembered."""
+    for name in ("minimal", "pch_minimal"):
+        run = Run(minimal_drivers[name], tmp_path / name, MOCK_NVRTC_VERSION="12.3")
+        lines = run("run", "a", "b", "f:fail", "f:fail")
+        assert [line.split()[:2] for line in lines[:2]] == [["a", "ok"], ["b", "ok"]], lines
+        assert lines[2].startswith("f error ") and "this program fails" in lines[2] and lines[3] == lines[2]
+        assert "unrecognized option" not in lines[2]
+        assert run.compiles() == ["&a", "&a", "&b", "&b", "&f", "&f"]     # with -minimal (rejected), without
+        got = dict(_nvrtc_got(d, k) for k, d in run.entries().items())
+        assert sorted(got) == ["&a", "&b"]
+        assert not any(o in opts for opts in got.values() for o in ("-minimal", "-pch"))
+        _ok(run("run", "a", "b"))
+        assert len(run.compiles()) == 6 and run.event_counts("hit") == 2
+
+
+def test_a_program_that_needs_what_minimal_omits_still_compiles(minimal_drivers, tmp_path):
+    """A program using a runtime API type fails with -minimal: it is compiled again without the
+    options the layer added (the PCH ones too), whose result stands; the process's next variants
+    still get them. A program failing only with the PCH options, the same."""
+    for name in ("minimal", "pch_minimal"):
+        run = Run(minimal_drivers[name], tmp_path / name)
+        _ok(run("run", "m:minimalfail", "p:pchfail", "a"))
+        expected = ["&m", "&m", "&p", "&p", "&a"] if name == "pch_minimal" else ["&m", "&m", "&p", "&a"]
+        assert run.compiles() == expected
+        got = dict(_nvrtc_got(d, k) for k, d in run.entries().items())
+        assert not any(o in got["&m"] for o in ("-minimal", "-pch"))
+        assert "-minimal" in got["&a"] and ("-pch" in got["&a"]) == (name == "pch_minimal")
+        assert "-pch" not in got["&p"] and ("-minimal" in got["&p"]) == (name == "minimal")
+
+
+def test_without_minimal_nvrtc_never_gets_it(drivers, pch_driver, tmp_path):
+    """`minimal` off (the golden rule; `pch: true` alone): no -minimal, whatever the environment says
+    (with neither, a failed compile is not compiled again: test_failed_compile_remembered_in_process)."""
+    for name, exe in (("plain", drivers["patched"]), ("pch", pch_driver)):
+        run = Run(exe, tmp_path / name, ACTLIB_RTC_CACHE_MINIMAL="1")
+        _ok(run("run", "a", "m:minimalfail"))
+        got = dict(_nvrtc_got(d, k) for k, d in run.entries().items())
+        assert not any("-minimal" in opts for opts in got.values())
+        assert ("-pch" in got["&a"]) == (name == "pch")
+        assert run.compiles() == ["&a", "&m"]
+
+
+def test_minimal_real_nvrtc(tmp_path):
+    """The layer with pch and minimal over the real NVRTC (the wheel): cubins equal NVRTC's without the
+    layer's options (-frandom-seed=1), and a program using a runtime API type, which the real NVRTC
+    refuses with -minimal, compiles."""
+    from codemod.verify import nvrtc, warm
+
+    try:
+        lib_path = nvrtc.find_library()
+    except nvrtc.NvrtcNotFound:
+        pytest.skip("no libnvrtc")
+    lib = nvrtc.load()
+    if lib.version < (12, 4):
+        pytest.skip("NVRTC before 12.4 has no -minimal")
+    root, _, _ = patch_actlib(tmp_path / "tree", _cache_rule("pch", "minimal"))
+    exe = _build(root, tmp_path, "real_minimal", nvrtc_lib=Path(lib_path))
+    lst = tmp_path / "list.jsonl"
+    run = Run(exe, tmp_path / "run", LD_LIBRARY_PATH=str(Path(lib_path).parent), ACTLIB_RTC_CACHE_RECORD=str(lst))
+    assert run("values", "11", "22") == ["ok 2"]
+    _ok(run("run", "m:minimalfail"))
+    entries = run.entries()
+    programs = warm.read_list(lst)
+    assert len(programs) == 3 and all(p.options[-len(warm.LAYER_OPTIONS):] == list(warm.LAYER_OPTIONS)
+                                      for p in programs)
+    for p in programs:
+        headers = {n: c.decode() for n, c in p.headers}
+        plain = [o for o in p.options if o not in warm.LAYER_OPTIONS]
+        if p.names == ["&m"]:
+            assert not lib.compile(p.source.decode(), p.filename, headers, p.options, p.names, exact=True).ok
+            assert rtc_cache.decode(entries[p.key], p.key)["cubin"].startswith(b"\x7fELF")
+            continue
+        r = lib.compile(p.source.decode(), p.filename, headers, plain, p.names, keep_cubin=True, exact=True)
+        assert r.ok, r.log
+        assert rtc_cache.decode(entries[p.key], p.key)["cubin"] == r.cubin
+
+
+def test_minimal_warm_compiles_as_the_layer(minimal_drivers, tmp_path):
+    """`codemod warm` on a list recorded with the PCH options and -minimal (real NVRTC): a program that
+    fails with them is compiled again without them, as the layer does, instead of failing."""
+    from codemod.verify import nvrtc, warm
+
+    try:
+        lib = nvrtc.load()
+    except nvrtc.NvrtcNotFound:
+        pytest.skip("no libnvrtc")
+    if lib.version < (12, 4):
+        pytest.skip("NVRTC before 12.4 has no -minimal")
+    lst = tmp_path / "list.jsonl"
+    recorder = Run(minimal_drivers["pch_minimal"], tmp_path / "rec", ACTLIB_RTC_CACHE_RECORD=str(lst),
+                   ACTLIB_RTC_CACHE_DISABLE="1", MOCK_NVRTC_VERSION=f"{lib.version[0]}.{lib.version[1]}")
+    _ok(recorder("run", "a", "m:minimalfail"))
+    (m,) = [p for p in warm.read_list(lst) if p.names == ["&m"]]
+    assert not lib.compile(m.source.decode(), m.filename, {n: c.decode() for n, c in m.headers}, m.options, m.names,
+                           exact=True).ok
+    result = warm.warm(lst, tmp_path / "warm", jobs=1)
+    assert result["compiled"] == 2 and not result["failed"], result

@@ -55,3 +55,18 @@ def test_kernel_options_must_name_a_migrated_kernel(tmp_path):
     assert "actlib::no_such_kernel" in exc.value.render()
     path.write_text(RULE.replace(old, "    kernels: {actlib::unary_kernel: [-default-device]}\n" + old, 1))
     assert migrate_spec(load_rule_file(path)).options["kernels"] == {"actlib::unary_kernel": ["-default-device"]}
+
+
+def test_layer_cache_minimal_is_a_boolean(tmp_path):
+    """`nvrtc_layer.cache.minimal` (docs/rtc_cache.md): true or false; anything else names the line."""
+    old = "      default_dir: actlib/rtc\n"
+    assert old in RULE
+    path = tmp_path / "rule.yaml"
+    path.write_text(RULE.replace(old, old + "      minimal: true\n"))
+    assert migrate_spec(load_rule_file(path)).layer["cache"]["minimal"] is True
+    text = RULE.replace(old, old + "      minimal: sometimes\n")
+    path.write_text(text)
+    with pytest.raises(RuleError) as exc:
+        load_rule_file(path)
+    rendered = exc.value.render()
+    assert "migrate/nvrtc_layer/cache/minimal" in rendered and f"rule.yaml:{_line(text, 'minimal: sometimes')}:" in rendered

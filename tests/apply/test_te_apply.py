@@ -150,7 +150,9 @@ def test_layer_gets_the_disk_cache_and_compiles(te_patch):
     assert "+++ b/transformer_engine/common/util/rtc_cache.h" in text
     assert "+  rtc_cache::CompileLock lock_guard_(lock_, kernel_label);" in text
     assert "-  std::unique_lock<std::shared_mutex> lock_guard_(lock_);" in text
-    assert "add_pch_options(&opts);" in text        # the rule's `pch: true`: NVRTC's automatic PCH
+    assert "add_layer_options(&opts);" in text      # the rule's `pch: true` and `minimal: true`
+    assert "if (settings().pch) add_options(options, kPchOptions);" in text
+    assert "if (settings().minimal) add_options(options, kMinimalOptions);" in text
     nvcc = find_nvcc()
     if nvcc is None:
         pytest.skip("no nvcc")

@@ -72,3 +72,32 @@ def test_rtc_cache_bench_records_where_it_ran():
                                                "cpus_usable": 4}}
     text = bench._markdown(doc)
     assert "GPU: NVIDIA H200, 580.159.04, 143771 MiB;" in text and "4 of 16 CPUs usable; codemod abc1234." in text
+
+
+def _bench_module(name: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_cold_bench_measures_the_options_the_layer_adds():
+    """The benches' `layer` arm is the layer's full option set in its order (codemod warm's
+    LAYER_OPTIONS: the PCH options, then -minimal), labelled with them; the PCH options alone only
+    with --pch-arm; --candidate replaces the layer's arm (then named `candidate`)."""
+    from codemod.verify import warm
+
+    cold = _bench_module("nvrtc_cold")
+    assert cold.arms() == {"baseline": [], "layer": list(warm.LAYER_OPTIONS)} and "-minimal" in warm.LAYER_OPTIONS
+    assert cold.arms(pch_arm=True)["pch"] == list(warm.PCH_OPTIONS)
+    assert cold.arms(["-foo"]) == {"baseline": [], "candidate": ["-foo"]}
+    bench = _bench_module("rtc_cache_h200")
+    doc = {"label": "t", "date": "2026-12-02", "host": "h", "cpus": 2, "nvrtc": "13.0", "arch": "sm_90",
+           "combinations": [], "breakdown": {"baseline_cpu_ms_median": 113.6, "layer_options": list(warm.LAYER_OPTIONS),
+                                             "layer_cpu_ms_median": 95.6, "pch_cpu_ms_median": 104.0,
+                                             "headers_only_cpu_ms_median": 50.0, "module_load_ms_median": 0.5}}
+    text = bench._markdown(doc)
+    assert f"layer `{' '.join(warm.LAYER_OPTIONS)}` | 113.6 / 95.6 ms |" in text
+    assert "the PCH options alone | 104.0 ms |" in text
