@@ -362,7 +362,7 @@ def main(argv=None) -> int:
     if args.patched is None:
         ap.error("PATCHED is required")
     measured = arms(args.candidate, args.pch_arm)
-    candidate = measured[list(measured)[1]]
+    candidate = measured.get("candidate") or measured["layer"]   # the arm the identity cover compares
     work = args.work or Path(tempfile.mkdtemp(prefix="nvrtc_cold_"))
     work.mkdir(parents=True, exist_ok=True)
     paths = manifest_paths(args.patched, args.manifests)

@@ -54,6 +54,8 @@ py=${PY:-python3}
 
 stage() { echo "$(date -u +%T) $*" >> "$res/stages"; }
 
+tests_wanted() { [ "${TESTS_CONFIGURE_CMD:-}" != - ]; }  # TESTS_CONFIGURE_CMD `-`: no tests
+
 bg() {  # bg NAME COMMAND...: in the background, log WORK/NAME.log, exit status WORK/NAME.rc
     local name=$1; shift
     rm -f "$work/$name.rc"
@@ -134,12 +136,12 @@ chain() {  # chain ORIGINAL MIGRATED HAND DRIVER
     if [ "$hand" != - ]; then
         bg parity-build-hand build_side hand "$hand" "$b"
         stage "hand build started (B)"
-    elif [ "$TESTS_CONFIGURE_CMD" != - ] && [ -n "$(lib_dir migrated)" ]; then
+    elif tests_wanted && [ -n "$(lib_dir migrated)" ]; then
         tcpus=$b
         start_tests_build migrated "$b" "$orig"
     fi
     stage "original built rc=$(wait_rc parity-build-original)"
-    if [ "$TESTS_CONFIGURE_CMD" != - ] && [ ! -f "$work/tests-build.log" ] && [ -n "$(lib_dir original)" ]; then
+    if tests_wanted && [ ! -f "$work/tests-build.log" ] && [ -n "$(lib_dir original)" ]; then
         tcpus=$a
         start_tests_build original "$a" "$orig"
     fi
@@ -168,7 +170,7 @@ chain() {  # chain ORIGINAL MIGRATED HAND DRIVER
         else
             status=1
         fi
-    elif [ "$TESTS_CONFIGURE_CMD" = - ]; then
+    elif ! tests_wanted; then
         stage "no tests (TESTS_CONFIGURE_CMD -)"
     else
         stage "no tests build: a library is missing"; status=1

@@ -64,6 +64,19 @@ json.dump({"parity": {"equal": 3, "ran": 3, "all_equal": True}, "argv": args}, o
 PREFLIGHT = "CMakeFiles/transformer_engine.dir/side.c.o"   # the stub library's one object
 
 
+def _driver(tmp_path: Path) -> Path:
+    """A stand-in for `codemod parity generate`'s folder, and the parity stub beside it."""
+    driver = tmp_path / "driver"
+    driver.mkdir()
+    (driver / "driver.cu").write_text("// stub\n")
+    (tmp_path / "parity_stub.py").write_text(PARITY_STUB)
+    return driver
+
+
+def _one_cpu() -> str:
+    return str(sorted(os.sched_getaffinity(0))[0])
+
+
 def _tree(root: Path, side: str) -> Path:
     common = root / side / "transformer_engine" / "common"
     common.mkdir(parents=True)
@@ -78,11 +91,8 @@ def _tree(root: Path, side: str) -> Path:
 
 def test_the_chain_builds_three_trees_and_runs_one_test_build_against_two_libraries(tmp_path):
     trees = [_tree(tmp_path, s) for s in ("orig", "migr", "hand")]
-    driver = tmp_path / "driver"
-    driver.mkdir()
-    (driver / "driver.cu").write_text("// stub\n")
-    (tmp_path / "parity_stub.py").write_text(PARITY_STUB)
-    cpu = str(sorted(os.sched_getaffinity(0))[0])
+    driver = _driver(tmp_path)
+    cpu = _one_cpu()
     env = dict(os.environ, PY=sys.executable, PYTHONPATH=str(ROOT), POLL_S="1", TESTS_SHARDS="2",
                CHAIN_CPUS_A=cpu, CHAIN_CPUS_B=cpu, COMMIT="abc1234", TESTS_BIN="test_operator",
                CONFIGURE_CMD="cmake -S {src} -B {build} -G Ninja", BUILD_CMD="ninja -C {build}",
@@ -123,10 +133,8 @@ def test_the_chain_builds_three_trees_and_runs_one_test_build_against_two_librar
 def test_a_failed_build_is_reported_and_the_chain_still_ends_without_a_hand_tree(tmp_path):
     trees = [_tree(tmp_path, s) for s in ("orig", "migr", "hand")]
     (trees[1] / "transformer_engine" / "common" / "side.c").write_text("this does not compile\n")
-    driver = tmp_path / "driver"
-    driver.mkdir()
-    (driver / "driver.cu").write_text("// stub\n")
-    cpu = str(sorted(os.sched_getaffinity(0))[0])
+    driver = _driver(tmp_path)
+    cpu = _one_cpu()
     env = dict(os.environ, PY=sys.executable, PYTHONPATH=str(ROOT), POLL_S="1", TESTS_SHARDS="1",
                CHAIN_CPUS_A=cpu, CHAIN_CPUS_B=cpu, TESTS_BIN="test_operator",
                CONFIGURE_CMD="cmake -S {src} -B {build} -G Ninja", BUILD_CMD="ninja -C {build}",
@@ -150,7 +158,7 @@ def test_a_failed_build_is_reported_and_the_chain_still_ends_without_a_hand_tree
 
 def test_pair_builds_migrated_and_hand_at_once_and_nothing_else(tmp_path):
     trees = [_tree(tmp_path, s) for s in ("migr", "hand")]
-    cpu = str(sorted(os.sched_getaffinity(0))[0])
+    cpu = _one_cpu()
     env = dict(os.environ, PY=sys.executable, PYTHONPATH=str(ROOT), POLL_S="1", CHAIN_CPUS_A=cpu, CHAIN_CPUS_B=cpu,
                CONFIGURE_CMD="cmake -S {src} -B {build} -G Ninja", BUILD_CMD="ninja -C {build}")
     work = tmp_path / "work"
@@ -170,9 +178,7 @@ def test_without_a_hand_tree_the_tests_build_starts_with_the_migrated_library(tm
     # The original builds longer: the tests must not wait for it.
     (trees[0] / "transformer_engine" / "common" / "CMakeLists.txt").write_text(
         LIB_CMAKE + 'add_custom_target(slow ALL COMMAND sleep 4)\n')
-    driver = tmp_path / "driver"
-    driver.mkdir()
-    (driver / "driver.cu").write_text("// stub\n")
+    driver = _driver(tmp_path)
     env = dict(os.environ, PY=sys.executable, PYTHONPATH=str(ROOT), POLL_S="1", TESTS_SHARDS="1",
                CHAIN_CPUS_A=str(sorted(os.sched_getaffinity(0))[0]), CHAIN_CPUS_B=str(sorted(os.sched_getaffinity(0))[-1]),
                TESTS_BIN="test_operator", CONFIGURE_CMD="cmake -S {src} -B {build} -G Ninja",
@@ -197,9 +203,7 @@ def test_a_failed_preflight_starts_nothing(tmp_path):
     build nine minutes into a device call; with PREFLIGHT_TARGETS `start` fails in the foreground first."""
     trees = [_tree(tmp_path, s) for s in ("orig", "migr")]
     (trees[1] / "transformer_engine" / "common" / "side.c").write_text("this does not compile\n")
-    driver = tmp_path / "driver"
-    driver.mkdir()
-    (driver / "driver.cu").write_text("// stub\n")
+    driver = _driver(tmp_path)
     env = dict(os.environ, PY=sys.executable, PYTHONPATH=str(ROOT), CONFIGURE_CMD="cmake -S {src} -B {build} -G Ninja",
                BUILD_CMD="ninja -C {build}", TESTS_CONFIGURE_CMD="true", TESTS_BUILD_CMD="true",
                PREFLIGHT_TARGETS=PREFLIGHT)
@@ -216,11 +220,8 @@ def test_without_tests_the_chain_is_the_builds_and_parity(tmp_path):
     """TESTS_CONFIGURE_CMD `-`: no tests build or run, parity runs once both libraries exist, and the
     chain's status is the builds' and parity's (`false` as the tests command made every such chain fail)."""
     trees = [_tree(tmp_path, s) for s in ("orig", "migr")]
-    driver = tmp_path / "driver"
-    driver.mkdir()
-    (driver / "driver.cu").write_text("// stub\n")
-    (tmp_path / "parity_stub.py").write_text(PARITY_STUB)
-    cpu = str(sorted(os.sched_getaffinity(0))[0])
+    driver = _driver(tmp_path)
+    cpu = _one_cpu()
     env = dict(os.environ, PY=sys.executable, PYTHONPATH=str(ROOT), POLL_S="1", CHAIN_CPUS_A=cpu, CHAIN_CPUS_B=cpu,
                CONFIGURE_CMD="cmake -S {src} -B {build} -G Ninja", BUILD_CMD="ninja -C {build}",
                TESTS_CONFIGURE_CMD="-", TESTS_BUILD_CMD="-", PARITY_LABEL="te_issue14",
