@@ -387,7 +387,8 @@ def _phase_step(args, doc: dict, step: list[str]) -> None:
                    "warm_disk_cache_ms": round(sum(r["first_ms"] for r in s_warm), 1),
                    "after_codemod_warm_ms": round(sum(r["first_ms"] for r in s_after), 1),
                    "cold_with_in_process_warm_ms": round(sum(r["first_ms"] for r in s_inproc), 1),
-                   "codemod_warm_wall_s": round(warm_s, 2), "codemod_warm": w,
+                   "codemod_warm_wall_s": round(warm_s, 2),
+                   "codemod_warm": {**w, "cache_dir": warmed.name},   # no machine path in the record
                    "warm_kernel_ms": round(sum(r["warm_median_ms"] for r in s_warm), 4)}
 
 

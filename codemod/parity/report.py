@@ -85,10 +85,11 @@ def render_markdown(r: dict) -> str:
     if r.get("compile_verified_only"):
         lines += ["", "Compile-verified only (needs sm_100, not run here): "
                   + "; ".join(r["compile_verified_only"]) + "."]
+    lines += ["", "## Runtime cost of the migration", ""]
+    if not r.get("bench") and not r.get("step_first_use_ms"):   # `parity run --no-timings`
+        return "\n".join(lines + ["Not measured in this run (`parity run --no-timings`): outputs only."]
+                         + _builds(r)) + "\n"
     lines += [
-        "",
-        "## Runtime cost of the migration",
-        "",
         f"First call of an (entry point, input, format) at {bs['shape'][0]}x{bs['shape'][1]}, each "
         f"build in a fresh process, host wall time to completion (the migrated build compiles its "
         f"variant(s) with NVRTC here): migrated median **{_ms(bs['first_use_ms_migrated_median'])} ms**, "
@@ -119,12 +120,16 @@ def render_markdown(r: dict) -> str:
         lines.append(f"| `{b['entry']}` | {b['input']} | {b['format']} | {b['first_ms']['original']:.1f} / "
                      f"{b['first_ms']['migrated']:.1f} | {b['warm_median_ms']['original']:.4f} / "
                      f"{b['warm_median_ms']['migrated']:.4f} | {b['ratio']:.3f} |")
+    return "\n".join(lines + _builds(r)) + "\n"
+
+
+def _builds(r: dict) -> list[str]:
     builds = dict(sorted((r.get("builds") or {}).items(), key=lambda kv: (kv[0] != "original", kv[0])))
     if builds and all("build" in b for b in builds.values()):      # `parity build` records
-        lines += ["", "| build (clean, `parity build`) | wall s | CPU s | configure s |", "|---|---:|---:|---:|"]
-        lines += [f"| {s} | {b['build']['wall_s']} | {b['build']['cpu_s']} | "
-                  f"{b.get('configure', {}).get('wall_s', '–')} |" for s, b in builds.items()]
-    elif builds:
-        lines += ["", "Builds (both at once on the same machine, for the harness only): "
-                  + ", ".join(f"{s} {b['seconds']} s" for s, b in builds.items()) + "."]
-    return "\n".join(lines) + "\n"
+        return (["", "| build (clean, `parity build`) | wall s | CPU s | configure s |", "|---|---:|---:|---:|"]
+                + [f"| {s} | {b['build']['wall_s']} | {b['build']['cpu_s']} | "
+                   f"{b.get('configure', {}).get('wall_s', '–')} |" for s, b in builds.items()])
+    if builds:
+        return ["", "Builds (both at once on the same machine, for the harness only): "
+                + ", ".join(f"{s} {b['seconds']} s" for s, b in builds.items()) + "."]
+    return []

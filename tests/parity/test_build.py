@@ -169,3 +169,12 @@ def test_build_records_lose_their_commands_in_the_result():
     assert out["configure"] == {"cmd": REDACTED, "wall_s": 3.5}
     assert out["build"] == {"cmd": REDACTED, "wall_s": 500.0, "cpu_s": 4000.0}
     assert out["environment"] == {"cpus": 16} and "/tmp" not in json.dumps(out)
+
+
+def test_markdown_of_a_run_without_timings_says_so_instead_of_empty_cells():
+    from codemod.parity.report import render_markdown
+
+    md = render_markdown(_result(bench=[], builds={"original": {"build": {"wall_s": 1.0, "cpu_s": 1.5}}}))
+    assert "Not measured in this run (`parity run --no-timings`): outputs only." in md
+    assert "**– ms**" not in md and "| entry point | input | format |" not in md
+    assert "| original | 1.0 | 1.5 | – |" in md
