@@ -136,3 +136,26 @@ def test_te_rules_stacked_each_checks_clean(tmp_path):
                     + (["--allow-dirty"] if i else [])) == 0
     for rule in rules:
         assert main(["apply", "--target", rule, lib, "--check", "-q"]) == 0, rule
+
+
+def test_a_later_rule_asking_for_another_disk_cache_is_refused_not_ignored(tmp_path):
+    """The first rule applied writes the layer's cache header; a later rule whose nvrtc_layer.cache
+    differs (here: without -minimal) would leave its setting unapplied, so apply stops and names the
+    difference. The same settings under another rule's banner pass."""
+    from codemod.apply.generate import _same_cache, banner, render
+    from codemod.errors import ApplyError
+
+    def header(rule, minimal):
+        return render("layer/rtc_cache.h.j2", banner=banner(rule), guard="UTIL_RTC_CACHE_H_",
+                      layer_source="util/rtc.cpp", namespace="te::rtc",
+                      env={k: f"NVTE_RTC_CACHE_{k.upper()}" for k in
+                           ("dir", "disable", "max_size", "record", "warm", "warm_threads", "log", "pch", "minimal")},
+                      default_dir="te/rtc", pch=True, minimal=minimal)
+
+    (tmp_path / "util").mkdir()
+    (tmp_path / "util" / "rtc_cache.h").write_text(header("first", True))
+    _same_cache(tmp_path, "util/rtc_cache.h", header("second", True), "second")
+    with pytest.raises(ApplyError) as err:
+        _same_cache(tmp_path, "util/rtc_cache.h", header("second", False), "second")
+    assert "earlier rule with other settings than rule second's nvrtc_layer.cache" in str(err.value)
+    assert "first difference" in str(err.value)
