@@ -496,10 +496,12 @@ def _same_cache(root: Path, header: str, text: str, rule_id: str) -> None:
         have = (root / header).read_text()
     except (OSError, UnicodeDecodeError):
         return                                  # included but not generated here: the layer's own
-    def body(t: str) -> list[str]:
-        return [line for line in t.splitlines() if not GENERATED_LINE.match(line)]
+    def body(t: str) -> list[str] | None:     # after the banner: the license above it is the target's
+        lines = t.splitlines()
+        at = next((i for i, line in enumerate(lines) if GENERATED_LINE.match(line)), None)
+        return None if at is None else lines[at + 1:]
     mine, theirs = body(text), body(have)
-    if mine == theirs:
+    if theirs is None or mine == theirs:      # not codemod's, or the same cache
         return
     at = next((i for i, (a, b) in enumerate(zip(mine, theirs)) if a != b), min(len(mine), len(theirs)))
     line = lambda lines: lines[at].strip() if at < len(lines) else "(end of file)"

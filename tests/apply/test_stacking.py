@@ -153,9 +153,12 @@ def test_a_later_rule_asking_for_another_disk_cache_is_refused_not_ignored(tmp_p
                       default_dir="te/rtc", pch=True, minimal=minimal)
 
     (tmp_path / "util").mkdir()
-    (tmp_path / "util" / "rtc_cache.h").write_text(header("first", True))
+    # as apply writes it: the target's license header above the banner
+    (tmp_path / "util" / "rtc_cache.h").write_text("/* Copyright (c) the target. */\n" + header("first", True))
     _same_cache(tmp_path, "util/rtc_cache.h", header("second", True), "second")
     with pytest.raises(ApplyError) as err:
         _same_cache(tmp_path, "util/rtc_cache.h", header("second", False), "second")
     assert "earlier rule with other settings than rule second's nvrtc_layer.cache" in str(err.value)
     assert "first difference" in str(err.value)
+    (tmp_path / "util" / "rtc_cache.h").write_text("// the layer's own cache header\n")
+    _same_cache(tmp_path, "util/rtc_cache.h", header("second", False), "second")     # not codemod's: left alone
