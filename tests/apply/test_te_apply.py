@@ -152,7 +152,7 @@ def test_layer_gets_the_disk_cache_and_compiles(te_patch):
     assert "-  std::unique_lock<std::shared_mutex> lock_guard_(lock_);" in text
     assert "add_layer_options(&opts);" in text      # the rule's `pch: true` and `minimal: true`
     assert "if (settings().pch) add_options(options, kPchOptions);" in text
-    assert "if (settings().minimal) add_options(options, kMinimalOptions);" in text
+    assert "if (settings().minimal && nvrtc_has_minimal()) add_options(options, kMinimalOptions);" in text
     nvcc = find_nvcc()
     if nvcc is None:
         pytest.skip("no nvcc")
