@@ -151,7 +151,8 @@ def worker(spec_path: Path) -> int:
             row = {"pos": pos, "kernel": kid, "index": idx, "variant": expr, "options": extra, "ok": r.ok,
                    "ms": round(r.seconds * 1000, 2), "cpu_ms": round(r.cpu_seconds * 1000, 2), "phases": phases,
                    "cubin_bytes": len(r.cubin or b""), "cubin_sha256": hashlib.sha256(r.cubin or b"").hexdigest(),
-                   "pch": [ln.strip() for ln in r.log.splitlines() if "precompiled header" in ln][:2]}
+                   "pch": [ln.strip() for ln in r.log.splitlines() if "precompiled header" in ln][:2],
+                   "error": "" if r.ok else next((ln.strip() for ln in r.log.splitlines() if ln.strip()), "")[:200]}
             if spec.get("keep_cubin") and r.cubin:
                 Path(spec["out"] + f".{pos}.cubin").write_bytes(r.cubin)
                 row["lowered"] = r.lowered.get(expr)
@@ -247,7 +248,9 @@ def identity(args, work: Path, items: list, candidate: list[str]) -> dict:
         same += equal
         rows.append({"kernel": a["kernel"], "variant": a["variant"], "ok": [a["ok"], b["ok"]], "equal": equal,
                      "cubin_bytes": [a["cubin_bytes"], b["cubin_bytes"]], "candidate_pch": b["pch"]})
+    failed = [(a["variant"], b.get("error", "")) for a, b in zip(base, cand) if a["ok"] and not b["ok"]]
     return {"candidate": candidate, "variants": len(rows), "compiled": compiled, "byte_identical": same,
+            "candidate_failed": len(failed), "candidate_error": failed[0][1] if failed else "",
             "kernels": len({r["kernel"] for r in rows}),
             "not_compiled_for_arch": [r["variant"] for r in rows if not r["ok"][0]], "rows": rows}
 
@@ -331,7 +334,10 @@ def markdown(d: dict) -> str:
         lines += ["", f"## Byte identity with `{' '.join(i['candidate'])}` (both arms `{SEED}`)", "",
                   f"{i['byte_identical']} of {i['compiled']} compiled variants byte-identical ({i['kernels']} kernels, "
                   f"{i['variants']} variants in the cover; {len(i['not_compiled_for_arch'])} have no {d['arch']} program)."]
-        lines += [f"- differs: `{r['variant'][:120]}` {r['cubin_bytes']}" for r in i["rows"] if r["ok"][0] and not r["equal"]]
+        if i.get("candidate_failed"):     # not a difference in the output: no output
+            lines.append(f"{i['candidate_failed']} of them did not compile with the candidate's options "
+                         f"(first error: `{i['candidate_error']}`).")
+        lines += [f"- differs: `{r['variant'][:120]}` {r['cubin_bytes']}" for r in i["rows"] if all(r["ok"]) and not r["equal"]]
     return "\n".join(lines) + "\n"
 
 

@@ -101,3 +101,24 @@ def test_cold_bench_measures_the_options_the_layer_adds():
     text = bench._markdown(doc)
     assert f"layer `{' '.join(warm.LAYER_OPTIONS)}` | 113.6 / 95.6 ms |" in text
     assert "the PCH options alone | 104.0 ms |" in text
+
+
+def test_cold_bench_identity_tells_a_candidate_that_did_not_compile_from_one_that_differs(monkeypatch):
+    """A candidate option NVRTC refuses gives no cubin: the report says so with the error, and lists
+    as differing only the variants both arms compiled."""
+    cold = _bench_module("nvrtc_cold")
+    runs = {"id_baseline": [{"kernel": "k", "variant": v, "ok": True, "cubin_sha256": v, "cubin_bytes": 8, "pch": []}
+                            for v in ("a", "b")],
+            "id_candidate": [{"kernel": "k", "variant": "a", "ok": False, "cubin_sha256": "", "cubin_bytes": 0,
+                              "pch": [], "error": "nvrtc: error: invalid option -Ofast-compile=min"},
+                             {"kernel": "k", "variant": "b", "ok": True, "cubin_sha256": "other", "cubin_bytes": 9,
+                              "pch": []}]}
+    monkeypatch.setattr(cold, "run_worker", lambda work, name, *a, **k: [None] + runs[name])
+    args = type("A", (), {"patched": None, "arch": "sm_90", "extra": []})()
+    ident = cold.identity(args, None, [(None, "k", 0), (None, "k", 1)], ["-Ofast-compile=min"])
+    assert ident["candidate_failed"] == 1 and "invalid option" in ident["candidate_error"]
+    text = cold.markdown({"label": "t", "date": "d", "commit": "c", "host": "h", "cpus": 2, "arch": "sm_90",
+                          "nvrtc": "13.0", "reps": 1, "extra": [], "load_before": [0], "load_after": [0],
+                          "identity": ident})
+    assert "1 of them did not compile with the candidate's options (first error: `nvrtc: error: invalid option" in text
+    assert "- differs: `b`" in text and "- differs: `a`" not in text
