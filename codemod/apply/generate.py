@@ -507,10 +507,12 @@ def _same_cache(root: Path, header: str, text: str, rule_id: str) -> None:
     line = lambda lines: lines[at].strip() if at < len(lines) else "(end of file)"
     raise ApplyError(
         f"{header}: the NVRTC layer's disk cache was added by an earlier rule with other settings than "
-        f"rule {rule_id}'s nvrtc_layer.cache; first difference: `{line(theirs)}` there, `{line(mine)}` here",
+        f"rule {rule_id}'s nvrtc_layer.cache, or by another codemod version; first difference: "
+        f"`{line(theirs)}` there, `{line(mine)}` here",
         where=f"{rule_id}/nvrtc_layer/cache",
         hint="give every rule applied to the tree the same nvrtc_layer.cache (pch, minimal, env_prefix, "
-             "default_dir), or none")
+             "default_dir), or none; after a codemod upgrade, regenerate the earlier rule first "
+             "(codemod apply --update)")
 
 
 def _docs(root: Path, plan: Plan, cs: ChangeSet, version: str) -> None:
