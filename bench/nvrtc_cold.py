@@ -247,10 +247,11 @@ def identity(args, work: Path, items: list, candidate: list[str]) -> dict:
         compiled += a["ok"]
         same += equal
         rows.append({"kernel": a["kernel"], "variant": a["variant"], "ok": [a["ok"], b["ok"]], "equal": equal,
-                     "cubin_bytes": [a["cubin_bytes"], b["cubin_bytes"]], "candidate_pch": b["pch"]})
-    failed = [(a["variant"], b.get("error", "")) for a, b in zip(base, cand) if a["ok"] and not b["ok"]]
+                     "cubin_bytes": [a["cubin_bytes"], b["cubin_bytes"]], "candidate_pch": b["pch"],
+                     "candidate_error": b.get("error", "")})
+    failed = [r for r in rows if r["ok"] == [True, False]]      # no output to compare: not a difference
     return {"candidate": candidate, "variants": len(rows), "compiled": compiled, "byte_identical": same,
-            "candidate_failed": len(failed), "candidate_error": failed[0][1] if failed else "",
+            "candidate_failed": len(failed), "candidate_error": failed[0]["candidate_error"] if failed else "",
             "kernels": len({r["kernel"] for r in rows}),
             "not_compiled_for_arch": [r["variant"] for r in rows if not r["ok"][0]], "rows": rows}
 
@@ -334,7 +335,7 @@ def markdown(d: dict) -> str:
         lines += ["", f"## Byte identity with `{' '.join(i['candidate'])}` (both arms `{SEED}`)", "",
                   f"{i['byte_identical']} of {i['compiled']} compiled variants byte-identical ({i['kernels']} kernels, "
                   f"{i['variants']} variants in the cover; {len(i['not_compiled_for_arch'])} have no {d['arch']} program)."]
-        if i.get("candidate_failed"):     # not a difference in the output: no output
+        if i.get("candidate_failed"):
             lines.append(f"{i['candidate_failed']} of them did not compile with the candidate's options "
                          f"(first error: `{i['candidate_error']}`).")
         lines += [f"- differs: `{r['variant'][:120]}` {r['cubin_bytes']}" for r in i["rows"] if all(r["ok"]) and not r["equal"]]
