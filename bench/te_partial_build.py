@@ -28,38 +28,33 @@ Three results, kept apart in the JSON and the markdown:
 from __future__ import annotations
 
 import argparse
-import csv
-import gzip
-import io
 import json
-import subprocess
+import statistics
 import sys
 import tempfile
 from pathlib import Path
 
-HOST = "g++ (compiling)"
+from codemod.impact import nvcc_time
+from codemod.impact.logfile import open_log
+from codemod.impact.ninja_log import is_link_output
+from codemod.impact.nvcc_time import phase_kind
+from codemod.impact.predict import analyse, load
+
+PIPELINE = ("cicc", "ptxas")     # one arch's device work; nvcc runs one arch after the other
 
 
-def read_log(path: Path) -> dict[str, tuple[int, int]]:
-    """output -> (start ms, end ms) of a ninja log (v5-v7; the last entry of an output wins)."""
-    edges = {}
-    for line in path.read_text().splitlines():
-        if line.startswith("#") or not line.strip():
-            continue
-        start, end, _mtime, out, _hash = line.split("\t")
-        edges[out] = (int(start), int(end))
-    return edges
+def edges(loaded) -> dict[str, tuple[int, int]]:
+    """output -> (start ms, end ms) of a loaded ninja log's build (codemod.impact's reader)."""
+    return {st.name: (int(st.start_ms), int(st.end_ms)) for st in loaded.steps}
 
 
 def read_phases(path: Path) -> dict[str, list[dict]]:
-    """TU (as nvcc named it) -> its nvcc --time rows: phase, arch, seconds."""
-    text = gzip.open(path, "rt").read() if path.suffix == ".gz" else path.read_text()
-    rows = list(csv.reader(io.StringIO(text)))
+    """TU (as nvcc named it) -> its nvcc --time rows in file order: row, phase, arch, seconds."""
+    with open_log(str(path)) as fh:
+        rows = nvcc_time.read_rows(fh, path.name)
     out: dict[str, list[dict]] = {}
-    for i, r in enumerate(rows[1:]):
-        r = [c.strip() for c in r]
-        if len(r) >= 7 and r[6]:
-            out.setdefault(r[0], []).append({"row": i, "phase": r[1], "arch": r[4], "s": float(r[6]) / 1000})
+    for r in rows:
+        out.setdefault(r.source, []).append({"row": r.lineno, "phase": r.phase, "arch": r.arch, "s": r.ms / 1000})
     return out
 
 
@@ -67,8 +62,8 @@ def began_with_ninja(unfinished: list[str], orig: dict[str, tuple[int, int]], ph
                      jobs: int) -> set[str]:
     """The unfinished edges that started at ninja's start. Every object is ready at once in this
     build, so -j slots all fill at once; those not accounted for by finished edges that started
-    before the first edge ended are the unfinished ones whose first nvcc row was written earliest. Checked: each of them wrote
-    its first row before any TU that started later did."""
+    before the first edge ended are the unfinished ones whose first nvcc row was written earliest.
+    Checked: each of them wrote its first row before any TU that started later did."""
     first_end = min(e for _, e in orig.values())       # no slot was free before this: the first batch
     free = jobs - sum(1 for s, _ in orig.values() if s < first_end)
     first = {o: min((r["row"] for r in phases.get(tu_of(o), [])), default=1 << 60) for o in unfinished}
@@ -110,28 +105,41 @@ def tu_of(output: str) -> str:
     return output
 
 
+def _target(arch: str) -> str:
+    """compute_100a / sm_100a -> 100a: the target a phase ran for."""
+    return arch.split("_", 1)[1]
+
+
+def pipelines(rows: list[dict]) -> dict[str, dict]:
+    """target -> its device pipeline so far: cicc + ptxas seconds, cicc's share, whether ptxas ended."""
+    out: dict[str, dict] = {}
+    for r in rows:
+        if not r["arch"].startswith(("compute_", "sm_")):
+            continue
+        p = out.setdefault(_target(r["arch"]), {"s": 0.0, "cicc_s": 0.0, "finished": False})
+        kind = phase_kind(r["phase"])
+        if kind in PIPELINE:
+            p["s"] += r["s"]
+            p["cicc_s"] += r["s"] if kind == "cicc" else 0.0
+            p["finished"] |= kind == "ptxas"
+    return out
+
+
+def host_compile_s(rows: list[dict]) -> float:
+    return sum(r["s"] for r in rows if phase_kind(r["phase"]) == "host_compile")
+
+
 def estimate(rows: list[dict], migrated_host_s: float | None) -> tuple[float, str]:
     """Seconds for an unfinished TU from its own finished phases; and how."""
     done = sum(r["s"] for r in rows)
-    archs = {r["arch"] for r in rows if r["arch"].startswith(("compute_", "sm_"))}
-    pipes = {}
-    for r in rows:
-        if r["phase"] in ("cicc", "ptxas"):
-            pipes.setdefault(r["arch"].split("_", 1)[1], []).append(r["phase"])
-    finished = [a for a, ph in pipes.items() if "ptxas" in ph]
+    pipes = pipelines(rows)
+    finished = [p["s"] for p in pipes.values() if p["finished"]]
     if not finished:
         return done, "lower bound only: no arch pipeline had finished"
-    per_pipe = {a: sum(r["s"] for r in rows if r["phase"] in ("cicc", "ptxas") and r["arch"].endswith(a))
-                for a in finished}
-    mean = sum(per_pipe.values()) / len(per_pipe)
-    all_archs = {a.split("_", 1)[1] for a in archs}
-    missing = sorted(a for a in all_archs if a not in finished)
-    # an arch whose cicc finished but whose ptxas did not: only the ptxas share is missing
-    rest = 0.0
-    for a in missing:
-        cicc = sum(r["s"] for r in rows if r["phase"] == "cicc" and r["arch"].endswith(a))
-        rest += max(mean - cicc, 0.0)
-    host = 0.0 if any(r["phase"] == HOST for r in rows) else (migrated_host_s or 0.0)
+    mean = sum(finished) / len(finished)
+    missing = sorted(a for a, p in pipes.items() if not p["finished"])
+    rest = sum(max(mean - pipes[a]["cicc_s"], 0.0) for a in missing)   # a cicc already done is not missing
+    host = 0.0 if host_compile_s(rows) else (migrated_host_s or 0.0)
     how = (f"{done:.1f} s of phases done; {len(missing)} arch pipeline(s) not finished "
            f"({', '.join(missing) or 'none'}) priced as the finished one ({mean:.1f} s)"
            + (f"; host compile priced as the migrated TU's ({host:.1f} s)" if host else ""))
@@ -144,36 +152,19 @@ def pipeline_ratios(phases: dict[str, list[dict]], min_s: float = 100.0) -> dict
     as the finished one."""
     ratios = []
     for rows in phases.values():
-        pipes: dict[str, float] = {}
-        ptxas = set()
-        for r in rows:
-            if r["phase"] in ("cicc", "ptxas"):
-                a = r["arch"].split("_", 1)[1]
-                pipes[a] = pipes.get(a, 0.0) + r["s"]
-                if r["phase"] == "ptxas":
-                    ptxas.add(a)
-        done = sorted(a for a in pipes if a in ptxas)
-        if len(done) >= 2 and pipes[done[0]] >= min_s:
-            ratios += [pipes[a] / pipes[done[0]] for a in done[1:]]
+        done = [p["s"] for _, p in sorted(pipelines(rows).items()) if p["finished"]]
+        if len(done) >= 2 and done[0] >= min_s:
+            ratios += [x / done[0] for x in done[1:]]
     if not ratios:
         return None
-    ratios.sort()
-    mid = len(ratios) // 2
-    median = ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2
-    return {"tus": len(ratios), "min": round(ratios[0], 3), "median": round(median, 3), "max": round(ratios[-1], 3),
-            "min_first_pipeline_s": min_s}
+    return {"tus": len(ratios), "min": round(min(ratios), 3), "median": round(statistics.median(ratios), 3),
+            "max": round(max(ratios), 3), "min_first_pipeline_s": min_s}
 
 
-def replay(log_text: str, jobs: int) -> dict:
-    with tempfile.TemporaryDirectory() as tmp:
-        log = Path(tmp) / "ninja_log"
-        log.write_text(log_text)
-        out = Path(tmp) / "impact.json"
-        subprocess.run([sys.executable, "-m", "codemod", "impact", str(log), "-j", str(jobs), "--json", str(out)],
-                       check=True, stdout=subprocess.DEVNULL)
-        d = json.loads(out.read_text())
-    return {"replayed_wall_s": d["replayed_wall_s"], "cpu_s": d["cpu_s_before"],
-            "critical": [c if isinstance(c, str) else c.get("step", c) for c in d.get("critical", [])][:3]}
+def replay(loaded, jobs: int) -> dict:
+    """`codemod impact -j JOBS`'s replay of a loaded log: wall and CPU."""
+    doc = analyse(loaded, jobs=jobs, max_steps=1)
+    return {"replayed_wall_s": doc["replayed_wall_s"], "cpu_s": doc["cpu_s_before"]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -184,8 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path)
     a = ap.parse_args(argv)
     d, out = a.dir, a.out or a.dir.parent
-    mig = read_log(d / "migrated.ninja_log")
-    orig = read_log(d / "original.partial.ninja_log")
+    mig_loaded = load(str(d / "migrated.ninja_log"))
+    mig, orig = edges(mig_loaded), edges(load(str(d / "original.partial.ninja_log")))
     record = json.loads((d / "build-migrated.json").read_text())
     mph = read_phases(d / "migrated.nvcc_time.csv.gz")
     oph = read_phases(d / "original.partial.nvcc_time.csv.gz")
@@ -193,26 +184,27 @@ def main(argv: list[str] | None = None) -> int:
     lb = bound["elapsed_lower_bound_s"]
     mig_wall = record["build"]["wall_s"]
 
-    def order(o: str) -> tuple:    # unfinished first, then the original's longest, then migrated-only files
-        if o in orig:
-            return (1, orig[o][0] - orig[o][1])
-        return (0 if o in left else 2, o.endswith(".so"), -(mig[o][1] - mig[o][0]))
-    left = [o for o in mig if o not in orig and (tu_of(o) in oph or o.endswith(".so"))]
-    outputs = sorted(set(mig) | set(orig), key=order)
+    def secs(edges: dict, o: str) -> float:
+        return (edges[o][1] - edges[o][0]) / 1000
+
+    left = [o for o in mig if o not in orig and (tu_of(o) in oph or is_link_output(o))]
+    # unfinished first, then the original's longest, then the files only the migrated tree has
+    outputs = sorted(set(mig) | set(orig), key=lambda o: (1, -secs(orig, o)) if o in orig else
+                     (0 if o in left else 2, is_link_output(o), -secs(mig, o)))
     at_zero = began_with_ninja(left, orig, oph, a.jobs)
     last_end = max(e for _, e in orig.values())
     rows, completed = [], dict(orig)
     for o in outputs:
         tu = tu_of(o)
-        row = {"edge": o, "migrated_s": round((mig[o][1] - mig[o][0]) / 1000, 1) if o in mig else None}
+        row = {"edge": o, "migrated_s": round(secs(mig, o), 1) if o in mig else None}
         if o in orig:
-            row["original_s"] = round((orig[o][1] - orig[o][0]) / 1000, 1)
+            row["original_s"] = round(secs(orig, o), 1)
         elif o in left:
             done = oph.get(tu, [])
-            if o.endswith(".so"):
-                est, how = (mig[o][1] - mig[o][0]) / 1000, "link priced as the migrated link"
+            if is_link_output(o):
+                est, how = secs(mig, o), "link priced as the migrated link"
             else:
-                est, how = estimate(done, sum(r["s"] for r in mph.get(tu, []) if r["phase"] == HOST) or None)
+                est, how = estimate(done, host_compile_s(mph.get(tu, [])) or None)
             least = lb if o in at_zero else round(sum(r["s"] for r in done), 1)
             row.update({"original_finished": False, "began_with_ninja": o in at_zero,
                         "original_phases_done": [{k: r[k] for k in ("phase", "arch", "s")} for r in done],
@@ -223,15 +215,16 @@ def main(argv: list[str] | None = None) -> int:
         else:
             row["original_s"] = None   # a file only the migrated tree has (generated kernels, stubs)
         rows.append(row)
-    for o in left:          # a link starts when the last object is done
-        if o.endswith(".so"):
-            start_ms = max(e for k, (_, e) in completed.items() if not k.endswith(".so"))
-            completed[o] = (start_ms, start_ms + completed[o][1] - completed[o][0])
+    for o in filter(is_link_output, left):          # a link starts when the last object is done
+        start_ms = max(e for k, (_, e) in completed.items() if not is_link_output(k))
+        completed[o] = (start_ms, start_ms + completed[o][1] - completed[o][0])
     unfinished = [r for r in rows if r.get("original_finished") is False]
     log_text = "# ninja log v7\n" + "".join(
         f"{s}\t{e}\t0\t{o}\t0\n" for o, (s, e) in sorted(completed.items(), key=lambda kv: (kv[1][1], kv[1][0])))
-    est = replay(log_text, a.jobs)
-    mig_replay = replay((d / "migrated.ninja_log").read_text(), a.jobs)
+    with tempfile.TemporaryDirectory() as tmp:    # codemod impact reads a log from a path
+        (Path(tmp) / "ninja_log").write_text(log_text)
+        est = replay(load(str(Path(tmp) / "ninja_log")), a.jobs)
+    mig_replay = replay(mig_loaded, a.jobs)
     env = record["environment"]
     doc = {"schema": "codemod-partial-build/1", "label": a.label, "jobs": a.jobs, "environment": env,
            "migrated": {"wall_s": mig_wall, "cpu_s": record["build"]["cpu_s"], "configure_wall_s":
