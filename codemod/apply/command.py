@@ -187,8 +187,8 @@ def _regenerate(root: Path, target: str, spec, doc: dict | None, update: bool, s
 
     from .style import target_style
 
-    later = migrated.later_rules(root, spec.rule_id)     # every stored manifest read, once
-    overlay, source = migrated.unmigrated(root, spec, doc, later)
+    # every stored manifest read once; without a manifest, git's record adds the rules stacked later
+    overlay, source, later = migrated.unmigrated(root, spec, doc, migrated.later_rules(root, spec.rule_id))
     # the real tree's style: the scratch copy below holds the library, not the repository's
     # .clang-format or pre-commit pin, and would be formatted otherwise than `--write` formatted it
     kwargs = dict(kwargs, formatted=target_style(root, kwargs.get("formatted", True)), later=later)

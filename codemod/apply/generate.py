@@ -936,6 +936,8 @@ def _cmake(root: Path, plan: Plan, cs: ChangeSet, added: str, strings: list[str]
                    strings=[dict(path=p, symbol=symbol_for(p)) for p in strings if (p, symbol_for(p)) not in made])
     if lines:
         at = stacking.cmake_block_at(data.decode(), at, cs.later)
+    else:
+        at = stacking.before_first(data.decode(), stacking.cmake_block_starts(data.decode()), at, cs.later)
     cs.edits.append(Edit(path, at, at, "\n" + block if lines else block + "\n", "kernel strings and legacy option"))
     defines = [spec.legacy_option] + [c["cmake_option"] for c in spec.options["conditional"]]
     end = stacking.before_first(data.decode(), stacking.cmake_options_starts(data.decode()), len(data), cs.later)
