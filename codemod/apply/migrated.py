@@ -183,7 +183,7 @@ def unmigrated(root: Path, spec, doc: dict | None, later: frozenset[str] | None 
     if doc is not None and isinstance(doc.get("edited"), dict) and isinstance(doc.get("files"), dict):
         created = [p for p, h in doc["files"].items() if isinstance(h, dict) and h.get("before") is None]
         edited = {p: (e["before"], e["after"]) for p, e in doc["edited"].items()}
-        source = "the manifest"
+        source, commit = "the manifest", None
     else:
         created, edited, source, commit = _from_git(root, spec)
         later = later | _later_from_git(root, spec.rule_id, commit, edited)
@@ -197,7 +197,45 @@ def unmigrated(root: Path, spec, doc: dict | None, later: frozenset[str] | None 
                              hint="restore it, then run `codemod apply --update` again")
         current = target.read_bytes().decode()      # CRLF kept: the recorded texts have it
         out[path] = original if current == written else _merge(path, current, written, original, stacked)
+    _moved_back(root, out, created, doc, commit)
     return out, source, frozenset(later)
+
+
+def _moved_back(root: Path, out: dict[str, str | None], created: list[str], doc: dict | None,
+                commit: str | None) -> None:
+    """The kernels a migration moved from a unit into its `<unit>_kernels.cuh` (extract.py) go back
+    into the un-migrated unit with the edits made to them since: each change of the header since
+    the migration created it is replayed where its text occurs in the unit (a parameter or body
+    edit in the extracted header is kept, never reverted by a regeneration). Without the header's
+    created text (a manifest records only its hash) or where a change cannot be placed, an
+    Unmigratable names the header."""
+    from .extract import header_path
+
+    for unit, text in list(out.items()):
+        header = header_path(unit) if unit.endswith(".cu") else None
+        if text is None or header not in created or not (root / header).is_file():
+            continue
+        now = (root / header).read_bytes().decode()
+        if commit is not None:
+            prefix = _git(root, "rev-parse", "--show-prefix").strip()
+            then = _git(root, "show", f"{commit}:{prefix}{header}")
+        else:
+            recorded = doc.get("files", {}).get(header) if isinstance(doc, dict) else None
+            if isinstance(recorded, dict) and recorded.get("after") == sha256(now.encode()):
+                continue
+            raise Unmigratable(f"{header} changed since the migration moved {unit}'s kernels into it, and the "
+                               "manifest does not record the text it created", where=header,
+                               hint="commit the migration and regenerate from git history (drop the stored "
+                                    "manifest), or make the change in the kernels' new home after --update")
+        if then == now:
+            continue
+        replayed = _replay_hunks(text, then, now)
+        if replayed is None:
+            raise Unmigratable(f"{header} changed since the migration moved {unit}'s kernels into it, and the "
+                               "change cannot be placed in the unit they came from", where=header,
+                               hint="regenerate before editing the moved kernels, or revert the migration and "
+                                    "apply the rule again")
+        out[unit] = replayed
 
 
 def _git(root: Path, *args: str) -> str:

@@ -149,3 +149,38 @@ def test_a_signature_edit_is_pending_for_its_rule_only_and_update_changes_only_i
     for rule in rules:
         code, said = _check(repo, rule, capsys)
         assert code == 0, (rule.stem, said)
+
+
+@pytest.mark.slow
+def test_an_edit_in_an_extracted_header_is_kept_by_update(tmp_path, capsys):
+    """golden tulib: the migration moves scaled.cu's kernels into tu/scaled_kernels.cuh. A parameter
+    edit made there after the merge is pending for the copied declaration, and `--update` keeps the
+    edit (before, the regeneration re-extracted the kernels from the unit as it was and reverted it)."""
+    repo = tmp_path / "repo"
+    shutil.copytree(GOLDEN / "tulib" / "input", repo)
+    rule = str(GOLDEN / "tulib" / "rule.yaml")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+    diff = tmp_path / "migration.diff"
+    assert main(["apply", "--target", rule, str(repo), "--diff", str(diff), "--no-precheck", "-q"]) == 0
+    _git(repo, "apply", str(diff))
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "migrate")
+    header = repo / "tu" / "scaled_kernels.cuh"
+    old = "row_amax_kernel(const IType *in, float *amax, size_t cols)"
+    text = header.read_text()
+    assert text.count(old) == 1
+    header.write_text(text.replace(old, old.replace("size_t cols", "const size_t cols")))
+    _git(repo, "commit", "-qam", "an upstream edit in the extracted header")
+    assert main(["apply", "--target", rule, str(repo), "--check", "-q"]) == 1
+    update = tmp_path / "update.diff"
+    assert main(["apply", "--target", rule, str(repo), "--update", "--diff", str(update), "--no-precheck",
+                 "-q"]) == 0
+    touched = re.findall(r"^diff --git a/(\S+)", update.read_text(), re.M)
+    assert "tu/scaled_kernels.cuh" not in touched, update.read_text()      # the edit stays
+    assert touched == ["rtc/scaled/kernels.cpp", "rtc/scaled/kernels.h"]
+    _git(repo, "apply", str(update))
+    _git(repo, "commit", "-qam", "regenerate")
+    assert "const size_t cols" in header.read_text()
+    assert main(["apply", "--target", rule, str(repo), "--check", "-q"]) == 0
