@@ -462,10 +462,12 @@ def _layer_cache(root: Path, spec, cs: ChangeSet, head: str, fmt) -> None:
     cfg = layer_cache.settings(spec.layer)
     if cfg is None:
         return
+    layer_cache.check_rule_options(spec.options, spec.rule_id)
     data = (root / cfg["source"]).read_bytes()
     text = fmt(render("layer/rtc_cache.h.j2", banner=head, guard=_guard(cfg["header"]),
                       layer_source=cfg["source"], namespace=cfg["namespace"], env=cfg["env"],
-                      default_dir=cfg["default_dir"], pch=cfg["pch"], minimal=cfg["minimal"]),
+                      default_dir=cfg["default_dir"], pch=cfg["pch"], minimal=cfg["minimal"],
+                      list_options=cfg["list_options"], list_option_prefixes=cfg["list_option_prefixes"]),
                cfg["header"])
     if layer_cache.present(data, cfg["header"]):
         _same_cache(root, cfg["header"], text, spec.rule_id)
@@ -482,11 +484,12 @@ def _layer_cache(root: Path, spec, cs: ChangeSet, head: str, fmt) -> None:
     cs.layer_files.add(cfg["header"])
     cs.new_files[cfg["header"]] = text
     env = cfg["env"]
-    cs.notes.append(f"{cfg['source']}: NVRTC layer with a disk cache shared by the processes of a machine and "
-                    f"per-variant compiles ({cfg['header']}); environment: {env['dir']} (folder, default "
-                    f"$XDG_CACHE_HOME/{cfg['default_dir']}), {env['disable']}=1 (off), {env['max_size']} (bound, "
-                    f"default 1G), {env['record']} (list for `codemod warm`), {env['warm']} (a list compiled by "
-                    f"{env['warm_threads']} background threads), {env['log']} (cache events)"
+    cs.notes.append(f"{cfg['source']}: NVRTC layer with per-variant compiles and an opt-in disk cache shared by "
+                    f"the processes of a machine ({cfg['header']}); environment: {env['dir']}=FOLDER or "
+                    f"{env['prefix']}=1 (on, default folder $XDG_CACHE_HOME/{cfg['default_dir']}; off unless set), "
+                    f"{env['max_size']} (bound, default 1G), {env['record']} (list for `codemod warm`), "
+                    f"{env['warm']} (a list compiled by {env['warm_threads']} background threads), {env['log']} "
+                    f"(cache events)"
                     + (f"; NVRTC's automatic precompiled headers per process ({env['pch']}=0: off)" if cfg["pch"] else "")
                     + (f"; NVRTC's -minimal ({env['minimal']}=0: off)" if cfg["minimal"] else ""))
 

@@ -22,8 +22,47 @@ PROGRAM_FUNCTIONS = ("nvrtcCreateProgram", "nvrtcDestroyProgram", "nvrtcAddNameE
 # NVRTC functions without a program: left as they are.
 PROGRAM_FREE = ("nvrtcVersion", "nvrtcGetErrorString", "nvrtcGetNumSupportedArchs", "nvrtcGetSupportedArchs")
 LOCK_TYPES = ("std::unique_lock", "std::lock_guard", "std::scoped_lock")
-ENV_SUFFIXES = {"dir": "DIR", "disable": "DISABLE", "max_size": "MAX_SIZE", "record": "RECORD", "log": "LOG",
+ENV_SUFFIXES = {"dir": "DIR", "max_size": "MAX_SIZE", "record": "RECORD", "log": "LOG",
                 "warm": "WARM", "warm_threads": "WARM_THREADS", "pch": "PCH", "minimal": "MINIMAL"}
+# The options a recorded list (<prefix>_WARM) may give NVRTC in the generated runtime: exact
+# options, and option prefixes followed by a value. They are the kinds the stubs and the layer pass
+# (the rule's `options` of every rule in rules/ and golden/, -D of build defines, the target, the
+# layer's -I); none writes a file or loads a PCH. The header is the same for every rule stacked on a
+# layer (generate._same_cache), so the list is the layer's, not one rule's: a rule option outside it
+# is an ApplyError (check_rule_options). The layer's PCH / -minimal options join when enabled.
+LIST_OPTIONS = ("-default-device", "--device-int128", "--use_fast_math", "-use_fast_math", "-lineinfo",
+                "--generate-line-info", "--extra-device-vectorization", "-extra-device-vectorization",
+                "--restrict", "-restrict", "--disable-warnings", "-w", "-O0", "-O1", "-O2", "-O3")
+LIST_OPTION_PREFIXES = ("--std=", "-std=", "--gpu-architecture=", "-arch=", "-D", "--define-macro=", "-U",
+                        "--undefine-macro=", "-I", "--include-path=", "--fmad=", "-fmad=", "--ftz=", "-ftz=",
+                        "--prec-div=", "-prec-div=", "--prec-sqrt=", "-prec-sqrt=", "--maxrregcount=",
+                        "-maxrregcount=", "-frandom-seed=")
+PCH_OPTIONS = ("-pch", "-pch-messages=false", "-pch-verbose=false")
+MINIMAL_OPTIONS = ("-minimal",)
+
+
+def list_options(pch: bool, minimal: bool) -> tuple[str, ...]:
+    return LIST_OPTIONS + (PCH_OPTIONS if pch else ()) + (MINIMAL_OPTIONS if minimal else ())
+
+
+def list_option(option: str, pch: bool = False, minimal: bool = False) -> bool:
+    """As the header's list_option: whether a recorded list may give NVRTC `option`."""
+    return option in list_options(pch, minimal) or any(
+        option.startswith(p) and len(option) > len(p) for p in LIST_OPTION_PREFIXES)
+
+
+def check_rule_options(options: dict, rule_id: str) -> None:
+    """The rule's NVRTC options are ones a recorded list may carry (else the layer's warm-up would
+    skip every program of the rule): an ApplyError naming the first that is not."""
+    listed = list(options.get("always", [])) + [c["option"] for c in options.get("conditional", [])]
+    listed += [o for opts in options.get("kernels", {}).values() for o in opts]
+    for o in listed:
+        if not list_option(o):
+            raise ApplyError(f"migrate.options: {o} is not an option the disk cache's warm-up lists may carry "
+                             "(it may write or load a file, or is unknown to the layer)",
+                             where=f"{rule_id}/migrate/options",
+                             hint="remove `cache:` from nvrtc_layer, or add the option's kind to "
+                                  "LIST_OPTIONS in codemod/apply/layer_cache.py after checking NVRTC's docs")
 
 
 _UNQUALIFIED_CALL = re.compile(r"(?<![\w:])(" + "|".join(PROGRAM_FUNCTIONS) + r")\s*\(")
@@ -49,8 +88,10 @@ def settings(layer: dict) -> dict | None:
     prefix = cfg["env_prefix"]
     header = cfg.get("header") or posixpath.join(posixpath.dirname(layer["header"]), "rtc_cache.h")
     namespace = cfg.get("namespace") or "::".join(layer["manager"].lstrip(":").split("::")[:-2])
+    pch, minimal = bool(cfg.get("pch", False)), bool(cfg.get("minimal", False))
     return {"source": layer["source"], "header": header, "namespace": namespace, "default_dir": cfg["default_dir"],
-            "pch": bool(cfg.get("pch", False)), "minimal": bool(cfg.get("minimal", False)),
+            "pch": pch, "minimal": minimal, "list_options": list_options(pch, minimal),
+            "list_option_prefixes": LIST_OPTION_PREFIXES,
             "env": {"prefix": prefix, **{k: f"{prefix}_{v}" for k, v in ENV_SUFFIXES.items()}}}
 
 

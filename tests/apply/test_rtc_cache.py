@@ -75,7 +75,7 @@ class Run:
         self.exe, self.dir, self.mock_log, self.events = exe, tmp / "cache", tmp / "mock.log", tmp / "events.log"
         self.env = {**os.environ, "ACTLIB_RTC_CACHE_DIR": str(self.dir), "MOCK_NVRTC_LOG": str(self.mock_log),
                     "ACTLIB_RTC_CACHE_LOG": str(self.events), **env}
-        for k in ("ACTLIB_RTC_CACHE_DISABLE", "ACTLIB_RTC_CACHE_MAX_SIZE", "ACTLIB_RTC_CACHE_RECORD"):
+        for k in ("ACTLIB_RTC_CACHE", "ACTLIB_RTC_CACHE_MAX_SIZE", "ACTLIB_RTC_CACHE_RECORD"):
             if k not in env:
                 self.env.pop(k, None)
 
@@ -125,7 +125,7 @@ def test_second_process_loads_from_disk(drivers, tmp_path):
 
 
 def test_cache_off_and_folder_untouched(drivers, tmp_path):
-    run = Run(drivers["patched"], tmp_path, ACTLIB_RTC_CACHE_DISABLE="1")
+    run = Run(drivers["patched"], tmp_path, ACTLIB_RTC_CACHE="0")
     _ok(run("run", "a"))
     _ok(run("run", "a"))
     assert run.compiles() == ["&a", "&a"] and not run.dir.exists()
@@ -197,7 +197,7 @@ def test_slow_compile_blocks_no_launch_and_no_other_variant(drivers, tmp_path):
     `fast` and compiles and launches `fresh` at once. The unpatched layer holds its lock for the whole
     compile: the same launch waits there (the test sees the difference)."""
     for cache in ("on", "off"):
-        run = Run(drivers["patched"], tmp_path / cache, **({"ACTLIB_RTC_CACHE_DISABLE": "1"} if cache == "off" else {}))
+        run = Run(drivers["patched"], tmp_path / cache, **({"ACTLIB_RTC_CACHE": "0"} if cache == "off" else {}))
         launch, new, slow = _nolock(run)
         assert launch < 200 and new < 200 and slow >= 1500, (cache, launch, new, slow)
     launch, new, slow = _nolock(Run(drivers["original"], tmp_path / "original"))
@@ -213,7 +213,7 @@ def _nolock(run: Run) -> tuple[float, float, float]:
 
 def test_many_threads_one_compile(drivers, tmp_path):
     for cache in ("on", "off"):
-        run = Run(drivers["patched"], tmp_path / cache, **({"ACTLIB_RTC_CACHE_DISABLE": "1"} if cache == "off" else {}))
+        run = Run(drivers["patched"], tmp_path / cache, **({"ACTLIB_RTC_CACHE": "0"} if cache == "off" else {}))
         assert run("threads", "16", "y:300") == ["ok 16"]
         assert run.compiles() == ["&y"], cache
 
@@ -259,7 +259,7 @@ def test_warm_fills_the_cache_with_real_nvrtc(drivers, tmp_path):
     version = f"{lib.version[0]}.{lib.version[1]}"
     lst = tmp_path / "list.jsonl"
     recorder = Run(drivers["patched"], tmp_path / "rec", ACTLIB_RTC_CACHE_RECORD=str(lst),
-                   ACTLIB_RTC_CACHE_DISABLE="1", MOCK_NVRTC_VERSION=version)
+                   ACTLIB_RTC_CACHE="0", MOCK_NVRTC_VERSION=version)
     _ok(recorder("run", "a", "b"))
     cache = tmp_path / "warm"
     assert main(["warm", str(lst), "--cache-dir", str(cache), "-j", "2", "--json", str(tmp_path / "w.json")]) == 0
@@ -316,7 +316,7 @@ def test_in_process_warm_up_compiles_the_list_in_parallel(drivers, tmp_path):
     not three. The threads are joined at exit."""
     lst = tmp_path / "list.jsonl"
     specs = ("p:400", "q:400", "r:400")
-    recorder = Run(drivers["patched"], tmp_path / "rec", ACTLIB_RTC_CACHE_RECORD=str(lst), ACTLIB_RTC_CACHE_DISABLE="1")
+    recorder = Run(drivers["patched"], tmp_path / "rec", ACTLIB_RTC_CACHE_RECORD=str(lst), ACTLIB_RTC_CACHE="0")
     _ok(recorder("run", *specs))
     run = Run(drivers["patched"], tmp_path / "use", ACTLIB_RTC_CACHE_WARM=str(lst), ACTLIB_RTC_CACHE_WARM_THREADS="3")
     t0 = time.monotonic()
@@ -449,7 +449,7 @@ def test_pch_warm_compiles_as_the_layer(pch_driver, tmp_path):
     except nvrtc.NvrtcNotFound:
         pytest.skip("no libnvrtc")
     lst = tmp_path / "list.jsonl"
-    recorder = Run(pch_driver, tmp_path / "rec", ACTLIB_RTC_CACHE_RECORD=str(lst), ACTLIB_RTC_CACHE_DISABLE="1",
+    recorder = Run(pch_driver, tmp_path / "rec", ACTLIB_RTC_CACHE_RECORD=str(lst), ACTLIB_RTC_CACHE="0",
                    MOCK_NVRTC_VERSION=f"{lib.version[0]}.{lib.version[1]}")
     assert recorder("values", "11", "22", "33") == ["ok 3"]
     cache = tmp_path / "warm"
@@ -610,7 +610,7 @@ def test_minimal_warm_compiles_as_the_layer(minimal_drivers, tmp_path):
         pytest.skip("NVRTC before 12.4 has no -minimal")
     lst = tmp_path / "list.jsonl"
     recorder = Run(minimal_drivers["pch_minimal"], tmp_path / "rec", ACTLIB_RTC_CACHE_RECORD=str(lst),
-                   ACTLIB_RTC_CACHE_DISABLE="1", MOCK_NVRTC_VERSION=f"{lib.version[0]}.{lib.version[1]}")
+                   ACTLIB_RTC_CACHE="0", MOCK_NVRTC_VERSION=f"{lib.version[0]}.{lib.version[1]}")
     _ok(recorder("run", "a", "m:minimalfail"))
     (m,) = [p for p in warm.read_list(lst) if p.names == ["&m"]]
     assert not lib.compile(m.source.decode(), m.filename, {n: c.decode() for n, c in m.headers}, m.options, m.names,
