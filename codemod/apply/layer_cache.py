@@ -98,7 +98,7 @@ def settings(layer: dict) -> dict | None:
     namespace = cfg.get("namespace") or "::".join(layer["manager"].lstrip(":").split("::")[:-2])
     pch, minimal = bool(cfg.get("pch", False)), bool(cfg.get("minimal", False))
     return {"source": layer["source"], "header": header, "namespace": namespace, "default_dir": cfg["default_dir"],
-            "pch": pch, "minimal": minimal, "list_options": list_options(pch, minimal),
+            "pch": pch, "minimal": minimal, "list_options": list_options(pch, minimal), "test": cfg.get("test"),
             "list_option_prefixes": LIST_OPTION_PREFIXES,
             "env": {"prefix": prefix, **{k: f"{prefix}_{v}" for k, v in ENV_SUFFIXES.items()}}}
 
