@@ -38,7 +38,8 @@ ENV_SUFFIXES = {"dir": "DIR", "max_size": "MAX_SIZE", "record": "RECORD", "log":
 # is an ApplyError (check_rule_options). The layer's PCH / -minimal options join when enabled.
 LIST_OPTIONS = ("-default-device", "--device-int128", "--use_fast_math", "-use_fast_math", "-lineinfo",
                 "--generate-line-info", "--extra-device-vectorization", "-extra-device-vectorization",
-                "--restrict", "-restrict", "--disable-warnings", "-w", "-O0", "-O1", "-O2", "-O3")
+                "--restrict", "-restrict", "--disable-warnings", "-w", "-O0", "-O1", "-O2", "-O3",
+                "-G", "--device-debug")       # TE's layer adds -G in debug builds
 LIST_OPTION_PREFIXES = ("--std=", "-std=", "--gpu-architecture=", "-arch=", "-D", "--define-macro=", "-U",
                         "--undefine-macro=", "-I", "--include-path=", "--fmad=", "-fmad=", "--ftz=", "-ftz=",
                         "--prec-div=", "-prec-div=", "--prec-sqrt=", "-prec-sqrt=", "--maxrregcount=",
