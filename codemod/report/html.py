@@ -173,7 +173,8 @@ def render_verify_html(doc: dict, root: Path) -> str:
     return env.get_template("verify/report.html.j2").render(
         doc=doc, ok=doc["ok"] and (doc.get("sass") or {}).get("ok", True), archs=archs, rows=list(rows.values()), failures=list(failures.values()), host=host,
         root=Path(root).resolve().name, slowest=sorted(programs, key=lambda p: -p["seconds"])[:15],
-        failed=[p for p in programs if not p["ok"]], cpu=round(sum(p["cpu_seconds"] for p in programs), 1),
+        failed=[p for p in programs if not p["ok"]], nvrtc_s=sum(p["seconds"] for p in programs),
+        host_s=host["configure_seconds"] + sum(u["seconds"] for u in host["units"]),
         manifests=[Path(m).name for m in doc["manifests"]], sass=doc.get("sass"),
         host_failed=[u for u in host["units"] if not u["ok"]],
         checked=sum(p["variants"] for p in programs if p["config"] == "default" and p["arch"] == archs[0]))
