@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from codemod.analysis.pricing import attach_impact
-from codemod.model import Diagnostic
+from codemod.model import Diagnostic, TranslationUnit
 from codemod.report.html import render_html, short_path
 from tests.html_check import parse, self_contained, with_class
 from tests.impact.conftest import TE_CSV, TE_LOG
@@ -41,7 +41,10 @@ def test_rule_kernels_and_the_critical_unit_are_marked(analyses):
 
 def test_build_seconds_replace_instantiations_with_a_build_log():
     a = _analysis()
+    # a unit the log does not build (added since): no price, an empty cell, the page still renders
+    a.translation_units.append(TranslationUnit("activation/new_since.cu", [], {"cast_kernel": 2}, 2, 0.0, 0))
     attach_impact(a, TE_LOG, [TE_CSV], MOVED)
+    assert a.translation_units[-1].price is None
     a.totals = dict.fromkeys(("translation_units", "entry_points", "kernels", "kernel_templates", "launch_sites",
                               "use_sites", "instantiations", "errors", "warnings"), 0)
     html = render_html(a)
@@ -49,7 +52,9 @@ def test_build_seconds_replace_instantiations_with_a_build_log():
     priced = {tu.file: tu.price["elapsed_s"] for tu in a.translation_units if tu.price}
     # rows longest build first; the critical unit is the longest step of the log
     rows = [attrs["data-tu"] for tag, attrs in elements if tag == "tr" and "data-tu" in attrs]
-    assert rows[:len(priced)] == sorted(priced, key=lambda f: -priced[f])
+    assert rows == sorted(priced, key=lambda f: -priced[f]) + ["activation/new_since.cu"]
+    assert re.search(r'data-tu="activation/new_since.cu"><td data-v="activation/new_since.cu"><code>activation/new_since.cu'
+                     r'</code></td>\s*<td class="n" data-v=""></td>', html)
     assert with_class(elements, "tr", "critical", "data-tu") == [max(priced, key=priced.get)]
     assert "the unit with the longest build step in the log" in html
     # the rule's unit (relu.cu, migrated by MOVED) has its measured and predicted bars
