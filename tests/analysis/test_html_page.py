@@ -80,7 +80,7 @@ def test_diagnostics_grouped_by_id_and_file_without_absolute_paths(analyses, tmp
     assert str(tmp_path) not in html and "/opt/" not in html
     assert not re.search(r"[\s>(\"']/(?:opt|tmp|usr|home|work|root)/", html)
     # one summary row per id (errors first), then per id one group per file, the paths relative
-    summary = re.findall(r'<tr class="(\w+)"><td><a href="#diag-(CM\d+)"><code>\2</code></a></td><td>\w+</td>'
+    summary = re.findall(r'<tr class="(\w+)"><td class="id"><a href="#diag-(CM\d+)"><code>\2</code></a></td><td>\w+</td>'
                          r'<td class="n">(\d+)</td><td class="n">(\d+)</td>', html)
     assert summary == [("error", "CM0101", "4", "2"), ("warning", "CM0102", "1", "1")]
     assert "<summary><code>activation/gelu.cu</code> (2)</summary>" in html
