@@ -178,3 +178,12 @@ def render_verify_html(doc: dict, root: Path) -> str:
         manifests=[Path(m).name for m in doc["manifests"]], sass=doc.get("sass"),
         host_failed=[u for u in host["units"] if not u["ok"]],
         checked=sum(p["variants"] for p in programs if p["config"] == "default" and p["arch"] == archs[0]))
+
+
+def render_compare_html(doc: dict) -> str:
+    """The page of `codemod impact A --against B` (impact.compare's document): both builds' wall
+    and CPU, and every common step's time in A and B, the steps that changed most first."""
+    span = max([r["a_s"] for r in doc["steps"]] + [r["b_s"] for r in doc["steps"]] + [1e-9])
+    env = _filters(_env(), None)
+    steps = sorted(doc["steps"], key=lambda r: (-abs(r["delta_s"]), r["name"]))
+    return env.get_template("impact/compare.html.j2").render(doc=doc, span=span, steps=steps)
