@@ -1,6 +1,7 @@
-"""Self-contained HTML pages of analyze, apply and verify (jinja2 templates under codemod/templates:
-analysis/report.html.j2, apply/report.html.j2, verify/report.html.j2, sharing report/page.html.j2).
-Paths are shown relative to the library root, never as the machine's absolute paths."""
+"""Self-contained HTML pages of analyze, apply, verify and `impact --against` (jinja2 templates under
+codemod/templates: analysis/report.html.j2, apply/report.html.j2, verify/report.html.j2,
+impact/compare.html.j2, sharing report/page.html.j2). Paths are shown relative to the library
+root, never as the machine's absolute paths."""
 
 from __future__ import annotations
 
@@ -18,9 +19,8 @@ _ABS_PATH = re.compile(r"(?<![\w.~/-])/(?:[\w.+@~-]+/)*[\w.+@~-]+")
 
 
 def _env() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.PackageLoader("codemod", "templates"),
-                             autoescape=True, trim_blocks=True, lstrip_blocks=True)
-    return env
+    return jinja2.Environment(loader=jinja2.PackageLoader("codemod", "templates"),
+                              autoescape=True, trim_blocks=True, lstrip_blocks=True)
 
 
 def short_path(path: str | None, root: Path | None) -> str:
