@@ -179,21 +179,26 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
 
 
 def _check_units_read(analysis, spec) -> None:
-    """Stop (ParseError naming it) when a translation unit of migrate.translation_units has a read or
-    parse error: its instantiations are unknown (clang read none of a UTF-16 file), and migrating
-    its kernels would drop the variants only it reaches."""
+    """Stop (ParseError naming it) when a translation unit of migrate.translation_units has errors no
+    diagnostic locates in the library's files: a file clang could not read (UTF-16, unreadable) has
+    no instantiations, and migrating its kernels would drop the variants only it reaches. (Errors at
+    a line of the library leave the kernels they touch static instead: plan._incomplete.)"""
     from ..errors import ParseError
 
+    located = {d.file for d in analysis.diagnostics
+               if d.severity == "error" and d.file and not d.file.startswith("/")}
+    units = {tu.file for tu in analysis.translation_units}
+    if any(f not in units for f in located):
+        return                            # charged to every TU with errors by plan._incomplete
     wanted = set(spec.translation_units)
     for tu in analysis.translation_units:
-        if tu.file in wanted and tu.errors:
-            first = next((d for d in analysis.diagnostics if d.severity == "error" and d.file in (tu.file, None)),
-                         None)
-            why = f": {first.message}" if first else ""
-            raise ParseError(f"{tu.errors} read or parse error(s) in a translation unit the rule migrates{why}",
+        if tu.file in wanted and tu.errors and tu.file not in located:
+            first = next((d.message for d in analysis.diagnostics if d.severity == "error" and not d.file), None)
+            why = f" ({first})" if first else ""
+            raise ParseError(f"clang could not read this translation unit the rule migrates{why}; nothing done",
                              where=tu.file,
-                             hint="fix it (e.g. convert it to UTF-8, check `codemod analyze`), or leave it out of "
-                                  "migrate.translation_units; nothing written")
+                             hint="convert it to UTF-8 and check that it is readable (`codemod analyze` lists "
+                                  "its errors), or leave it out of migrate.translation_units")
 
 
 def _regenerate(root: Path, target: str, spec, doc: dict | None, update: bool, stubs: str | None, kwargs: dict):
