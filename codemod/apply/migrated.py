@@ -73,7 +73,7 @@ def ignored_in_tree(root: Path, spec) -> list[str]:
         notes.append(f"{legacy} is ignored: a manifest inside the tree is never read (an older codemod wrote "
                      "it there; `codemod apply --write` keeps the manifest outside the tree, and `--check`/"
                      "`--update` use git's record of the migration without one)")
-    if os.path.lexists(root / ".codemod") and not state_dir(root)[0].is_relative_to(root.resolve() / ".codemod"):
+    if os.path.lexists(root / ".codemod"):
         notes.append(".codemod/ is ignored: codemod keeps its state outside the tree (docs/reliability.md); "
                      "remove it once no older codemod uses this tree")
     return notes

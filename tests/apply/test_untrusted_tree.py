@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from codemod import tool_state
 from codemod.apply import journal
 from codemod.apply.command import compute
 from codemod.apply.golden import GOLDEN
