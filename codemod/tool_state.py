@@ -43,8 +43,13 @@ def user_state_home() -> Path:
     """codemod's per-user state folder: `$XDG_STATE_HOME/codemod` (when set to an absolute path),
     else `~/.local/state/codemod`."""
     xdg = os.environ.get("XDG_STATE_HOME", "")
-    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".local" / "state"
-    return base / "codemod"
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg) / "codemod"
+    try:
+        return Path.home() / ".local" / "state" / "codemod"
+    except (RuntimeError, KeyError):
+        raise StateError("no home folder to keep codemod's state for a tree outside git in",
+                         hint="set HOME or XDG_STATE_HOME") from None
 
 
 def state_dir(root: Path) -> tuple[Path, Path]:
@@ -58,6 +63,7 @@ def state_dir(root: Path) -> tuple[Path, Path]:
     else:
         home = user_state_home()
         folder, top = home / TREES / hashlib.sha256(os.fsencode(str(root))).hexdigest(), root
+        _check_ancestors(home.parent)
         for f in (home, home / TREES, folder):
             check_folder(f)
     return folder, top
@@ -83,6 +89,26 @@ def check_folder(folder: Path) -> None:
     if st.st_mode & 0o022:
         raise StateError(f"codemod's state folder is writable by group or others (mode {stat.S_IMODE(st.st_mode):o}); "
                          "nothing done", where=str(folder), hint=f"chmod 700 it, or {fix}")
+
+
+def _check_ancestors(folder: Path) -> None:
+    """Refuse (StateError) a per-user state home below a folder another user could rename or replace
+    things in (as ssh's StrictModes does): each existing ancestor must be owned by root or the user,
+    and writable by group or others only with the sticky bit (/tmp)."""
+    for d in (folder, *folder.parents):
+        try:
+            st = os.stat(d)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise StateError(f"cannot use codemod's state folder: {exc.strerror}", where=str(d)) from None
+        if st.st_uid not in (0, os.getuid()):
+            raise StateError(f"codemod's state folder would lie below a folder of another user (uid {st.st_uid}); "
+                             "nothing done", where=str(d), hint="set XDG_STATE_HOME to a folder of your own")
+        if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+            raise StateError("codemod's state folder would lie below a folder others can write to "
+                             f"(mode {stat.S_IMODE(st.st_mode):o}); nothing done", where=str(d),
+                             hint="set XDG_STATE_HOME to a folder of your own")
 
 
 def make_folder(folder: Path, state: Path) -> Path:

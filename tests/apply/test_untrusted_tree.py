@@ -317,6 +317,25 @@ def test_a_per_user_state_folder_that_is_not_ours_is_refused(tmp_path, capsys, h
     assert list(elsewhere.iterdir()) == []
 
 
+@pytest.mark.parametrize("how", ["another user's", "world-writable"])
+def test_a_state_home_below_a_folder_others_control_is_refused(tmp_path, capsys, monkeypatch, how):
+    # HOME=/tmp (CI, containers): /tmp/.local made by someone else first
+    root = _copy(tmp_path / "input")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    if how == "world-writable":
+        os.chmod(shared, 0o777)
+    elif os.getuid() == 0:
+        os.chown(shared, 4242, -1)
+    else:
+        pytest.skip("giving a folder to another user needs root")
+    monkeypatch.setenv("XDG_STATE_HOME", str(shared / ".local" / "state"))
+    code, _, err = _run(capsys, root, "--write")
+    assert code == 2, err
+    _one_line_error(err, str(shared), "nothing done")
+    assert list(shared.iterdir()) == []
+
+
 def test_a_symlinked_lock_file_creates_nothing_at_its_target(actlib_git, outside, capsys):
     folder = journal.state(actlib_git).folder
     folder.mkdir(mode=0o700)
