@@ -117,7 +117,7 @@ def tree_lock(root: Path):
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.read(fd, 64).decode(errors="replace").strip() or "unknown"
+            holder = re.sub(r"[^0-9]", "", os.read(fd, 64).decode(errors="replace")) or "unknown"
             os.close(fd)
             raise ApplyError(f"another `codemod apply` (pid {holder}) is writing this tree; nothing done",
                              where=str(path),
