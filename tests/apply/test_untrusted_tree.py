@@ -174,7 +174,7 @@ def test_a_journal_shipped_in_a_tree_outside_git_is_not_state(tmp_path, outside,
     for mode in ([], ["--check"]):
         code, _, err = _run(capsys, root, *mode)
         assert code == (1 if mode else 0), err
-        assert "recovered" not in err
+        assert "recovered" not in err and "codemod: note: .codemod/ is ignored" in err
     assert _snapshot(outside) == kept and _snapshot(root) == tree
 
 
