@@ -16,6 +16,7 @@ from .. import strict_json
 from ..errors import ApplyError
 from ..tool_state import contained, library_file, make_folder, manifest_path, manifest_paths, state_dir
 from .journal import atomic_write, file_sha256, sha256
+from .patch import _text
 
 class Unmigratable(ApplyError):
     """The tree cannot be un-migrated to regenerate its migration (a merge conflict)."""
@@ -84,8 +85,9 @@ def _manifest_path(root: Path, path, where: str) -> Path:
     try:
         return library_file(root, path)
     except ValueError as exc:
-        raise ApplyError(f"the manifest names a path codemod may not use: {exc}", where=where,
-                         hint="remove it: `codemod apply --update` regenerates it from the migrated tree") from None
+        raise ApplyError(f"the migration's record names a path codemod may not use: {exc}", where=where,
+                         hint="each must be a regular file inside the tree, reached through no symlink; a stored "
+                              "manifest can be removed (`codemod apply --update` regenerates it)") from None
 
 
 def recognised(root: Path, spec) -> str | None:
@@ -209,18 +211,19 @@ def unmigrated(root: Path, spec, doc: dict | None, later: frozenset[str] | None 
                 raise ApplyError(f"the manifest's `edited` entry {p!r} is not a before and after text", where=where,
                                  hint="remove it: `codemod apply --update` regenerates it from the migrated tree")
             edited[p] = (e["before"], e["after"])
-        for p in [*created, *edited]:
-            _manifest_path(root, p, where)
         source = "the manifest"
     else:
         created, edited, source = _from_git(root, spec)
+        where = source
+    for p in [*created, *edited]:
+        _manifest_path(root, p, where)      # written to the scratch copy, read from the tree: no way out
     out: dict[str, str | None] = {p: None for p in created}
     for path, (original, written) in sorted(edited.items()):
         target = root / path
         if not target.is_file():
             raise ApplyError("the migration edited this file, but it is gone", where=path,
                              hint="restore it, then run `codemod apply --update` again")
-        current = target.read_bytes().decode()      # CRLF kept: the recorded texts have it
+        current = _text(target.read_bytes(), path)      # CRLF kept: the recorded texts have it
         out[path] = original if current == written else _merge(path, current, written, original, stacked)
     return out, source
 

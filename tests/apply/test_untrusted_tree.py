@@ -141,6 +141,26 @@ def test_every_manifest_path_is_checked_against_the_tree(actlib_git, outside, ca
     assert _snapshot(outside) == kept
 
 
+def test_git_s_record_of_the_migration_writes_through_no_symlink(actlib_git, outside, capsys):
+    # no manifest: --check un-migrates from the commit that added kernels.h; an edited file since
+    # replaced by a symlink out of the tree must not lead the scratch copy's write out
+    root = actlib_git
+    assert main(["apply", "--target", RULE, str(root), "--write", "--no-precheck", "-q"]) == 0
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "migrate")
+    manifest_path(root, "activation").unlink()
+    assert _run(capsys, root, "--check")[0] == 0                   # git's record alone: regenerated, equal
+    victim = outside / "victim.txt"
+    victim.write_bytes((root / "CMakeLists.txt").read_bytes())      # what the migration wrote
+    (root / "CMakeLists.txt").unlink()
+    (root / "CMakeLists.txt").symlink_to(victim)
+    kept = _snapshot(outside)
+    code, _, err = _run(capsys, root, "--check")
+    assert code == 2, err
+    _one_line_error(err, "git commit", "CMakeLists.txt", "symlink")
+    assert _snapshot(outside) == kept
+
+
 # --- the journal and the state folder ------------------------------------------------------------
 
 def _plant_journal(folder: Path, files: list, dirs=(), backups: dict | None = None) -> Path:
