@@ -161,6 +161,18 @@ def test_git_s_record_of_the_migration_writes_through_no_symlink(actlib_git, out
     assert _snapshot(outside) == kept
 
 
+def test_a_non_utf8_byte_in_an_edited_file_is_one_line_when_un_migrating(actlib_git, capsys):
+    root = actlib_git
+    assert main(["apply", "--target", RULE, str(root), "--write", "--no-precheck", "-q"]) == 0
+    capsys.readouterr()
+    cmake = root / "CMakeLists.txt"
+    cmake.write_bytes(cmake.read_bytes() + b"# caf\xe9\n")
+    for mode in (["--check"], ["--update"]):
+        code, _, err = _run(capsys, root, *mode)
+        assert code == 2, err
+        _one_line_error(err, "CMakeLists.txt", "not UTF-8")
+
+
 # --- the journal and the state folder ------------------------------------------------------------
 
 def _plant_journal(folder: Path, files: list, dirs=(), backups: dict | None = None) -> Path:
