@@ -471,7 +471,8 @@ def _precheck(root: Path, files: dict, plan, progress) -> None:
         also = f"; {BLACKWELL_ARCH} for the {len(blackwell)} kernel(s) whose body needs it" if blackwell else ""
         progress(f"apply: compiling the generated kernel strings with NVRTC (sm_90{also}, the name expressions "
                  "of a cover of the variants)")
-    problems, note = precheck(root, files, [(manifest_path(root, plan.spec.rule_id), plan.manifest)], blackwell)
+    problems, note = precheck(root, files, [(manifest_path(root, plan.spec.rule_id), plan.manifest)], blackwell,
+                              progress)
     if note:
         print(f"note: {note}", file=sys.stderr)
     if problems:
@@ -485,7 +486,8 @@ def _precheck(root: Path, files: dict, plan, progress) -> None:
     if progress:
         progress(f"apply: parsing the rule's {len(units)} translation unit(s) as migrated, for errors in "
                  f"{plan.spec.output_dir}/kernels.h, its sections and the rewritten lines")
-    errors = kernels_h_errors(root, plan.spec.output_dir, plan.spec.include_dirs, files, units=units)
+    errors = kernels_h_errors(root, plan.spec.output_dir, plan.spec.include_dirs, files, units=units,
+                              progress=progress)
     if errors:
         raise ApplyError(f"{plan.spec.output_dir}/kernels.h, its sections or the rewritten launches do not "
                          "compile where the rule's units include them; nothing written:\n" + "\n".join(errors[:20])
