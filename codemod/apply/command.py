@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -147,6 +148,7 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
             progress(f"apply: predicting the build from {build_log.name}")
         plan.build_order = build_order.plan(root, spec, analysis, {kp.kernel.id for kp in plan.kernels}, build_log,
                                             list(nvcc_times), jobs, policy, cmake)
+        plan.prediction = analysis.impact
         build_order.add_edit(spec, plan.build_order, cs, version)
     # formatted before the manifest records each file's hash
     style = target_style(root, formatted)
@@ -413,6 +415,10 @@ def _run(args, root: Path) -> int:
     if report_path:
         _write_output("--report", report_path, report)
     summary = _summary(files, plan, report_path)
+    if plan is not None and plan.prediction:
+        from ..analysis.pricing import prediction_line
+
+        print(f"apply: {prediction_line(plan.prediction)}", file=sys.stderr)
     if args.check:
         done = report.splitlines()[0] if not files and report.startswith("already migrated") else "nothing to do"
         print(summary if files else done, file=sys.stderr)
@@ -436,6 +442,10 @@ def _run(args, root: Path) -> int:
         _write_output("--diff", args.diff, diff)
         if plan is not None and plan.manifest:
             _write_output("--diff", manifest_beside(args.diff), plan.manifest)
+        if plan is not None and plan.prediction:
+            _write_output("--diff", what_if_beside(args.diff), json.dumps({"what_if": plan.prediction["what_if"]},
+                                                                          indent=1, sort_keys=True) + "\n")
+            summary += f"; what-if for `codemod impact --what-if`: {what_if_beside(args.diff)}"
         print(f"{summary}; diff: {args.diff}" + (f". Next: {_apply_hint(top, *diffs)}" if files else ""),
               file=sys.stderr)
     else:
@@ -451,6 +461,11 @@ def _apply_hint(top: Path | None, *diffs: Path) -> str:
         return " && ".join(f"git apply {d}" for d in diffs) + " (from the library root)"
     return " && ".join(f"git -C {top} apply --check {d.resolve()} && git -C {top} apply {d.resolve()}"
                        for d in diffs)
+
+
+def what_if_beside(diff: Path) -> Path:
+    """Where `--diff FILE --build-log LOG` puts the priced what-if (`codemod impact LOG --what-if` reads it)."""
+    return diff.with_suffix(diff.suffix + ".what_if.json")
 
 
 def manifest_beside(diff: Path) -> Path:

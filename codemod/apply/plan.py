@@ -82,6 +82,9 @@ class Plan:
     outside_units: list[str] = field(default_factory=list)
     # apply --build-log with the rule's migrate.cmake.build_order (build_order.BuildOrder)
     build_order: object | None = None
+    # apply --build-log: the predicted build (analysis.impact of pricing.attach_impact: the what-if
+    # analyze prices for the same rule and log)
+    prediction: dict | None = None
     # translation unit -> the header its kernels' device code moves into (extract.Extraction)
     extractions: dict = field(default_factory=dict)
     # the migration manifest (JSON text, migrated.record): stored outside the tree
