@@ -12,25 +12,9 @@ import json
 import os
 from pathlib import Path
 
-from ..frontend.toolchain import cache_root
+from ..frontend.toolchain import cache_root, private_dir
 
 CACHE_FORMAT = 1
-
-
-def private_dir(path: Path) -> Path:
-    """`path` and any missing parent created 0700 (umask aside: chmod after mkdir)."""
-    missing = []
-    p = path
-    while not p.exists():
-        missing.append(p)
-        p = p.parent
-    for d in reversed(missing):
-        try:
-            d.mkdir(mode=0o700)
-        except FileExistsError:
-            continue
-        os.chmod(d, 0o700)
-    return path
 
 
 def folder(kind: str) -> Path:

@@ -61,10 +61,12 @@ def kernels_h_errors(root: Path, output_dir: str, include_dirs: list[str], files
     `units` (paths under root; default: a unit that includes kernels.h first) are parsed with `files`
     (path -> (old, new) text) over the tree. Empty when kernels.h is not among the files.
 
-    A unit that parsed clean before with the same inputs is not parsed again (`_unit_key`: libclang's
-    identity, the toolchain, the flags, the unit, every migration file's old and new text; the entry
-    holds the hash of every file the parse included, checked before it is reused). `progress(message)`
-    gets the cache's count and a line per unit parsed."""
+    A unit that parsed clean before with the same inputs is not parsed again: the key holds libclang's
+    identity, the toolchain, the flags, the unit and the names of the migration's files; the entry
+    holds the hash of every file the parse included (for a migration file: the text clang was given
+    and the text it replaces), each checked before the entry is reused, so an edit the unit does not
+    include (the CMake file of a build-order edit) keeps it. `progress(message)` gets the cache's
+    count and a line per unit parsed."""
     import clang.cindex as ci
 
     from ..frontend.toolchain import make_toolchain
@@ -93,12 +95,16 @@ def kernels_h_errors(root: Path, output_dir: str, include_dirs: list[str], files
     written = {str(top / path): _written_lines(old, new) for path, (old, new) in files.items()
                if old is not None and new is not None}
     ours = {name for name, _ in unsaved}
-    migration = sorted((path, check_cache.sha_text(old), check_cache.sha_text(new))
-                       for path, (old, new) in files.items())
-    base_key = [check_cache.libclang_identity(), tc.fingerprint(), flags, str(top), migration]
+    # what clang sees of each migration file, and what `written` derives from (its old text)
+    seen = {os.path.normpath(name): check_cache.key(text, files.get(os.path.relpath(name, top), (None, None))[0])
+            for name, text in unsaved}
+    base_key = [check_cache.libclang_identity(), tc.fingerprint(), flags, str(top), sorted(ours)]
     shas: dict[str, str | None] = {}
 
     def sha(name: str) -> str | None:
+        name = os.path.normpath(name)       # clang may spell an included path with `..`
+        if name in seen:
+            return seen[name]
         if name not in shas:
             shas[name] = check_cache.sha_file(Path(name))
         return shas[name]
@@ -108,7 +114,7 @@ def kernels_h_errors(root: Path, output_dir: str, include_dirs: list[str], files
         return entry is not None and all(sha(name) == h for name, h in entry.get("closure", {}).items())
 
     def parse(unit: str) -> tuple[list[str], list[str]]:
-        """(errors, the on-disk files the parse included)."""
+        """(errors, the files the parse included, the unit first)."""
         tu = ci.Index.create().parse(str(top / unit), args=flags, unsaved_files=unsaved)
         out = []
         for d in tu.diagnostics:
@@ -120,8 +126,7 @@ def kernels_h_errors(root: Path, output_dir: str, include_dirs: list[str], files
                     or (d.severity >= ci.Diagnostic.Fatal and where in ours):
                 rel = os.path.relpath(where, top) if where else "?"
                 out.append(f"{unit}: {rel}:{d.location.line}:{d.location.column}: {d.spelling}")
-        included = {str(top / unit)} | {inc.include.name for inc in tu.get_includes()}
-        return out, sorted(n for n in included if n not in ours)
+        return out, sorted({str(top / unit)} | {inc.include.name for inc in tu.get_includes()})
 
     keys = {unit: check_cache.key("kernels-h-parse", *base_key, unit) for unit in units}
     todo = [u for u in units if not cached(u, keys[u])]

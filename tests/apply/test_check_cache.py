@@ -98,10 +98,11 @@ def test_the_cache_folders_are_private(tmp_path, counted, capsys):
     root = tmp_path / "input"
     shutil.copytree(GOLDEN / "actlib" / "input", root)
     _dry_run(root, tmp_path / "p.diff", capsys)
-    for kind in ("precheck", "kernels-h-parse"):
+    for kind in ("precheck", "kernels-h-parse", "parse", "analysis"):
         folder = tmp_path / "cache" / kind
         assert any(folder.glob("*.json")), kind
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700, kind
+    assert stat.S_IMODE((tmp_path / "cache").stat().st_mode) == 0o700
     assert not any(p.name in ("precheck", "kernels-h-parse") for p in root.rglob("*"))
 
 
@@ -111,3 +112,23 @@ def test_quiet_prints_no_progress(tmp_path, counted, capsys):
     assert main(["apply", "--target", RULE, str(root), "--diff", str(tmp_path / "q.diff"), "-q"]) == 0
     err = capsys.readouterr().err
     assert "precheck" not in err and "parse as migrated" not in err
+
+
+def test_an_edit_no_unit_includes_keeps_the_entries(tmp_path, counted, capsys):
+    """--build-log adds a CMake edit to the migration: no unit includes the CMake file, so neither
+    the kernel strings nor the units' parses change, and nothing is compiled or parsed again."""
+    from tests.apply.test_build_order import BUILD, _ninja_log, _nvcc_csv
+
+    root = tmp_path / "input"
+    shutil.copytree(GOLDEN / "actlib" / "input", root)
+    _dry_run(root, tmp_path / "first.diff", capsys)
+    log, csv = tmp_path / "actlib.ninja_log", tmp_path / "actlib.csv"
+    log.write_text(_ninja_log(BUILD))
+    csv.write_text(_nvcc_csv(BUILD))
+    counted["nvrtc"].clear(), counted["parse"].clear()
+    out = tmp_path / "ordered.diff"
+    assert main(["apply", "--target", RULE, str(root), "--diff", str(out), "--build-log", str(log),
+                 "--nvcc-time", str(csv)]) == 0
+    capsys.readouterr()
+    assert "actlib_longest_sources" in out.read_text()          # the migration differs: CMakeLists.txt
+    assert counted["nvrtc"] == [] and counted["parse"] == []
