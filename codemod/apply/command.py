@@ -126,7 +126,7 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     order = build_order.settings(spec) if build_log is not None else None
     cmake = build_order.check_cmake(root, spec, order["variable"]) if order else None   # refuse before analysing
     analysis = analyze(root, [rule], progress=progress)
-    plan = build_plan(root, analysis, spec, only=only, exclude=exclude)
+    plan = build_plan(root, analysis, spec, only=only, exclude=exclude, progress=progress)
     plan.entry_points = list(analysis.entry_points)
     version = version or __version__
     if review is not None and plan.kernels:
@@ -139,6 +139,9 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     if not plan.kernels:
         from .changeset import ChangeSet
         return {}, render_report(plan, ChangeSet(), {}), plan
+    if progress:
+        progress(f"apply: generating the migration of {len(plan.kernels)} kernel(s): kernel strings, stubs, "
+                 "launch-site rewrites, CMake")
     cs = generate(root, plan, version, formatted, later)
     for note in cs.notes:
         if note.startswith("warning: "):
@@ -152,7 +155,10 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
         build_order.add_edit(spec, plan.build_order, cs, version)
     # formatted before the manifest records each file's hash
     style = target_style(root, formatted)
-    files = format_edits(apply_edits(root, cs), style)
+    edited = apply_edits(root, cs)
+    if progress and formatted:
+        progress(f"apply: formatting {len(edited)} file(s) in the target's style")
+    files = format_edits(edited, style)
     plan.layer = layer_part(root, cs, files, lambda f: format_edits(f, style))
     rewritten = {path for path, (old, _) in files.items() if old is not None}
     if rewritten:

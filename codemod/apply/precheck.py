@@ -109,8 +109,10 @@ def _compile_all(programs: list, progress) -> list:
                 check_cache.put(CACHE_KIND, keys[i], {"kernel": result.kernel, "target": programs[i].target,
                                                       "seconds": round(result.seconds, 3)})
             if progress:
+                # verify's words (verify/programs.py), under apply's prefix
+                status = "ok" if result.ok else f"FAILED ({len(result.failures)} failure(s))"
                 progress(f"apply: precheck [{n}/{len(todo)}] {programs[i].label}: "
-                         f"{'ok' if result.ok else 'FAILED'} in {result.seconds:.1f}s")
+                         f"{result.variants} variant(s) {status} in {result.seconds:.2f} s")
     return results
 
 

@@ -146,7 +146,7 @@ def kernels_h_errors(root: Path, output_dir: str, include_dirs: list[str], files
                 check_cache.put(CACHE_KIND, keys[unit], {"unit": unit, "closure": {name: sha(name) for name in included}})
             if progress:
                 progress(f"apply: parse as migrated [{n}/{len(todo)}] {unit}: "
-                         f"{f'{len(found)} error(s)' if found else 'clean'} in {seconds:.1f}s")
+                         f"{f'{len(found)} error(s)' if found else 'clean'} in {seconds:.2f} s")
     return [e for unit in units for e in errors.get(unit, [])]
 
 

@@ -68,6 +68,8 @@ def test_a_second_dry_run_compiles_and_parses_nothing_and_a_changed_header_misse
     assert compiled and parsed, (compiled, parsed)
     assert "0 passed before with the same inputs (cache)" in first
     assert f"precheck [{len(compiled)}/{len(compiled)}]" in first
+    assert f"parse as migrated [{len(parsed)}/{len(parsed)}]" in first
+    assert "apply: planning [1/" in first and "apply: generating the migration of" in first
 
     counted["nvrtc"].clear(), counted["parse"].clear()
     second = _dry_run(root, tmp_path / "second.diff", capsys)
@@ -111,7 +113,7 @@ def test_quiet_prints_no_progress(tmp_path, counted, capsys):
     shutil.copytree(GOLDEN / "actlib" / "input", root)
     assert main(["apply", "--target", RULE, str(root), "--diff", str(tmp_path / "q.diff"), "-q"]) == 0
     err = capsys.readouterr().err
-    assert "precheck" not in err and "parse as migrated" not in err
+    assert "precheck" not in err and "parse as migrated" not in err and "apply: planning" not in err
 
 
 def test_an_edit_no_unit_includes_keeps_the_entries(tmp_path, counted, capsys):
