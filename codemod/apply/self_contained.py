@@ -62,11 +62,11 @@ def kernels_h_errors(root: Path, output_dir: str, include_dirs: list[str], files
     (path -> (old, new) text) over the tree. Empty when kernels.h is not among the files.
 
     A unit that parsed clean before with the same inputs is not parsed again: the key holds libclang's
-    identity, the toolchain, the flags, the unit and the names of the migration's files; the entry
-    holds the hash of every file the parse included (for a migration file: the text clang was given
-    and the text it replaces), each checked before the entry is reused, so an edit the unit does not
-    include (the CMake file of a build-order edit) keeps it. `progress(message)` gets the cache's
-    count and a line per unit parsed."""
+    identity, this module's source, the toolchain, the flags, the unit and the names of the
+    migration's files; the entry holds the hash of every file the parse included (for a migration
+    file: the text clang was given and the text it replaces), each checked before the entry is
+    reused, so an edit the unit does not include (the CMake file of a build-order edit) keeps it.
+    `progress(message)` gets the cache's count and a line per unit parsed."""
     import clang.cindex as ci
 
     from ..frontend.toolchain import make_toolchain
@@ -98,7 +98,9 @@ def kernels_h_errors(root: Path, output_dir: str, include_dirs: list[str], files
     # what clang sees of each migration file, and what `written` derives from (its old text)
     seen = {os.path.normpath(name): check_cache.key(text, files.get(os.path.relpath(name, top), (None, None))[0])
             for name, text in unsaved}
-    base_key = [check_cache.libclang_identity(), tc.fingerprint(), flags, str(top), sorted(ours)]
+    # this module's source too: which diagnostics count is decided here
+    base_key = [check_cache.libclang_identity(), check_cache.sha_file(Path(__file__)), tc.fingerprint(), flags,
+                str(top), sorted(ours)]
     shas: dict[str, str | None] = {}
 
     def sha(name: str) -> str | None:
