@@ -15,7 +15,7 @@ from pathlib import Path
 from .. import __version__
 from ..errors import ParseError, UsageError
 from ..frontend.parse import indexer_hash, parse_all
-from ..frontend.toolchain import cache_root
+from ..frontend.toolchain import cache_root, private_dir
 from ..model import (SCHEMA_VERSION, Analysis, Axis, Diagnostic, EntryPoint, Kernel, Site,
                      TemplateParam, TranslationUnit, json_fields)
 from ..rule import Rule
@@ -122,7 +122,7 @@ def analyze(root: Path, rules: list[Rule], compile_db: Path | None = None, jobs:
     analysis_started = time.perf_counter()
     result = _analyze_facts(root, rules, tus, facts_list, stats, started, scans)
     stats["analysis_seconds"] = round(time.perf_counter() - analysis_started, 2)
-    cached.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(cached.parent)
     tmp = cached.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(dumps(result))
     os.replace(tmp, cached)

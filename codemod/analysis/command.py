@@ -55,6 +55,10 @@ def run(args) -> int:
     from ..report.text import render
 
     print(render(result, verbose=args.verbose))
+    if result.impact and result.impact.get("what_if"):
+        from .pricing import prediction_line
+
+        print(prediction_line(result.impact))
     if args.json:
         args.json.write_text(dumps(result, indent=1) + "\n")
     if args.html:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -130,7 +131,7 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     cmake = build_order.check_cmake(root, spec, order["variable"]) if order else None   # refuse before analysing
     analysis = analyze(root, [rule], progress=progress)
     _check_units_read(analysis, spec)
-    plan = build_plan(root, analysis, spec, only=only, exclude=exclude)
+    plan = build_plan(root, analysis, spec, only=only, exclude=exclude, progress=progress)
     plan.entry_points = list(analysis.entry_points)
     version = version or __version__
     if review is not None and plan.kernels:
@@ -143,6 +144,9 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     if not plan.kernels:
         from .changeset import ChangeSet
         return {}, render_report(plan, ChangeSet(), {}), plan
+    if progress:
+        progress(f"apply: generating the migration of {len(plan.kernels)} kernel(s): kernel strings, stubs, "
+                 "launch-site rewrites, CMake")
     cs = generate(root, plan, version, formatted, later)
     for note in cs.notes:
         if note.startswith("warning: "):
@@ -152,10 +156,14 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
             progress(f"apply: predicting the build from {build_log.name}")
         plan.build_order = build_order.plan(root, spec, analysis, {kp.kernel.id for kp in plan.kernels}, build_log,
                                             list(nvcc_times), jobs, policy, cmake)
+        plan.prediction = analysis.impact
         build_order.add_edit(spec, plan.build_order, cs, version)
     # formatted before the manifest records each file's hash
     style = target_style(root, formatted)
-    files = format_edits(apply_edits(root, cs), style)
+    edited = apply_edits(root, cs)
+    if progress and formatted:
+        progress(f"apply: formatting {len(edited)} file(s) in the target's style")
+    files = format_edits(edited, style)
     plan.layer = layer_part(root, cs, files, lambda f: format_edits(f, style))
     rewritten = {path for path, (old, _) in files.items() if old is not None}
     if rewritten:
@@ -450,6 +458,10 @@ def _run(args, root: Path) -> int:
     if report_path:
         _write_output("--report", report_path, report)
     summary = _summary(files, plan, report_path)
+    if plan is not None and plan.prediction:
+        from ..analysis.pricing import prediction_line
+
+        print(f"apply: {prediction_line(plan.prediction)}", file=sys.stderr)
     if args.html:
         from ..report.html import render_apply_html
 
@@ -477,6 +489,10 @@ def _run(args, root: Path) -> int:
         _write_output("--diff", args.diff, diff)
         if plan is not None and plan.manifest:
             _write_output("--diff", manifest_beside(args.diff), plan.manifest)
+        if plan is not None and plan.prediction:
+            _write_output("--diff", what_if_beside(args.diff), json.dumps({"what_if": plan.prediction["what_if"]},
+                                                                          indent=1, sort_keys=True) + "\n")
+            summary += f"; what-if for `codemod impact --what-if`: {what_if_beside(args.diff)}"
         print(f"{summary}; diff: {args.diff}" + (f". Next: {_apply_hint(top, *diffs)}" if files else ""),
               file=sys.stderr)
     else:
@@ -492,6 +508,11 @@ def _apply_hint(top: Path | None, *diffs: Path) -> str:
         return " && ".join(f"git apply {d}" for d in diffs) + " (from the library root)"
     return " && ".join(f"git -C {top} apply --check {d.resolve()} && git -C {top} apply {d.resolve()}"
                        for d in diffs)
+
+
+def what_if_beside(diff: Path) -> Path:
+    """Where `--diff FILE --build-log LOG` puts the priced what-if (`codemod impact LOG --what-if` reads it)."""
+    return diff.with_suffix(diff.suffix + ".what_if.json")
 
 
 def manifest_beside(diff: Path) -> Path:
@@ -512,7 +533,8 @@ def _precheck(root: Path, files: dict, plan, progress) -> None:
         also = f"; {BLACKWELL_ARCH} for the {len(blackwell)} kernel(s) whose body needs it" if blackwell else ""
         progress(f"apply: compiling the generated kernel strings with NVRTC (sm_90{also}, the name expressions "
                  "of a cover of the variants)")
-    problems, note = precheck(root, files, [(manifest_path(root, plan.spec.rule_id), plan.manifest)], blackwell)
+    problems, note = precheck(root, files, [(manifest_path(root, plan.spec.rule_id), plan.manifest)], blackwell,
+                              progress)
     if note:
         print(f"note: {note}", file=sys.stderr)
     if problems:
@@ -526,7 +548,8 @@ def _precheck(root: Path, files: dict, plan, progress) -> None:
     if progress:
         progress(f"apply: parsing the rule's {len(units)} translation unit(s) as migrated, for errors in "
                  f"{plan.spec.output_dir}/kernels.h, its sections and the rewritten lines")
-    errors = kernels_h_errors(root, plan.spec.output_dir, plan.spec.include_dirs, files, units=units)
+    errors = kernels_h_errors(root, plan.spec.output_dir, plan.spec.include_dirs, files, units=units,
+                              progress=progress)
     if errors:
         raise ApplyError(f"{plan.spec.output_dir}/kernels.h, its sections or the rewritten launches do not "
                          "compile where the rule's units include them; nothing written:\n" + "\n".join(errors[:20])

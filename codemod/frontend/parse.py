@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .. import __version__, strict_json
 from .compile_db import load as load_compile_db
-from .toolchain import WRAPPER_STUBS, Toolchain, cache_root, flags_from_compile_db, make_toolchain
+from .toolchain import WRAPPER_STUBS, Toolchain, cache_root, flags_from_compile_db, make_toolchain, private_dir
 
 CACHE_FORMAT = 4  # 4: shared parses carry cut_at (MEMBER_MARK)
 
@@ -269,8 +269,7 @@ def _run_jobs(job_list: list[ParseJob], root: Path, fp: str, jobs: int | None, u
     prefix PCHs are built by the workers first. Returns the facts in job order with a redone
     parse's TUs after the rest (the order the merge sees), and counts.
     """
-    cache_dir = cache_root() / "parse"
-    cache_dir.mkdir(parents=True, exist_ok=True)
+    cache_dir = private_dir(cache_root() / "parse")
     results: dict[str, dict] = {}
     redo: dict[str, list[ParseJob]] = {}
     queue: list[tuple] = []   # heap of (-cost, order, job, cache path)

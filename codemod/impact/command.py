@@ -26,6 +26,9 @@ def add_parser(sub) -> None:
                    help="what-if: the matching steps disappear (moved to NVRTC); repeatable")
     p.add_argument("--scale", action="append", default=[], metavar="GLOB=FACTOR",
                    help="what-if: multiply the matching steps' durations; repeatable")
+    p.add_argument("--what-if", metavar="FILE",
+                   help="the what-if priced by `apply --build-log --diff F` (F.what_if.json) or `analyze "
+                        "--build-log --json F`: replays exactly the prediction those commands print")
     p.add_argument("-j", "--jobs", type=int, metavar="N",
                    help="replay with -j N (default: the recorded build's peak concurrency; 0 = unlimited)")
     p.add_argument("--policy", choices=sorted(POLICIES), help="ninja scheduling policy (default: from the log version)")
@@ -69,7 +72,7 @@ def dumps(doc: dict) -> str:
 
 def run(args) -> int:
     from . import report_text
-    from .predict import analyse, limit_steps, load, parse_scale
+    from .predict import describe_what_if, limit_steps, load, parse_scale, predict, prediction_line, read_what_if
 
     if args.cores is not None and args.cores <= 0:
         raise UsageError(f"--cores must be positive, got {args.cores}")
@@ -95,8 +98,15 @@ def run(args) -> int:
         return 0
     # the HTML report and the trace draw every step; the JSON lists STEPS_LISTED unless --all-steps
     every_row = args.all_steps or bool(args.html or args.trace)
-    doc = analyse(loaded, remove=args.remove, scale=parse_scale(args.scale), jobs=args.jobs,
-                  policy=args.policy, cores=args.cores, alpha=args.contention,
+    if args.what_if:
+        if args.remove or args.scale:
+            raise UsageError("--what-if is the whole what-if; --remove/--scale would change it",
+                             hint="use --what-if alone, or --remove/--scale alone")
+        what_if = read_what_if(args.what_if)
+    else:
+        what_if = {"remove": args.remove, "scale": parse_scale(args.scale)}
+        what_if["description"] = describe_what_if(what_if["remove"], what_if["scale"])
+    doc = predict(loaded, what_if, jobs=args.jobs, policy=args.policy, cores=args.cores, alpha=args.contention,
                   max_steps=None if every_row else STEPS_LISTED)
     if args.json:
         _write(args.json, dumps(doc if args.all_steps else limit_steps(doc, STEPS_LISTED)))
@@ -110,9 +120,12 @@ def run(args) -> int:
         _write(args.trace, strict_json.dumps(build_trace(doc), "trace", separators=(",", ":")) + "\n")
     if not quiet:
         sys.stdout.write(report_text.render(doc, args.top))
+        opts = doc["options"]
+        sys.stdout.write(prediction_line(doc["predicted_wall_s"], what_if["description"], opts["jobs"], opts["jobs_source"],
+                                         opts["policy"]) + "\n")
         written = [f for f in (args.json, args.html, args.trace) if f]
         if written:
             sys.stdout.write(f"wrote {', '.join(written)}\n")
-        elif not (args.remove or args.scale):
+        elif not (args.remove or args.scale or args.what_if):
             sys.stdout.write("next: add --remove GLOB / --scale GLOB=F for a what-if, --html FILE for the report\n")
     return 0
