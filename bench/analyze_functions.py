@@ -3,10 +3,10 @@
 
     .venv/bin/python bench/analyze_functions.py [--n 10000 20000 40000] [--no-baseline]
 
-Per N: the CPU seconds of the parse (libclang) and of the walk (`index_tu`), with the current
-macro-invocation lookup and, as the baseline in the same run, with the lookup it replaced
-(`clang_getCursor` at each position, restored here for the measurement only). The facts of both
-must be equal. Writes bench/results/analyze_functions.{json,txt}.
+Per N: the CPU seconds of the parse (libclang) and of the walk (`index_tu`), with the current code
+and, as the baseline in the same run, with the two lookups it replaced, restored here for the
+measurement only: `clang_getCursor` at each position for a macro invocation, and a search for a
+launch's `<<<` to the end of the file. The facts of both must be equal. Writes bench/results/analyze_functions.{json,txt}.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import clang.cindex as ci  # noqa: E402
 from codemod.frontend import locations  # noqa: E402
 from codemod.frontend.clang_index import index_tu, parse_tu  # noqa: E402
 from codemod.frontend.cursors import CK  # noqa: E402
+from codemod.frontend.recognizers import launches  # noqa: E402
 from codemod.frontend.toolchain import make_toolchain  # noqa: E402
 
 
@@ -62,10 +63,23 @@ def legacy_macro_instantiation(self, fname: str, off: int):
     return m
 
 
+def legacy_chevron_texts(text: str, off: int):
+    """The search before issue 33: `<<<` anywhere after `off` (the baseline)."""
+    i = text.find("<<<", off)
+    j = text.find(">>>", i + 3) if i >= 0 else -1
+    if i < 0 or j < 0 or text.find(";", off, i) >= 0:
+        return None
+    return current_chevron_texts(text, off)
+
+
+current_chevron_texts = launches.chevron_texts
+
+
 def measure(root: Path, flags: list[str], baseline: bool) -> tuple[dict, dict]:
     current = locations.Locator._macro_instantiation
     if baseline:
         locations.Locator._macro_instantiation = legacy_macro_instantiation
+        launches.chevron_texts = legacy_chevron_texts
     try:
         c0 = time.process_time()
         tu, _ = parse_tu(root / "api.cu", root, flags)
@@ -74,6 +88,7 @@ def measure(root: Path, flags: list[str], baseline: bool) -> tuple[dict, dict]:
         c2 = time.process_time()
     finally:
         locations.Locator._macro_instantiation = current
+        launches.chevron_texts = current_chevron_texts
     sites = sum(len(f["sites"]) for f in facts["functions"].values())
     return ({"parse_cpu_s": round(c1 - c0, 2), "walk_cpu_s": round(c2 - c1, 2), "total_cpu_s": round(c2 - c0, 2),
              "functions": len(facts["functions"]), "sites": sites}, facts)
