@@ -48,6 +48,7 @@ VALUED = (
     ("-dopt=", r"(?:on|off)"), ("--dopt=", r"(?:on|off)"),
     ("-maxrregcount=", r"[0-9]{1,4}"), ("--maxrregcount=", r"[0-9]{1,4}"),
     ("-O", r"[0-3]"),
+    ("-frandom-seed=", r"[A-Za-z0-9_]{1,32}"),  # the layer's tests: identical cubins from two arms
 )
 
 # The toolkit's headers: the layer passes its include folders (`-I<toolkit>/include`). Accepted as
