@@ -150,6 +150,8 @@ def _compose(text: str, path: Path) -> tuple[yaml.Node | None, object]:
         raise RuleError(f"invalid YAML: {getattr(exc, 'problem', exc)}", where=where) from None
     except RecursionError:
         raise RuleError("YAML is nested too deeply", where=str(path)) from None
+    except ValueError as exc:  # an integer past Python's int-string limit (4,300 digits)
+        raise RuleError(f"invalid YAML: {str(exc)[:80]}", where=str(path)) from None
     finally:
         if loader is not None:
             loader.dispose()

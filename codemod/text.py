@@ -26,3 +26,21 @@ def printable(text: str, limit: int | None = None) -> str:
     if limit is not None and len(out) > limit:
         out = out[:max(0, limit - 3)] + "..."
     return out
+
+
+def utf8_name(name: str) -> str:
+    """`name` (a path as the OS gave it) when it is UTF-8; else a ParseError naming it. Names are
+    written into JSON, generated code and umbrella files, which hold UTF-8 only."""
+    from .errors import ParseError
+
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ParseError(f"file name is not UTF-8: {printable(name, 200)}",
+                         hint="rename the file, or exclude it in the rule") from None
+    return name
+
+
+def printable_lines(text: str) -> str:
+    """A report of several lines for the terminal: each line `printable`, the newlines kept."""
+    return "\n".join(printable(line) for line in str(text).split("\n"))

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from ..errors import ApplyError, PartlyMigrated, UsageError
+from ..text import printable
 from ..impact.options import POLICIES
 
 
@@ -141,7 +142,7 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     cs = generate(root, plan, version, formatted, later)
     for note in cs.notes:
         if note.startswith("warning: "):
-            print(note, file=sys.stderr)
+            print(printable(note), file=sys.stderr)
     if build_log is not None:
         if progress:
             progress(f"apply: predicting the build from {build_log.name}")
@@ -372,7 +373,7 @@ def _recover_and_lock(root: Path, write: bool, held: contextlib.ExitStack) -> No
     held.enter_context(journal.tree_lock(root))
     note = journal.recover(root)
     if note:
-        print(f"codemod: {note}", file=sys.stderr, flush=True)
+        print(printable(f"codemod: {note}"), file=sys.stderr, flush=True)
     if not write:
         held.close()
 
@@ -390,7 +391,7 @@ def _run(args, root: Path) -> int:
                              + ", ".join(dirty[:3]) + (", ..." if len(dirty) > 3 else ""),
                              hint="commit or stash them so the migration can be reviewed and reverted "
                                   "on its own, or pass --allow-dirty")
-    progress = None if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
+    progress = None if args.quiet else (lambda m: print(printable(m), file=sys.stderr, flush=True))
     chooser = None if answers is None else (lambda views: review(views, answers))
     if args.build_log is None and (args.nvcc_time or args.jobs is not None or args.policy):
         raise UsageError("--nvcc-time, -j and --policy need --build-log")
@@ -402,7 +403,7 @@ def _run(args, root: Path) -> int:
     except PartlyMigrated as exc:
         if not args.check:
             raise
-        print(f"pending: {exc.render()}", file=sys.stderr)
+        print(f"pending: {printable(exc.render())}", file=sys.stderr)
         return 1
     if files and not args.check and not args.no_precheck:
         _precheck(root, files, plan, progress)
@@ -415,15 +416,15 @@ def _run(args, root: Path) -> int:
     summary = _summary(files, plan, report_path)
     if args.check:
         done = report.splitlines()[0] if not files and report.startswith("already migrated") else "nothing to do"
-        print(summary if files else done, file=sys.stderr)
+        print(printable(summary if files else done), file=sys.stderr)
         return 1 if files else 0
     if args.write:
         stored = write_migration(root, files, plan, force=args.force)
         kept = f" Manifest (outside the tree): {stored}." if stored else ""
         if not files:
-            print(f"{summary}; nothing written" + (f".{kept}" if kept else ""), file=sys.stderr)
+            print(printable(f"{summary}; nothing written" + (f".{kept}" if kept else "")), file=sys.stderr)
             return 0
-        print(f"{summary}; written.{kept} Next: build, then `codemod verify {root}`.", file=sys.stderr)
+        print(printable(f"{summary}; written.{kept} Next: build, then `codemod verify {root}`."), file=sys.stderr)
         return 0
     if args.diff:
         diffs = [args.diff]
@@ -436,11 +437,11 @@ def _run(args, root: Path) -> int:
         _write_output("--diff", args.diff, diff)
         if plan is not None and plan.manifest:
             _write_output("--diff", manifest_beside(args.diff), plan.manifest)
-        print(f"{summary}; diff: {args.diff}" + (f". Next: {_apply_hint(top, *diffs)}" if files else ""),
+        print(printable(f"{summary}; diff: {args.diff}" + (f". Next: {_apply_hint(top, *diffs)}" if files else "")),
               file=sys.stderr)
     else:
-        sys.stdout.write(diff)
-        print(summary, file=sys.stderr)
+        sys.stdout.write(diff)  # NOTE: file contents as they are (CRLF kept): `git apply` reads it
+        print(printable(summary), file=sys.stderr)
     return 0
 
 
@@ -473,7 +474,7 @@ def _precheck(root: Path, files: dict, plan, progress) -> None:
                  "of a cover of the variants)")
     problems, note = precheck(root, files, [(manifest_path(root, plan.spec.rule_id), plan.manifest)], blackwell)
     if note:
-        print(f"note: {note}", file=sys.stderr)
+        print(printable(f"note: {note}"), file=sys.stderr)
     if problems:
         raise ApplyError(f"{len(problems)} generated kernel string(s) do not compile under NVRTC; nothing "
                          "written:\n" + "\n".join(problems),

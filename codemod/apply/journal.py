@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import shutil
 import signal
@@ -20,6 +19,7 @@ from pathlib import Path
 from .. import strict_json
 from ..errors import ApplyError
 from ..tool_state import state_dir
+from .journal_schema import parse_journal
 
 JOURNAL = "journal.json"
 BACKUPS = "backup"
@@ -337,10 +337,7 @@ def _write_tmp(tmp: Path, data: bytes, mode: int | None) -> None:
 
 def _read_journal(st: State) -> dict:
     try:
-        record = json.loads(st.journal.read_text())
-        if record.get("schema") != "codemod-journal/1" or not isinstance(record.get("files"), list):
-            raise ValueError("unknown layout")
-        return record
+        return parse_journal(st.journal.read_bytes())
     except (OSError, ValueError) as exc:
         raise ApplyError(f"unreadable write journal ({exc})", where=str(st.journal),
                          hint=f"restore the tree by hand (git checkout), then remove {st.folder}") from None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from ..errors import UsageError
+from ..text import printable, printable_lines
 from .. import strict_json
 from .options import POLICIES, STEPS_LISTED
 
@@ -87,7 +88,7 @@ def run(args) -> int:
         if args.json:
             _write(args.json, dumps(doc))
         if not quiet:
-            sys.stdout.write(report_text.render_compare(doc, args.top))
+            sys.stdout.write(printable_lines(report_text.render_compare(doc, args.top)))
         return 0
     # the HTML report and the trace draw every step; the JSON lists STEPS_LISTED unless --all-steps
     every_row = args.all_steps or bool(args.html or args.trace)
@@ -105,10 +106,10 @@ def run(args) -> int:
 
         _write(args.trace, strict_json.dumps(build_trace(doc), "trace", separators=(",", ":")) + "\n")
     if not quiet:
-        sys.stdout.write(report_text.render(doc, args.top))
+        sys.stdout.write(printable_lines(report_text.render(doc, args.top)))
         written = [f for f in (args.json, args.html, args.trace) if f]
         if written:
-            sys.stdout.write(f"wrote {', '.join(written)}\n")
+            sys.stdout.write(printable(f"wrote {', '.join(written)}") + "\n")
         elif not (args.remove or args.scale):
             sys.stdout.write("next: add --remove GLOB / --scale GLOB=F for a what-if, --html FILE for the report\n")
     return 0

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .. import nvrtc_options, strict_json
 from ..errors import CodemodError, UsageError
-from ..text import printable
+from ..text import printable, printable_lines
 from . import nvrtc, rtc_cache
 
 
@@ -295,7 +295,7 @@ def _run(args) -> int:
     if args.json:
         args.json.write_text(strict_json.dumps(result, indent=1) + "\n")
     for f in result["failed"]:
-        print(f"failed: {', '.join(f['names'])} ({f['key']}):\n{f['log']}")
+        print(printable(f"failed: {', '.join(f['names'])} ({f['key']}):") + "\n" + printable_lines(f["log"]))
     print(f"{result['programs']} programs: {result['present']} already cached, {result['compiled']} compiled, "
           f"{len(result['failed'])} failed ({result['wall_s']} s) into {result['cache_dir']}")
     return 1 if result["failed"] else 0
