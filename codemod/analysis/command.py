@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from ..errors import UsageError
-from ..text import printable, printable_lines
+from ..text import printable_lines
 from ..impact.options import POLICIES
 
 
@@ -45,7 +45,7 @@ def run(args) -> int:
     rules = [load_rule(t) for t in args.target]
     if args.compile_db is not None and not args.compile_db.is_file():
         raise UsageError(f"compile database not found: {args.compile_db}")
-    progress = None if args.quiet else (lambda msg: print(printable(msg), file=sys.stderr, flush=True))
+    progress = None if args.quiet else (lambda msg: print(printable_lines(msg), file=sys.stderr, flush=True))
     result: Analysis = analyze(Path(args.directory), rules, compile_db=args.compile_db, jobs=args.jobs,
                                use_cache=not args.no_cache, progress=progress)
     if args.build_log:

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from ..errors import ApplyError, PartlyMigrated, UsageError
-from ..text import printable
+from ..text import printable, printable_lines
 from ..impact.options import POLICIES
 
 
@@ -142,7 +142,7 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     cs = generate(root, plan, version, formatted, later)
     for note in cs.notes:
         if note.startswith("warning: "):
-            print(printable(note), file=sys.stderr)
+            print(printable_lines(note), file=sys.stderr)
     if build_log is not None:
         if progress:
             progress(f"apply: predicting the build from {build_log.name}")
@@ -373,7 +373,7 @@ def _recover_and_lock(root: Path, write: bool, held: contextlib.ExitStack) -> No
     held.enter_context(journal.tree_lock(root))
     note = journal.recover(root)
     if note:
-        print(printable(f"codemod: {note}"), file=sys.stderr, flush=True)
+        print(printable_lines(f"codemod: {note}"), file=sys.stderr, flush=True)
     if not write:
         held.close()
 
@@ -391,7 +391,7 @@ def _run(args, root: Path) -> int:
                              + ", ".join(dirty[:3]) + (", ..." if len(dirty) > 3 else ""),
                              hint="commit or stash them so the migration can be reviewed and reverted "
                                   "on its own, or pass --allow-dirty")
-    progress = None if args.quiet else (lambda m: print(printable(m), file=sys.stderr, flush=True))
+    progress = None if args.quiet else (lambda m: print(printable_lines(m), file=sys.stderr, flush=True))
     chooser = None if answers is None else (lambda views: review(views, answers))
     if args.build_log is None and (args.nvcc_time or args.jobs is not None or args.policy):
         raise UsageError("--nvcc-time, -j and --policy need --build-log")
@@ -474,7 +474,7 @@ def _precheck(root: Path, files: dict, plan, progress) -> None:
                  "of a cover of the variants)")
     problems, note = precheck(root, files, [(manifest_path(root, plan.spec.rule_id), plan.manifest)], blackwell)
     if note:
-        print(printable(f"note: {note}"), file=sys.stderr)
+        print(printable_lines(f"note: {note}"), file=sys.stderr)
     if problems:
         raise ApplyError(f"{len(problems)} generated kernel string(s) do not compile under NVRTC; nothing "
                          "written:\n" + "\n".join(problems),

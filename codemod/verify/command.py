@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from ..errors import UsageError
-from ..text import printable, printable_lines
+from ..text import printable_lines
 from .. import strict_json
 from .nvrtc import ARCHS
 
@@ -93,7 +93,7 @@ def run(args) -> int:
     from .report import VerifyReport, render
 
     start = time.perf_counter()
-    progress = None if args.quiet else (lambda msg: print(printable(msg), file=sys.stderr, flush=True))
+    progress = None if args.quiet else (lambda msg: print(printable_lines(msg), file=sys.stderr, flush=True))
     root: Path = args.directory
     if not root.is_dir():
         raise UsageError(f"not a directory: {root}")
