@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from codemod import nvrtc_options, strict_json
-from codemod.errors import CodemodError, OutputError, ParseError, RuleError
+from codemod.errors import CodemodError, OutputError, ParseError, RuleError, UsageError
 from codemod.frontend import compile_db
 from codemod.frontend.toolchain import flags_from_compile_db
 from codemod.impact import ninja_log, nvcc_time
@@ -96,6 +96,75 @@ def test_ninja_log_times_are_milliseconds_in_range(rows, header):
     t = log.table
     assert len(t) == len(rows)
     assert (t.start_ms >= 0).all() and (t.end_ms >= t.start_ms).all() and (t.end_ms < 2**40).all()
+
+
+# --- any input to the log loaders: the tool's own error or a checked result ----------------------------
+
+number = st.one_of(st.integers(-2**70, 2**70).map(str), floats.map(repr),
+                   st.sampled_from(["nan", "inf", "-0", "1e400", "", " ", "0x10", "1_000"]), text)
+log_header = st.one_of(st.sampled_from(["# ninja log v5", "# ninja log v6", "# ninja log v7", "# ninja log v4",
+                                        "# ninja log v99", ""]), text)
+log_line = st.one_of(st.tuples(number, number, number, text, text).map("\t".join), text,
+                     st.sampled_from(["# comment", "", "\r", "a\tb", "1\t2\t3\t4\t5\t6"]))
+
+
+@_settings(600)
+@given(log_header, st.lists(log_line, max_size=10), st.sampled_from(["\n", "\r\n"]))
+def test_ninja_log_parser_any_input(first, lines, eol):
+    try:
+        log = ninja_log.parse(io.StringIO(eol.join([first, *lines]) + eol, newline=""), "fuzz.ninja_log")
+    except ParseError:
+        return
+    t = log.table
+    assert (t.start_ms >= 0).all() and (t.end_ms >= t.start_ms).all() and (t.end_ms < 2**40).all()
+    for b in range(len(log.builds)):
+        for cyc in log.build(b).cycles:
+            steps = cyc.steps()
+            assert all(0 <= s.elapsed_ms < 2**40 for s in steps)
+
+
+@_settings(300)
+@given(st.lists(st.tuples(st.integers(0, 5000), st.integers(0, 5000), st.sampled_from(["a", "b", "c", "d"])),
+                min_size=1, max_size=10),
+       st.sampled_from([[], ["*=0"], ["*=2"], ["a*=0.5"]]), st.sampled_from([None, 0, 1, 3]))
+def test_impact_pipeline_on_valid_logs(rows, scale, jobs):
+    """Well-formed logs of any shape (zero-length, overlapping, repeated outputs) through the whole
+    model: priced, replayed, what-if; the document is strict JSON (no error of any kind)."""
+    from codemod.impact.predict import Loaded, analyse, parse_scale
+
+    body = "".join(f"{min(s, e)}\t{max(s, e)}\t0\tobj/{n}.o\t{k:x}\n" for k, (s, e, n) in enumerate(rows))
+    log = ninja_log.parse(io.StringIO("# ninja log v6\n" + body), "fuzz.ninja_log")
+    build = log.build(-1)
+    offsets = [0]
+    for cyc in build.cycles:
+        offsets.append(offsets[-1] + cyc.wall_ms)
+    steps = ninja_log.StepTable.concat([cyc.steps() for cyc in build.cycles], offsets[:-1])
+    loaded = Loaded(log, build, steps, offsets[1:-1], inputs={"log": "fuzz"})
+    try:
+        doc = analyse(loaded, remove=[], scale=parse_scale(scale), jobs=jobs, policy=None, cores=None, alpha=0.0,
+                      max_steps=None)
+    except UsageError as exc:  # a what-if glob matching no step of this log is the user's error
+        assert "no step matches" in exc.message and scale == ["a*=0.5"], exc.message  # names are obj/...
+        return
+    json.loads(strict_json.dumps(doc), parse_constant=lambda c: pytest.fail(f"wrote {c}"))
+
+
+phase = st.one_of(st.sampled_from(["nvcc (driver)", "cicc", "ptxas", "fatbinary", "gcc (compiling)",
+                                   "source file name "]), text)
+csv_row = st.one_of(st.tuples(text, phase, text, text, st.sampled_from(["", "sm_90"]), st.just("nvcc"), number,
+                              st.sampled_from(["ms", "s", "us", ""])).map(" , ".join), text)
+
+
+@_settings(600)
+@given(st.lists(csv_row, max_size=10))
+def test_nvcc_csv_parser_any_input(rows):
+    try:
+        invocations, _ = nvcc_time.parse(io.StringIO("\n".join(rows) + "\n"), "fuzz.csv")
+    except ParseError:
+        return
+    for inv in invocations:
+        assert all(math.isfinite(v) and v >= 0 for v in inv.phase_ms().values())
+        assert all(math.isfinite(v) and v >= 0 for v in inv.arch_ms().values())
 
 
 # --- strict JSON ------------------------------------------------------------------------------------
@@ -181,6 +250,55 @@ def test_yaml_alias_expansion_bounded(fanout, depth):
     # NOTE: every anchor counted with its subtree, plus the rule's own nodes (a few hundred)
     if 4 * expanded + 5000 < MAX_RULE_NODES:
         assert not refused_for_size, (fanout, depth, expanded)
+
+
+def _paths(node, prefix=()):
+    yield prefix
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _paths(v, prefix + (k,))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _paths(v, prefix + (i,))
+
+
+RULE_PATHS = [p for p in _paths(RULE) if p]
+_DELETE = object()
+
+
+def _mutated(where: tuple, value) -> str:
+    doc = json.loads(json.dumps(RULE))
+    node = doc
+    for k in where[:-1]:
+        node = node[k]
+    if value is _DELETE:
+        del node[where[-1]]
+    else:
+        node[where[-1]] = value
+    return yaml.safe_dump(doc)
+
+
+rule_text = st.one_of(
+    st.builds(_mutated, st.sampled_from(RULE_PATHS), st.one_of(json_doc.filter(lambda d: not _non_finite(d)),
+                                                                st.just(_DELETE))),
+    text,
+    st.sampled_from(["a: &a [*a]", "- [", "{", "id: [1, 2", "? [a]\n: b", "!!python/object:os.system x", "\t"]),
+)
+
+
+@_settings(150)
+@given(st.one_of(rule_text.map(lambda t: t.encode("utf-8", "surrogatepass")), st.binary(max_size=64)))
+def test_rule_loader_any_input(data):
+    path = SCRATCH / "rule.yaml"
+    path.write_bytes(data)
+    try:
+        rule = load_rule_file(path)
+    except RuleError as exc:
+        assert exc.where is None or exc.where.startswith(str(path)), exc.where
+        return
+    assert isinstance(rule.id, str) and rule.entry_regex() is not None
+    opts = (rule.raw.get("migrate") or {}).get("options") or {}
+    assert nvrtc_options.refused(opts.get("always", [])) == []
 
 
 # --- compile database: quote splitting ----------------------------------------------------------------
