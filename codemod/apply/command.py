@@ -36,6 +36,8 @@ def add_parser(sub) -> None:
                    help="review one change set per kernel and answer y/n/a/d/q (needs a terminal on stdin)")
     p.add_argument("--answers", metavar="FILE",
                    help="the --interactive answers, one per line, from FILE ('-': stdin); implies --interactive")
+    p.add_argument("--html", type=Path, metavar="FILE",
+                   help="write an HTML page: the files changed, the fan-out removed, the predicted build")
     p.add_argument("--allow-dirty", action="store_true",
                    help="--write even when tracked files under DIR have uncommitted changes")
     p.add_argument("--force", action="store_true",
@@ -188,8 +190,8 @@ def _regenerate(root: Path, target: str, spec, doc: dict | None, update: bool, s
 
     from .style import target_style
 
-    later = migrated.later_rules(root, spec.rule_id)     # every stored manifest read, once
-    overlay, source = migrated.unmigrated(root, spec, doc, later)
+    # every stored manifest read once; without a manifest, git's record adds the rules stacked later
+    overlay, source, later = migrated.unmigrated(root, spec, doc, migrated.later_rules(root, spec.rule_id))
     # the real tree's style: the scratch copy below holds the library, not the repository's
     # .clang-format or pre-commit pin, and would be formatted otherwise than `--write` formatted it
     kwargs = dict(kwargs, formatted=target_style(root, kwargs.get("formatted", True)), later=later)
@@ -414,6 +416,10 @@ def _run(args, root: Path) -> int:
     if report_path:
         _write_output("--report", report_path, report)
     summary = _summary(files, plan, report_path)
+    if args.html:
+        from ..report.html import render_apply_html
+
+        _write_output("--html", args.html, render_apply_html(root, args.target, files, plan, summary))
     if args.check:
         done = report.splitlines()[0] if not files and report.startswith("already migrated") else "nothing to do"
         print(printable(summary if files else done), file=sys.stderr)

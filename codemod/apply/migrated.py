@@ -173,21 +173,26 @@ def later_rules(root: Path, rule_id: str) -> frozenset[str]:
 
 
 def unmigrated(root: Path, spec, doc: dict | None, later: frozenset[str] | None = None
-               ) -> tuple[dict[str, str | None], str]:
+               ) -> tuple[dict[str, str | None], str, frozenset[str]]:
     """(path -> text of the tree as it would be without the migration, None for a file the migration
     created; where the migration's record came from). Each edited file is a three-way merge: the
     migration's own change (written -> original) replayed onto the file as it is now, so changes
     made since the migration (a kernel's body or parameters) are kept. The record comes from the
     manifest (`edited`, `files`) or, without one, from git: the commit that added the stubs header.
-    `later`: later_rules(root, spec.rule_id) when the caller has it (read here otherwise)."""
-    # the hunk-by-hunk replay is for edits other rules stacked next to this one's (_merge)
-    stacked = bool(later_rules(root, spec.rule_id) if later is None else later)
+    `later`: later_rules(root, spec.rule_id) when the caller has it (read here otherwise); without a
+    manifest, the rules whose blocks git shows added after the migration's commit (_later_from_git).
+    Returns (texts, where the record came from, the later rules)."""
+    if later is None:
+        later = later_rules(root, spec.rule_id)
     if doc is not None and isinstance(doc.get("edited"), dict) and isinstance(doc.get("files"), dict):
         created = [p for p, h in doc["files"].items() if isinstance(h, dict) and h.get("before") is None]
         edited = {p: (e["before"], e["after"]) for p, e in doc["edited"].items()}
-        source = "the manifest"
+        source, commit = "the manifest", None
     else:
-        created, edited, source = _from_git(root, spec)
+        created, edited, source, commit = _from_git(root, spec)
+        later = later | _later_from_git(root, spec.rule_id, commit, edited)
+    # the hunk-by-hunk replay is for edits other rules stacked next to this one's (_merge)
+    stacked = bool(later)
     out: dict[str, str | None] = {p: None for p in created}
     for path, (original, written) in sorted(edited.items()):
         target = root / path
@@ -196,7 +201,45 @@ def unmigrated(root: Path, spec, doc: dict | None, later: frozenset[str] | None 
                              hint="restore it, then run `codemod apply --update` again")
         current = target.read_bytes().decode()      # CRLF kept: the recorded texts have it
         out[path] = original if current == written else _merge(path, current, written, original, stacked)
-    return out, source
+    _moved_back(root, out, created, doc, commit)
+    return out, source, frozenset(later)
+
+
+def _moved_back(root: Path, out: dict[str, str | None], created: list[str], doc: dict | None,
+                commit: str | None) -> None:
+    """The kernels a migration moved from a unit into its `<unit>_kernels.cuh` (extract.py) go back
+    into the un-migrated unit with the edits made to them since: each change of the header since
+    the migration created it is replayed where its text occurs in the unit (a parameter or body
+    edit in the extracted header is kept, never reverted by a regeneration). Without the header's
+    created text (a manifest records only its hash) or where a change cannot be placed, an
+    Unmigratable names the header."""
+    from .extract import header_path
+
+    for unit, text in list(out.items()):
+        header = header_path(unit) if unit.endswith(".cu") else None
+        if text is None or header not in created or not (root / header).is_file():
+            continue
+        now = (root / header).read_bytes().decode()
+        if commit is not None:
+            prefix = _git(root, "rev-parse", "--show-prefix").strip()
+            then = _git(root, "show", f"{commit}:{prefix}{header}")
+        else:
+            recorded = doc.get("files", {}).get(header) if isinstance(doc, dict) else None
+            if isinstance(recorded, dict) and recorded.get("after") == sha256(now.encode()):
+                continue
+            raise Unmigratable(f"{header} changed since the migration moved {unit}'s kernels into it, and the "
+                               "manifest does not record the text it created", where=header,
+                               hint="commit the migration and regenerate from git history (drop the stored "
+                                    "manifest), or make the change in the kernels' new home after --update")
+        if then == now:
+            continue
+        replayed = _replay_hunks(text, then, now)
+        if replayed is None:
+            raise Unmigratable(f"{header} changed since the migration moved {unit}'s kernels into it, and the "
+                               "change cannot be placed in the unit they came from", where=header,
+                               hint="regenerate before editing the moved kernels, or revert the migration and "
+                                    "apply the rule again")
+        out[unit] = replayed
 
 
 def _git(root: Path, *args: str) -> str:
@@ -209,9 +252,11 @@ def _git(root: Path, *args: str) -> str:
     return proc.stdout
 
 
-def _from_git(root: Path, spec) -> tuple[list[str], dict[str, tuple[str, str]], str]:
+def _from_git(root: Path, spec) -> tuple[list[str], dict[str, tuple[str, str]], str, str]:
     """The migration as git recorded it: the commit that added `<output_dir>/kernels.h`; the files
-    it added (under root) and, for each file it modified, (text before, text it committed)."""
+    it added (under root) and, for each file it modified under root or among the rule's files above
+    it (migrate.repo_root: the docs page, the operator tests' CMake), (text before, text it
+    committed); where that came from; the commit."""
     stubs = f"{spec.output_dir}/{STUBS}"
     hint = ("keep the migration in its own commit, or restore the manifest "
             "(`codemod apply --write` stores it outside the tree)")
@@ -223,19 +268,55 @@ def _from_git(root: Path, spec) -> tuple[list[str], dict[str, tuple[str, str]], 
         raise ApplyError(f"{stubs} is generated by rule {spec.rule_id}, but neither its manifest nor a git "
                          "commit adding it is there to regenerate the migration from", where=stubs, hint=hint)
     prefix = _git(root, "rev-parse", "--show-prefix").strip()
+    top = Path(_git(root, "rev-parse", "--show-toplevel").strip())
+    # the rule's files above the root, as the repository spells them (they may sit outside `.`)
+    above = {}
+    for rel in spec.repo_files():
+        at = (root.resolve() / rel).resolve()
+        if at.is_relative_to(top.resolve()) and not at.is_relative_to(root.resolve()):
+            above[at.relative_to(top.resolve()).as_posix()] = rel
     created, edited = [], {}
-    for line in _git(root, "diff-tree", "--no-commit-id", "-r", "--relative", "--name-status", commit,
-                     "--", ".").splitlines():
-        status, _, path = line.partition("\t")
-        if status == "A":
+    for line in _git(root, "diff-tree", "--no-commit-id", "-r", "--name-status", commit).splitlines():
+        status, _, repo_path = line.partition("\t")
+        if repo_path.startswith(prefix):
+            path = repo_path[len(prefix):]
+        elif repo_path in above:
+            path = above[repo_path]
+        else:
+            continue                                   # not the library's, nor the rule's
+        if status == "A" and not path.startswith("../"):
             created.append(path)
         elif status == "M":
-            edited[path] = (_git(root, "show", f"{commit}^:{prefix}{path}"),
-                            _git(root, "show", f"{commit}:{prefix}{path}"))
+            edited[path] = (_git(root, "show", f"{commit}^:{repo_path}"), _git(root, "show", f"{commit}:{repo_path}"))
         else:
             raise ApplyError(f"the migration's commit {commit[:12]} {status!r}s {path}: only added and modified "
                              "files can be un-migrated", where=path, hint=hint)
-    return created, edited, f"git commit {commit[:12]}"
+    return created, edited, f"git commit {commit[:12]}", commit
+
+
+def _later_from_git(root: Path, rule_id: str, commit: str, edited: dict[str, tuple[str, str]]) -> frozenset[str]:
+    """The rules whose blocks sit in a file the migration's `commit` edited and whose first block there
+    came in a commit after it (git log -S of the block's mark): what the manifests of stacked rules
+    tell (later_rules) when there are none."""
+    from . import stacking
+
+    out = set()
+    for path in edited:
+        target = root / path
+        if not target.is_file():
+            continue
+        text = target.read_bytes().decode(errors="replace")
+        rules = {m.group(1) for pattern in (stacking.BANNER, stacking.NOTE) for m in pattern.finditer(text)}
+        for other in sorted(rules - {rule_id} - out):
+            mark = f" from rule {other}." if f" from rule {other}." in text else stacking.note(other)
+            added = _git(root, "log", "--format=%H", "-S", mark, "--", path).split()
+            if not added or added[-1] == commit:
+                continue
+            probe = subprocess.run(["git", "merge-base", "--is-ancestor", commit, added[-1]], cwd=root,
+                                   capture_output=True)
+            if probe.returncode == 0:
+                out.add(other)
+    return frozenset(out)
 
 
 def _merge(path: str, current: str, written: str, original: str, stacked: bool = False) -> str:

@@ -67,6 +67,14 @@ def cmake_block_at(text: str, at: int, later: frozenset[str]) -> int:
     return at
 
 
+def cmake_block_starts(text: str) -> list[tuple[int, str]]:
+    """(offset of its banner line, rule) of each rule's CMake block, as cmake_block.cmake.j2 writes
+    it: where a block goes that a library without string-header lines of its own gets before its
+    add_library (each new block last)."""
+    return [(m.start() + 1, m.group(1)) for m in
+            re.finditer(r"\n# " + BANNER.pattern + r"\n# NVRTC migration of ", text)]
+
+
 def before_first(text: str, starts: list[tuple[int, str]], default: int, later: frozenset[str]) -> int:
     """The first of `starts` (offset, rule) whose rule is in `later` and lies before `default`, else
     `default`: where a block goes that each new block puts last."""

@@ -44,7 +44,8 @@ MAX_STRING = 4096          # a key, file name, header name, name expression or o
 MAX_ITEMS = 4096           # headers, names or options of one program
 FIELDS = ("key", "nvrtc", "filename", "source", "headers", "names", "options")
 _DIGEST = re.compile(r"[0-9a-f]{32}")
-_VERSION = re.compile(r"[0-9]{1,3}\.[0-9]{1,3}")
+# NVRTC's major.minor, then the size and modification time of its library file (rtc_cache.nvrtc_identity)
+_VERSION = re.compile(r"[0-9]{1,3}\.[0-9]{1,3}(?: [0-9]{1,20} [0-9]{1,20}\.[0-9]{9})?")
 
 
 def _source(folder: Path, digest: str, where: str) -> bytes:
@@ -186,7 +187,7 @@ def warm(list_path: Path, cache_dir: Path, jobs: int | None = None, library: Pat
     programs = read_list(list_path)
     lib = nvrtc.load(library)
     check_includes(programs, lib.include_dirs, list_path)
-    version = f"{lib.version[0]}.{lib.version[1]}"
+    version = rtc_cache.nvrtc_identity(lib.path, lib.version)
     for p in programs:
         where = f"{list_path}:{p.line}"
         if p.nvrtc != version:

@@ -199,3 +199,23 @@ def test_a_valid_list_still_reads(tmp_path):
     programs = warm.read_list(lst)
     assert [p.key for p in programs] == ["0" * 32, "1" * 32]
     assert programs[0].source == SOURCE
+
+
+def test_the_runtimes_list_options_are_on_the_allow_list():
+    """One policy: every option the generated runtime's warm-up accepts (apply/layer_cache.py renders
+    it into rtc_cache.h today) is on codemod.nvrtc_options' allow-list with a value of its kind, and
+    the file-naming options are refused by both."""
+    from codemod.apply import layer_cache
+
+    for o in layer_cache.list_options(pch=True, minimal=True):
+        assert nvrtc_options.allowed(o), o
+    values = {"--std=": "c++17", "-std=": "c++17", "--gpu-architecture=": "sm_90", "-arch=": "compute_90",
+              "-D": "NDEBUG=1", "--define-macro=": "X", "-U": "X", "--undefine-macro=": "X",
+              "-I": "/usr/local/cuda/include", "--include-path=": "/usr/local/cuda/include", "--fmad=": "false",
+              "-fmad=": "true", "--ftz=": "true", "-ftz=": "false", "--prec-div=": "true", "-prec-div=": "true",
+              "--prec-sqrt=": "false", "-prec-sqrt=": "false", "--maxrregcount=": "64", "-maxrregcount=": "64",
+              "-frandom-seed=": "1"}
+    for prefix in layer_cache.LIST_OPTION_PREFIXES:
+        assert nvrtc_options.allowed(prefix + values[prefix]), prefix
+    for o in WRITES_OR_READS[:10]:
+        assert not nvrtc_options.allowed(o) and not layer_cache.list_option(o), o
