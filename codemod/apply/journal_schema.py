@@ -1,6 +1,6 @@
 """The shape of a write journal (apply/journal.py) as recovery reads it, checked before any field
 is used: strict JSON (no duplicate keys, NaN or huge integers, bounded nesting), every field of
-the type `transaction` writes, paths relative without `..`. A journal is in the state folder, which
+the type `transaction` writes, paths relative without `..`, a mode that is an st_mode. A journal is in the state folder, which
 a tree may carry: anything else is a ValueError that `_read_journal` turns into one ApplyError."""
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ def parse_journal(data: bytes) -> dict:
         _relative(entry["tmp"], f"file {k}: temp")
         if entry["backup"] is not None:
             _relative(entry["backup"], f"file {k}: backup")
-        if entry["mode"] is not None and not 0 <= entry["mode"] <= 0o7777:
+        # NOTE: `transaction` records the file's st_mode (type bits included); what may be applied of
+        # it (the permission bits) is decided where it is used
+        if entry["mode"] is not None and not 0 <= entry["mode"] < 1 << 32:
             raise ValueError(f"file {k}: mode {entry['mode']} out of range")
     return record
