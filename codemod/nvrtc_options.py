@@ -11,6 +11,8 @@ from __future__ import annotations
 import posixpath
 import re
 
+from .text import printable
+
 # What the layer adds after a program's own options (templates/apply/layer/rtc_cache.h.j2), in this
 # order: with `nvrtc_layer.cache.pch`, then with `.minimal`. A recorded list holds them already.
 PCH_OPTIONS = ("-pch", "-pch-messages=false", "-pch-verbose=false")
@@ -91,8 +93,6 @@ def refused(options) -> list[str]:
 
 def describe(options: list) -> str:
     """The refused options for a one-line error: printable, each at most 80 characters."""
-    from .text import printable
-
     shown = [printable(o if isinstance(o, str) else repr(o), 80) for o in options[:8]]
     more = f" and {len(options) - 8} more" if len(options) > 8 else ""
     writes = any(isinstance(o, str) and o.split("=")[0].startswith(FILE_OPTIONS) for o in options)

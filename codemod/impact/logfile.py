@@ -5,6 +5,7 @@ bounded (decompressed size, line length, line count) before it is parsed."""
 from __future__ import annotations
 
 import gzip
+import zlib
 from typing import IO, Callable, TypeVar
 
 import numpy as np
@@ -70,5 +71,5 @@ def parse_log_path(path: str, display: str | None, parse: Callable[[IO[str], str
         check_bounds(path, name, what)
         with open_log(path) as fh:
             return parse(fh, name)
-    except (OSError, EOFError, gzip.zlib.error) as exc:          # gzip.BadGzipFile is an OSError
+    except (OSError, EOFError, zlib.error) as exc:          # gzip.BadGzipFile is an OSError
         raise ParseError(f"cannot read {what}: {getattr(exc, 'strerror', None) or exc}", where=name) from None
