@@ -43,17 +43,34 @@ def tree_hash(root) -> str:
 # -- disk full -------------------------------------------------------------------------------------
 
 def test_disk_full_storing_the_manifest(cli, actlib, monkeypatch):
-    from codemod.apply import migrated
+    """The manifest is written in the journaled transaction with the files: a full disk while its
+    temp file is written (os.write fails, naming no file) rolls everything back and names that file."""
+    write = os.write
 
-    def full(path, data):
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))      # as os.write raises it: no file name
+    def full(fd, data):
+        if "manifests" in os.readlink(f"/proc/self/fd/{fd}"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return write(fd, data)
 
-    monkeypatch.setattr(migrated, "atomic_write", full)
+    monkeypatch.setattr(os, "write", full)
     before = tree_hash(actlib)
     err = cli.fails("apply", actlib, "--target", ACTLIB_RULE, "-q", "--no-precheck", "--write",
                     says=("No space left on device", "activation.json"))
-    assert "manifest" in err
+    assert "manifests" in err
     assert tree_hash(actlib) == before
+
+
+def test_disk_full_while_writing_names_the_file(tmp_path, monkeypatch):
+    """_write_tmp itself: an OSError of os.write (which names no file) names the temp file."""
+    from codemod.apply import journal
+
+    def no_space(fd, data):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(journal.os, "write", no_space)
+    with pytest.raises(OSError) as info:
+        journal._write_tmp(tmp_path / ".x.codemod-tmp", b"data", None)
+    assert info.value.filename == str(tmp_path / ".x.codemod-tmp") and info.value.errno == errno.ENOSPC
 
 
 # -- journals --------------------------------------------------------------------------------------
@@ -69,8 +86,10 @@ def test_disk_full_storing_the_manifest(cli, actlib, monkeypatch):
     b"\xff\xfe{",
 ])
 def test_malformed_journal(cli, actlib, text):
-    journal = actlib / ".codemod" / "journal.json"
-    journal.parent.mkdir()
+    from codemod.apply.journal import state
+
+    journal = state(actlib).journal            # the tree's state folder (per user, outside the tree)
+    journal.parent.mkdir(parents=True, exist_ok=True)
     journal.write_bytes(text)
     before = tree_hash(actlib)
     cli.fails("apply", actlib, "--target", ACTLIB_RULE, "-q", "--no-precheck", says=("journal",))

@@ -385,7 +385,7 @@ def test_warm_list_entries_fuzzed(line):
 
 # --- journals and manifests (fuzz) ----------------------------------------------------------------
 
-path_text = st.one_of(st.sampled_from(["a.cu", "d/b.h", "../x", "/etc/passwd", "a/../../b", "", ".", "a\\..\\b"]), text)
+path_text = st.one_of(st.sampled_from(["a.cu", "backup/0", "d/b.h", "../x", "/etc/passwd", "a/../../b", "", ".", "a\\..\\b"]), text)
 file_entry = st.fixed_dictionaries(
     {"path": st.one_of(path_text, json_value), "tmp": st.one_of(path_text, json_value),
      "old": st.one_of(st.none(), hexd, json_value), "new": st.one_of(st.none(), hexd, json_value),
@@ -402,20 +402,47 @@ def _inside(base: str, rel: str) -> bool:
     return full == base or full.startswith(base + os.sep)
 
 
-@_settings(300)
-@given(st.one_of(journal.map(lambda j: json.dumps(j).encode()), st.binary(max_size=64)))
-def test_journals_fuzzed_name_no_path_outside_the_tree(data):
-    from codemod.apply.journal_schema import parse_journal
+def _as_written(path: str, old: bool, mode) -> dict:
+    """An entry as `transaction` writes it for `path` (its temp file, hashes, backup), whatever the path."""
+    from codemod.apply.journal import _tmp_of
 
+    return {"path": path, "tmp": _tmp_of(path) if isinstance(path, str) else path, "old": "0" * 64 if old else None,
+            "new": "1" * 64, "mode": mode, "backup": "backup/0" if old else None}
+
+
+written = st.builds(_as_written, path_text, st.booleans(), st.one_of(st.none(), st.integers(-1, 2**33)))
+journal_as_written = st.fixed_dictionaries(
+    {"schema": st.just("codemod-journal/1"), "files": st.lists(written, max_size=3)},
+    optional={"dirs": st.lists(path_text, max_size=2)})
+JOURNAL_STATE = SCRATCH / "state"
+JOURNAL_TREE = SCRATCH / "tree"
+
+
+@_settings(300)
+@given(st.one_of(journal.map(lambda j: json.dumps(j).encode()), journal_as_written.map(lambda j: json.dumps(j).encode()),
+                 st.binary(max_size=64)))
+def test_journals_fuzzed_name_no_path_outside_the_tree(data):
+    """Through the journal's own reader (apply/journal.py: read, then every field checked against
+    the tree and the state folder): an ApplyError, or a record whose every path stays inside."""
+    from codemod.apply import journal as journal_mod
+    from codemod.errors import ApplyError
+
+    (JOURNAL_STATE / "backup").mkdir(parents=True, exist_ok=True)
+    (JOURNAL_STATE / "backup" / "0").write_bytes(b"x")
+    JOURNAL_TREE.mkdir(exist_ok=True)
+    (JOURNAL_TREE / "a.cu").write_bytes(b"x")
+    st = journal_mod.State(JOURNAL_STATE, JOURNAL_TREE)
+    st.journal.write_bytes(data)
     try:
-        record = parse_journal(data)
-    except ValueError:
+        record = journal_mod._read_journal(st)
+    except ApplyError:
         return
-    base = "/tree"
+    base, folder = str(JOURNAL_TREE), str(JOURNAL_STATE)
     for e in record["files"]:
-        assert _inside(base, e["path"]) and _inside(base, e["tmp"])
-        assert e["backup"] is None or _inside(base, e["backup"])
-        assert e["mode"] is None or 0 <= e["mode"] < 1 << 32   # an st_mode
+        within = folder if e.get("area") == "state" else base
+        assert _inside(within, e["path"]) and _inside(within, e["tmp"])
+        assert e["backup"] is None or _inside(folder, e["backup"])
+        assert e["mode"] is None or (type(e["mode"]) is int and 0 <= e["mode"] < 1 << 32)   # an st_mode
     assert all(_inside(base, d) for d in record.get("dirs", []))
 
 
@@ -437,6 +464,6 @@ def test_verify_manifests_fuzzed(text_):
 
 
 def teardown_module(module):
-    for p in SCRATCH.iterdir():
-        p.unlink()
-    os.rmdir(SCRATCH)
+    import shutil
+
+    shutil.rmtree(SCRATCH, ignore_errors=True)
