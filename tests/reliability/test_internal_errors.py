@@ -87,10 +87,11 @@ def test_disk_full_while_writing_names_the_file(tmp_path, monkeypatch):
 ])
 def test_malformed_journal(cli, actlib, text):
     from codemod.apply.journal import state
+    from codemod.tool_state import make_folder
 
-    journal = state(actlib).journal            # the tree's state folder (per user, outside the tree)
-    journal.parent.mkdir(parents=True, exist_ok=True)
-    journal.write_bytes(text)
+    st = state(actlib)                          # the tree's state folder (per user, outside the tree)
+    make_folder(st.folder, st.folder)           # 0700, as codemod makes it
+    st.journal.write_bytes(text)
     before = tree_hash(actlib)
     cli.fails("apply", actlib, "--target", ACTLIB_RULE, "-q", "--no-precheck", says=("journal",))
     assert tree_hash(actlib) == before
