@@ -13,6 +13,7 @@ from pathlib import Path
 
 from . import __version__
 from .errors import CodemodError, OutputError
+from .text import printable
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -71,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         if isinstance(exc.code, str):
-            print(exc.code, file=sys.stderr)
+            print(printable(exc.code), file=sys.stderr)
             return EXIT_USAGE
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     if not getattr(args, "run", None):
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     except CodemodError as exc:
         if args.debug:
             traceback.print_exc()
-        print(f"codemod: error: {exc.render()}", file=sys.stderr)
+        print(f"codemod: error: {printable(exc.render())}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("codemod: interrupted", file=sys.stderr)
@@ -93,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         # the file and the reason, in one line.
         if not exc.filename or args.debug:
             return _internal_error(exc, args.debug)
-        print(f"codemod: error: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"codemod: error: {printable(exc.filename)}: {printable(exc.strerror or exc)}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:  # noqa: BLE001 - last line of defence: one line unless --debug
         return _internal_error(exc, args.debug)
@@ -102,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
 def _internal_error(exc: Exception, debug: bool) -> int:
     if debug:
         raise exc
-    print(f"codemod: internal error: {type(exc).__name__}: {exc} (rerun with --debug)", file=sys.stderr)
+    print(f"codemod: internal error: {type(exc).__name__}: {printable(exc, 500)} (rerun with --debug)", file=sys.stderr)
     return EXIT_USAGE
 
 

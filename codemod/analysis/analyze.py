@@ -22,6 +22,7 @@ from ..rule import Rule
 from ..frontend.treesitter import scan_tree
 from .. import strict_json
 from .axes import AxisClassifier, classify
+from ..text import utf8_name
 from .crosscheck import crosscheck
 from .instantiate import DEFAULT, UNKNOWN, Instantiator, expansions, label_entry, label_tu, strip_type
 from .unreached import unreached_kernels
@@ -37,7 +38,7 @@ def discover_tus(root: Path, rules: list[Rule]) -> list[str]:
         for p in root.rglob("*") if p.suffix in SOURCE_SUFFIXES and p.is_file()
     )
     if not rules:
-        return all_sources
+        return [utf8_name(rel) for rel in all_sources]
     out = []
     for rule in rules:
         for rel in all_sources:
@@ -45,7 +46,7 @@ def discover_tus(root: Path, rules: list[Rule]) -> list[str]:
                 fnmatch.fnmatch(rel, g) for g in rule.exclude
             ):
                 if rel not in out:
-                    out.append(rel)
+                    out.append(utf8_name(rel))
     return out
 
 

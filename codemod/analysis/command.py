@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from ..errors import UsageError
+from ..text import printable, printable_lines
 from ..impact.options import POLICIES
 
 
@@ -44,7 +45,7 @@ def run(args) -> int:
     rules = [load_rule(t) for t in args.target]
     if args.compile_db is not None and not args.compile_db.is_file():
         raise UsageError(f"compile database not found: {args.compile_db}")
-    progress = None if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    progress = None if args.quiet else (lambda msg: print(printable_lines(msg), file=sys.stderr, flush=True))
     result: Analysis = analyze(Path(args.directory), rules, compile_db=args.compile_db, jobs=args.jobs,
                                use_cache=not args.no_cache, progress=progress)
     if args.build_log:
@@ -54,11 +55,11 @@ def run(args) -> int:
         attach_impact(result, args.build_log, args.nvcc_time, moved or None, policy=args.policy)
     from ..report.text import render
 
-    print(render(result, verbose=args.verbose))
+    print(printable_lines(render(result, verbose=args.verbose)))
     if result.impact and result.impact.get("what_if"):
         from .pricing import prediction_line
 
-        print(prediction_line(result.impact))
+        print(printable(prediction_line(result.impact)))
     if args.json:
         args.json.write_text(dumps(result, indent=1) + "\n")
     if args.html:

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from ..errors import ApplyError, PartlyMigrated, UsageError
+from ..text import printable, printable_lines
 from ..impact.options import POLICIES
 
 
@@ -150,7 +151,7 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     cs = generate(root, plan, version, formatted, later)
     for note in cs.notes:
         if note.startswith("warning: "):
-            print(note, file=sys.stderr)
+            print(printable_lines(note), file=sys.stderr)
     if build_log is not None:
         if progress:
             progress(f"apply: predicting the build from {build_log.name}")
@@ -417,7 +418,7 @@ def _recover_and_lock(root: Path, write: bool, held: contextlib.ExitStack) -> No
     held.enter_context(journal.tree_lock(root))
     note = journal.recover(root)
     if note:
-        print(f"codemod: {note}", file=sys.stderr, flush=True)
+        print(printable_lines(f"codemod: {note}"), file=sys.stderr, flush=True)
     if not write:
         held.close()
 
@@ -435,7 +436,7 @@ def _run(args, root: Path) -> int:
                              + ", ".join(dirty[:3]) + (", ..." if len(dirty) > 3 else ""),
                              hint="commit or stash them so the migration can be reviewed and reverted "
                                   "on its own, or pass --allow-dirty")
-    progress = None if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
+    progress = None if args.quiet else (lambda m: print(printable_lines(m), file=sys.stderr, flush=True))
     chooser = None if answers is None else (lambda views: review(views, answers))
     if args.build_log is None and (args.nvcc_time or args.jobs is not None or args.policy):
         raise UsageError("--nvcc-time, -j and --policy need --build-log")
@@ -447,7 +448,7 @@ def _run(args, root: Path) -> int:
     except PartlyMigrated as exc:
         if not args.check:
             raise
-        print(f"pending: {exc.render()}", file=sys.stderr)
+        print(f"pending: {printable(exc.render())}", file=sys.stderr)
         return 1
     if files and not args.check and not args.no_precheck:
         _precheck(root, files, plan, progress)
@@ -468,15 +469,15 @@ def _run(args, root: Path) -> int:
         _write_output("--html", args.html, render_apply_html(root, args.target, files, plan, summary))
     if args.check:
         done = report.splitlines()[0] if not files and report.startswith("already migrated") else "nothing to do"
-        print(summary if files else done, file=sys.stderr)
+        print(printable(summary if files else done), file=sys.stderr)
         return 1 if files else 0
     if args.write:
         stored = write_migration(root, files, plan, force=args.force)
         kept = f" Manifest (outside the tree): {stored}." if stored else ""
         if not files:
-            print(f"{summary}; nothing written" + (f".{kept}" if kept else ""), file=sys.stderr)
+            print(printable(f"{summary}; nothing written" + (f".{kept}" if kept else "")), file=sys.stderr)
             return 0
-        print(f"{summary}; written.{kept} Next: build, then `codemod verify {root}`.", file=sys.stderr)
+        print(printable(f"{summary}; written.{kept} Next: build, then `codemod verify {root}`."), file=sys.stderr)
         return 0
     if args.diff:
         diffs = [args.diff]
@@ -493,11 +494,11 @@ def _run(args, root: Path) -> int:
             _write_output("--diff", what_if_beside(args.diff), json.dumps({"what_if": plan.prediction["what_if"]},
                                                                           indent=1, sort_keys=True) + "\n")
             summary += f"; what-if for `codemod impact --what-if`: {what_if_beside(args.diff)}"
-        print(f"{summary}; diff: {args.diff}" + (f". Next: {_apply_hint(top, *diffs)}" if files else ""),
+        print(printable(f"{summary}; diff: {args.diff}" + (f". Next: {_apply_hint(top, *diffs)}" if files else "")),
               file=sys.stderr)
     else:
-        sys.stdout.write(diff)
-        print(summary, file=sys.stderr)
+        sys.stdout.write(diff)  # NOTE: file contents as they are (CRLF kept): `git apply` reads it
+        print(printable(summary), file=sys.stderr)
     return 0
 
 
@@ -536,7 +537,7 @@ def _precheck(root: Path, files: dict, plan, progress) -> None:
     problems, note = precheck(root, files, [(manifest_path(root, plan.spec.rule_id), plan.manifest)], blackwell,
                               progress)
     if note:
-        print(f"note: {note}", file=sys.stderr)
+        print(printable_lines(f"note: {note}"), file=sys.stderr)
     if problems:
         raise ApplyError(f"{len(problems)} generated kernel string(s) do not compile under NVRTC; nothing "
                          "written:\n" + "\n".join(problems),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from ..errors import UsageError
+from ..text import printable, printable_lines
 from .. import strict_json
 from .options import POLICIES, STEPS_LISTED
 
@@ -94,7 +95,7 @@ def run(args) -> int:
 
             _write(args.html, render_compare_html(doc))
         if not quiet:
-            sys.stdout.write(report_text.render_compare(doc, args.top))
+            sys.stdout.write(printable_lines(report_text.render_compare(doc, args.top)))
         return 0
     # the HTML report and the trace draw every step; the JSON lists STEPS_LISTED unless --all-steps
     every_row = args.all_steps or bool(args.html or args.trace)
@@ -119,13 +120,13 @@ def run(args) -> int:
 
         _write(args.trace, strict_json.dumps(build_trace(doc), "trace", separators=(",", ":")) + "\n")
     if not quiet:
-        sys.stdout.write(report_text.render(doc, args.top))
+        sys.stdout.write(printable_lines(report_text.render(doc, args.top)))
         opts = doc["options"]
-        sys.stdout.write(prediction_line(doc["predicted_wall_s"], what_if["description"], opts["jobs"], opts["jobs_source"],
-                                         opts["policy"]) + "\n")
+        sys.stdout.write(printable(prediction_line(doc["predicted_wall_s"], what_if["description"], opts["jobs"],
+                                                   opts["jobs_source"], opts["policy"])) + "\n")
         written = [f for f in (args.json, args.html, args.trace) if f]
         if written:
-            sys.stdout.write(f"wrote {', '.join(written)}\n")
+            sys.stdout.write(printable(f"wrote {', '.join(written)}") + "\n")
         elif not (args.remove or args.scale or args.what_if):
             sys.stdout.write("next: add --remove GLOB / --scale GLOB=F for a what-if, --html FILE for the report\n")
     return 0

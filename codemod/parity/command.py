@@ -160,6 +160,8 @@ def _read_json(path: Path, what: str, hint: str | None = None):
         raise ParseError(f"{what} is not JSON: {exc.msg}", where=f"{path}:{exc.lineno}", hint=hint) from None
     except RecursionError:
         raise ParseError(f"{what} is nested too deeply", where=str(path), hint=hint) from None
+    except ValueError as exc:  # a number past Python's int-string limit (4,300 digits)
+        raise ParseError(f"{what} is not JSON: {str(exc)[:80]}", where=str(path), hint=hint) from None
 
 
 def read_analysis(path: Path) -> dict:
@@ -184,7 +186,7 @@ def _report(args) -> int:
 
     try:
         result = json.loads(args.result.read_text())
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise UsageError(f"cannot read parity result {args.result}: {exc}") from None
     if not isinstance(result, dict) or result.get("schema") != "codemod-parity/1":
         raise UsageError(f"{args.result} is not a parity result (schema codemod-parity/1)")

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from ..errors import UsageError
+from ..text import printable_lines
 from .. import strict_json
 from .nvrtc import ARCHS
 
@@ -94,7 +95,7 @@ def run(args) -> int:
     from .report import VerifyReport, render
 
     start = time.perf_counter()
-    progress = None if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    progress = None if args.quiet else (lambda msg: print(printable_lines(msg), file=sys.stderr, flush=True))
     root: Path = args.directory
     if not root.is_dir():
         raise UsageError(f"not a directory: {root}")
@@ -148,10 +149,10 @@ def run(args) -> int:
     if args.sass:
         sass_report = _run_sass(args, manifests, plan, results, tools, archs, root, jobs, progress)
         report.seconds = time.perf_counter() - start
-    print(render(report))
+    print(printable_lines(render(report)))
     if sass_report is not None:
         print()
-        print(sass.render(sass_report))
+        print(printable_lines(sass.render(sass_report)))
     if args.json:
         doc = report.to_json()
         if sass_report is not None:

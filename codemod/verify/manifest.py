@@ -135,6 +135,8 @@ def parse_manifest(text: str, path: Path, root: Path | None = None, overlay: dic
         raise VerifyError(f"manifest is not JSON: {exc.msg}", where=f"{path}:{exc.lineno}") from None
     except RecursionError:
         raise VerifyError("manifest is nested too deeply", where=where) from None
+    except ValueError as exc:  # a number past Python's int-string limit (4,300 digits)
+        raise VerifyError(f"manifest is not JSON: {str(exc)[:80]}", where=where) from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         found = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
         raise VerifyError(f"expected schema {SCHEMA!r}, found {found!r}", where=where,
