@@ -203,8 +203,8 @@ def test_a_valid_list_still_reads(tmp_path):
 
 def test_the_runtimes_list_options_are_on_the_allow_list():
     """One policy: every option the generated runtime's warm-up accepts (apply/layer_cache.py renders
-    it into rtc_cache.h today) is on codemod.nvrtc_options' allow-list with a value of its kind, and
-    the file-naming options are refused by both."""
+    it into rtc_cache.h from codemod.nvrtc_options) is on the allow-list with a value of its kind,
+    and the file-naming options are refused by both."""
     from codemod.apply import layer_cache
 
     for o in layer_cache.list_options(pch=True, minimal=True):
@@ -214,7 +214,7 @@ def test_the_runtimes_list_options_are_on_the_allow_list():
               "-I": "/usr/local/cuda/include", "--include-path=": "/usr/local/cuda/include", "--fmad=": "false",
               "-fmad=": "true", "--ftz=": "true", "-ftz=": "false", "--prec-div=": "true", "-prec-div=": "true",
               "--prec-sqrt=": "false", "-prec-sqrt=": "false", "--maxrregcount=": "64", "-maxrregcount=": "64",
-              "-frandom-seed=": "1"}
+              "-frandom-seed=": "1", "-dopt=": "on", "--dopt=": "off"}
     for prefix in layer_cache.LIST_OPTION_PREFIXES:
         assert nvrtc_options.allowed(prefix + values[prefix]), prefix
     for o in WRITES_OR_READS[:10]:
