@@ -29,8 +29,6 @@ def add_parser(sub) -> None:
                         "version; `master` starts the longest work first)")
     p.add_argument("-j", "--jobs", type=int, default=None, help="parser processes (default: CPU count)")
     p.add_argument("--no-cache", action="store_true", help="parse everything again")
-    p.add_argument("--verbose", "-v", action="store_true", help="list every launch site with its axes")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     p.set_defaults(run=run)
 
 

@@ -57,7 +57,6 @@ def add_parser(sub) -> None:
                         "an unpatched checkout needs no build tree)")
     p.add_argument("--sass-flag", action="append", default=[], metavar="ARG",
                    help="with --sass: an extra nvcc flag for the static side, e.g. --sass-flag=-I<dir> (repeatable)")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     p.set_defaults(run=run)
 
 
