@@ -6,7 +6,9 @@ With --sass, also compare each covered variant's SASS, nvcc (static) against NVR
 Exit codes: 0 everything compiled (host compile may be skipped, with the reason printed) and,
 with --sass, every compared variant is identical modulo names or its difference explained;
 1 a kernel variant or a host unit failed, or an unexplained SASS difference; 2 usage error,
-missing manifest, missing NVRTC (or, with --sass, missing nvcc / nvdisasm / cuobjdump).
+missing manifest, missing NVRTC (or, with --sass, missing nvcc / nvdisasm / cuobjdump), or the
+build environment stopped the host compile (a missing library header or package) while every
+NVRTC program compiled.
 """
 
 from __future__ import annotations
@@ -145,7 +147,7 @@ def run(args) -> int:
     if args.sass:
         sass_report = _run_sass(args, manifests, plan, results, tools, archs, root, jobs, progress)
         report.seconds = time.perf_counter() - start
-    print(render(report))
+    print(render(report, verbose=args.verbose))
     if sass_report is not None:
         print()
         print(sass.render(sass_report))
@@ -155,7 +157,16 @@ def run(args) -> int:
             doc["sass"] = sass_report.to_json()
             doc["ok"] = doc["ok"] and sass_report.ok
         args.json.write_text(strict_json.dumps(doc, "verify report", indent=1) + "\n")
-    return 0 if report.ok and (sass_report is None or sass_report.ok) else 1
+    if report.ok and (sass_report is None or sass_report.ok):
+        return 0
+    generated_ok = all(p.ok for p in results) and (sass_report is None or sass_report.ok)
+    if generated_ok and host_report.status == "environment":
+        # NOTE: exit 2, not 1: nothing to fix in the generated code; the build environment is the input at fault
+        print(f"codemod: error: the build environment stopped the host check (missing: "
+              f"{', '.join(host_report.missing) or 'see the report'}); every NVRTC program compiled "
+              f"({host_report.remedy})", file=sys.stderr)
+        return 2
+    return 1
 
 
 def _run_sass(args, manifests, plan, results, tools, archs, root, jobs, progress):
