@@ -1,7 +1,7 @@
 """`codemod analyze`: command-line front of the analysis stage.
 
-Exit codes: 0 analysis done; 1 analysis done with error-level diagnostics (a TU failed to parse);
-2 usage, rule or input error.
+Exit codes: 0 analysis done; 1 analysis done with error-level diagnostics in the library's own files
+(a TU failed to parse; errors inside third-party headers are a CM0103 warning); 2 usage, rule or input error.
 """
 
 from __future__ import annotations
