@@ -102,6 +102,7 @@ def test_rule_naming_missing_kernel_is_refused(tmp_path):
         compute(root, str(tmp_path / "r.yaml"))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(any(shutil.which(t) is None for t in ("nvcc", "cmake", "ninja")),
                     reason="needs nvcc, cmake and ninja")
 @pytest.mark.parametrize("legacy", ["OFF", "ON"])
