@@ -51,6 +51,14 @@ def add_global_flags(parser: argparse.ArgumentParser) -> None:
                 add_global_flags(child)
 
 
+def fill_global_flags(args: argparse.Namespace) -> argparse.Namespace:
+    """False for every global flag the command line did not give."""
+    for names, _ in GLOBAL_FLAGS:
+        dest = names[-1].lstrip("-")
+        setattr(args, dest, getattr(args, dest, False))
+    return args
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # argparse exits 2 on usage errors already; keep one line
         self.print_usage(sys.stderr)
@@ -96,9 +104,7 @@ def main(argv: list[str] | None = None) -> int:
             print(exc.code, file=sys.stderr)
             return EXIT_USAGE
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    for names, _ in GLOBAL_FLAGS:
-        dest = names[-1].lstrip("-")
-        setattr(args, dest, getattr(args, dest, False))
+    fill_global_flags(args)
     if not getattr(args, "run", None):
         parser.print_help()
         return EXIT_USAGE
