@@ -11,6 +11,7 @@ import os
 import tempfile
 from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -52,6 +53,7 @@ log_line = st.one_of(
 )
 
 
+@pytest.mark.slow
 @_settings(3000)
 @given(header, st.lists(log_line, max_size=12), st.sampled_from(["\n", "\r\n"]))
 def test_ninja_log_parser(first, lines, eol):
@@ -70,6 +72,7 @@ def test_ninja_log_parser(first, lines, eol):
 @given(st.lists(st.tuples(st.integers(0, 5000), st.integers(0, 5000), st.sampled_from(["a", "b", "c", "d"])),
                 min_size=1, max_size=10),
        st.sampled_from([[], ["*=0"], ["*=2"], ["a*=0.5"]]), st.sampled_from([None, 0, 1, 3]))
+@pytest.mark.slow
 def test_impact_pipeline_on_valid_logs(rows, scale, jobs):
     """Well-formed logs of any shape (zero-length, overlapping, repeated outputs) through the whole
     model: priced, replayed, what-if, strict JSON."""
@@ -107,6 +110,7 @@ csv_row = st.one_of(
 )
 
 
+@pytest.mark.slow
 @_settings(2000)
 @given(st.lists(csv_row, max_size=12))
 def test_nvcc_csv_parser(rows):
@@ -134,6 +138,7 @@ entry = st.fixed_dictionaries(
 db_doc = st.one_of(st.lists(entry, max_size=4), json_value)
 
 
+@pytest.mark.slow
 @_settings(2000)
 @given(st.one_of(db_doc.map(lambda d: json.dumps(d).encode()), st.binary(max_size=64),
                  db_doc.map(lambda d: json.dumps(d)[:-1].encode())))
@@ -185,6 +190,7 @@ rule_text = st.one_of(
 )
 
 
+@pytest.mark.slow
 @_settings(1200)
 @given(st.one_of(rule_text.map(lambda t: t.encode("utf-8", "surrogatepass")), st.binary(max_size=64)))
 def test_rule_loader(data):
