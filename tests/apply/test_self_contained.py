@@ -3,6 +3,8 @@ every rewritten header includes it, possibly before the headers declaring what i
 
 from __future__ import annotations
 
+import pytest
+
 from codemod.apply.command import compute
 from codemod.apply.golden import GOLDEN
 from codemod.apply.self_contained import kernels_h_errors
