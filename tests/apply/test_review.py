@@ -79,6 +79,7 @@ def test_answers_from_stdin_choose_the_change_sets(actlib_git, capsys, monkeypat
     assert f"- `actlib::unary_kernel`: {NOT_REVIEWED}\n" in text
 
 
+@pytest.mark.slow
 def test_terminal_help_then_accept_all_writes_everything(tmp_path, capsys, monkeypatch):
     root = tmp_path / "input"
     shutil.copytree(GOLDEN / "actlib" / "input", root)

@@ -161,10 +161,10 @@ def _start_paused(root: Path, step: str, *extra) -> subprocess.Popen:
 
 
 # NOTE: every step is stopped in-process by test_a_stop_at_every_write_step_...; of the real kill -9s,
-# one before the commit and the commit itself run in the fast set, the other three with -m slow
+# the commit runs in the fast set, the other four with -m slow
 @pytest.mark.parametrize("step, committed", [
     pytest.param("backup util/vectorized_pointwise.h", False, marks=pytest.mark.slow),
-    ("journal", False),
+    pytest.param("journal", False, marks=pytest.mark.slow),
     pytest.param("temp rtc/activation/kernels.h", False, marks=pytest.mark.slow),
     pytest.param("replace util/vectorized_pointwise.h", False, marks=pytest.mark.slow),
     ("commit", True),
