@@ -69,10 +69,12 @@ class HostReport:
 # What a compiler or CMake says when the environment lacks a header or a package.
 _MISSING_HEADER = (re.compile(r"fatal error: ([^\s:]+\.[A-Za-z+]+): No such file or directory"),
                    re.compile(r'cannot open source file "([^"]+)"'),
-                   re.compile(r"(?i)(?:could not find|not found|cannot find|missing|no such file)[^\n]*?"
-                              r"\b([\w./+-]+\.(?:h|hh|hpp|hxx|cuh))\b"),
-                   re.compile(r"(?i)\b([\w./+-]+\.(?:h|hh|hpp|hxx|cuh))\b[^\n]*?(?:not found|could not be found|"
-                              r"no such file|missing)"))
+                   # NOTE: the header right next to the words, so that "a.h:3: error: member 'x' not found"
+                   # (an error inside a header) is not read as a.h missing
+                   re.compile(r"(?i)(?:could not find|cannot find|cannot open|missing)(?: header| file| include)?"
+                              r"[:\s]+['\"<]?([\w./+-]+\.(?:h|hh|hpp|hxx|cuh))\b"),
+                   re.compile(r"(?i)\b([\w./+-]+\.(?:h|hh|hpp|hxx|cuh))['\">]?:?\s+(?:file\s+)?(?:was\s+)?"
+                              r"(?:not found|could not be found|no such file|is missing|missing)"))
 _MISSING_PACKAGE = (re.compile(r"Could NOT find (\w[\w-]*)"),
                     re.compile(r'Could not find a package configuration file provided by "([^"]+)"'))
 _CMAKE_ERROR_AT = re.compile(r"CMake Error at ([^:\n]+):\d+")

@@ -29,6 +29,9 @@ def test_missing_from_log_reads_gcc_edg_and_cmake():
     assert missing_from_log(CMAKE_LOG) == (["cudnn_frontend.h"], [])
     assert missing_from_log("CMake Error: Could NOT find CUDNN (missing: CUDNN_INCLUDE_DIR)") == ([], ["CUDNN"])
     assert missing_from_log("a.cu(1): error: identifier \"x\" is undefined") == ([], [])
+    # an error inside a header is not that header missing
+    assert missing_from_log("ops/a.h:3:5: error: member 'x' not found in 'S'") == ([], [])
+    assert missing_from_log("x.cpp:1:10: fatal error: 'nccl.h' file not found") == (["nccl.h"], [])
 
 
 def _toolchain(monkeypatch, nvcc="/bin/true"):
