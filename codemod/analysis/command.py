@@ -1,7 +1,7 @@
 """`codemod analyze`: command-line front of the analysis stage.
 
-Exit codes: 0 analysis done; 1 analysis done with error-level diagnostics (a TU failed to parse);
-2 usage, rule or input error.
+Exit codes: 0 analysis done; 1 analysis done with error-level diagnostics in the library's own files
+(a TU failed to parse; errors inside third-party headers are a CM0103 warning); 2 usage, rule or input error.
 """
 
 from __future__ import annotations
@@ -30,8 +30,6 @@ def add_parser(sub) -> None:
                         "version; `master` starts the longest work first)")
     p.add_argument("-j", "--jobs", type=int, default=None, help="parser processes (default: CPU count)")
     p.add_argument("--no-cache", action="store_true", help="parse everything again")
-    p.add_argument("--verbose", "-v", action="store_true", help="list every launch site with its axes")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     p.set_defaults(run=run)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..errors import ApplyError, PartlyMigrated, UsageError
 from ..text import printable, printable_lines
-from ..impact.options import POLICIES
+from ..impact.options import POLICIES, add_deprecated_jobs, ninja_jobs
 
 
 def add_parser(sub) -> None:
@@ -53,12 +53,12 @@ def add_parser(sub) -> None:
                         "has migrate.cmake.build_order, list the longest first in the CMake source list")
     p.add_argument("--nvcc-time", type=Path, action="append", default=[], metavar="CSV",
                    help="with --build-log: nvcc --time CSV (repeatable)")
-    p.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
+    p.add_argument("--ninja-jobs", type=int, default=None, metavar="N",
                    help="with --build-log: ninja's -j for the replay and the number of TUs listed first "
                         "(default: the log's peak concurrency)")
+    add_deprecated_jobs(p)
     p.add_argument("--policy", choices=sorted(POLICIES), default=None,
                    help="with --build-log: ninja scheduling policy of the replay (default: from the log version)")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(run=run)
 
 
@@ -438,12 +438,13 @@ def _run(args, root: Path) -> int:
                                   "on its own, or pass --allow-dirty")
     progress = None if args.quiet else (lambda m: print(printable_lines(m), file=sys.stderr, flush=True))
     chooser = None if answers is None else (lambda views: review(views, answers))
-    if args.build_log is None and (args.nvcc_time or args.jobs is not None or args.policy):
-        raise UsageError("--nvcc-time, -j and --policy need --build-log")
+    jobs = ninja_jobs(args)
+    if args.build_log is None and (args.nvcc_time or jobs is not None or args.policy):
+        raise UsageError("--nvcc-time, --ninja-jobs and --policy need --build-log")
     try:
         files, report, plan = compute(root, args.target, args.only, args.exclude, progress=progress,
                                       review=chooser, formatted=not args.no_format, build_log=args.build_log,
-                                      nvcc_times=args.nvcc_time, jobs=args.jobs, policy=args.policy,
+                                      nvcc_times=args.nvcc_time, jobs=jobs, policy=args.policy,
                                       update=args.update, regenerate=args.check)
     except PartlyMigrated as exc:
         if not args.check:

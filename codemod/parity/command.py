@@ -125,7 +125,8 @@ def _run(args) -> int:
                     work=args.work.resolve(), out=args.json.resolve().parent,
                     seed=args.seed if args.seed is not None else int(time.time()), shards=args.shards,
                     reps=args.reps, nvcc=args.nvcc, arch=args.arch, skip_build=args.skip_build, timings=not args.no_timings,
-                    clear_pending=args.clear_pending_errors, commit=args.commit, label=args.label, log=sys.stderr)
+                    clear_pending=args.clear_pending_errors, commit=args.commit, label=args.label,
+                    log=None if args.quiet else sys.stderr)
     result = run_parity(cfg)
     args.json.write_text(strict_json.dumps(result, "parity result", indent=1, sort_keys=True) + "\n")
     if args.markdown:
