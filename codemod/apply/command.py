@@ -190,26 +190,40 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
 
 
 def _check_units_read(analysis, spec) -> None:
-    """Stop (ParseError naming it) when a translation unit of migrate.translation_units has errors no
-    diagnostic locates in the library's files: a file clang could not read (UTF-16, unreadable) has
-    no instantiations, and migrating its kernels would drop the variants only it reaches. (Errors at
-    a line of the library leave the kernels they touch static instead: plan._incomplete.)"""
+    """Stop (ParseError naming it) when a translation unit of migrate.translation_units has errors in
+    the library's files or could not be read: a unit clang could not read (UTF-16, unreadable) has
+    no instantiations, and one with parse errors may have lost some, so migrating its kernels would
+    drop the variants only it reaches. Errors only in toolkit or third-party headers do not stop it.
+    The message names the first error in the library's files, else what clang said."""
     from ..errors import ParseError
 
-    located = {d.file for d in analysis.diagnostics
-               if d.severity == "error" and d.file and not d.file.startswith("/")}
-    units = {tu.file for tu in analysis.translation_units}
-    if any(f not in units for f in located):
-        return                            # charged to every TU with errors by plan._incomplete
     wanted = set(spec.translation_units)
-    for tu in analysis.translation_units:
-        if tu.file in wanted and tu.errors and tu.file not in located:
-            first = next((d.message for d in analysis.diagnostics if d.severity == "error" and not d.file), None)
-            why = f" ({first})" if first else ""
-            raise ParseError(f"clang could not read this translation unit the rule migrates{why}; nothing done",
-                             where=tu.file,
-                             hint="convert it to UTF-8 and check that it is readable (`codemod analyze` lists "
-                                  "its errors), or leave it out of migrate.translation_units")
+    broken = [tu for tu in analysis.translation_units if tu.file in wanted and tu.errors]
+    if not broken:
+        return
+    tu = broken[0]
+    units = {t.file for t in analysis.translation_units}
+    # errors of the unit, of a library header, or unlocated (an unreadable file); not those in
+    # toolkit or third-party headers (plan._incomplete: they do not stop a migration), nor another
+    # analysed unit's
+    errors = [d for d in analysis.diagnostics if d.severity == "error" and
+              (not d.file or (not d.file.startswith("/") and (d.file in wanted or d.file not in units)))]
+    if not errors:
+        return
+    located = [d for d in errors if d.file]
+    first = next((d for d in located if d.file == tu.file), located[0] if located else None)
+    more = f" (and {len(broken) - 1} more unit(s) the rule migrates)" if len(broken) > 1 else ""
+    if first is not None:
+        raise ParseError(f"{tu.errors} parse error(s) in this translation unit the rule migrates, first "
+                         f"{first.file}:{first.line}: {first.message}{more}; nothing done", where=tu.file,
+                         hint="fix them (`codemod analyze` lists them), or leave the unit out of "
+                              "migrate.translation_units")
+    said = next((d.message for d in errors if not d.file), None)
+    why = f" ({said})" if said else ""
+    raise ParseError(f"clang could not read this translation unit the rule migrates{why}{more}; nothing done",
+                     where=tu.file,
+                     hint="convert it to UTF-8 and check that it is readable (`codemod analyze` lists "
+                          "its errors), or leave it out of migrate.translation_units")
 
 
 def _regenerate(root: Path, target: str, spec, doc: dict | None, update: bool, stubs: str | None, kwargs: dict):
