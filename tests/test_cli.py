@@ -90,8 +90,9 @@ def test_apply_ninja_jobs_needs_a_build_log(capsys, tmp_path):
     assert "--ninja-jobs and --policy need --build-log" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("extra", [["--html", "{tmp}/page.html"], ["--trace", "{tmp}/t.json"],
-                                   ["--remove", "*.cu"], ["--ninja-jobs", "2"]])
+# --html with --against writes the comparison page (tests/impact/test_compare_html.py)
+@pytest.mark.parametrize("extra", [["--trace", "{tmp}/t.json"], ["--remove", "*.cu"], ["--ninja-jobs", "2"],
+                                   ["--what-if", "{tmp}/w.json"]])
 def test_impact_against_refuses_what_it_does_not_write(tmp_path, capsys, extra):
     extra = [e.replace("{tmp}", str(tmp_path)) for e in extra]
     assert main(["impact", LOG, "--against", LOG] + extra) == 2

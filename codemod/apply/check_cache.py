@@ -12,6 +12,7 @@ import json
 import os
 from pathlib import Path
 
+from .. import strict_json
 from ..frontend.toolchain import cache_root, private_dir
 
 CACHE_FORMAT = 1
@@ -39,7 +40,7 @@ def put(kind: str, k: str, value: dict) -> None:
     path = folder(kind) / f"{k}.json"
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     try:
-        tmp.write_text(json.dumps(value, sort_keys=True))
+        tmp.write_text(strict_json.dumps(value, "a check cache entry", sort_keys=True))
         os.replace(tmp, path)
     except OSError:
         pass                            # a cache that cannot be written only makes the next run slower

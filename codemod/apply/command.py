@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
+from .. import strict_json
 import subprocess
 import sys
 from pathlib import Path
@@ -506,8 +506,9 @@ def _run(args, root: Path) -> int:
         if plan is not None and plan.manifest:
             _write_output("--diff", manifest_beside(args.diff), plan.manifest)
         if plan is not None and plan.prediction:
-            _write_output("--diff", what_if_beside(args.diff), json.dumps({"what_if": plan.prediction["what_if"]},
-                                                                          indent=1, sort_keys=True) + "\n")
+            _write_output("--diff", what_if_beside(args.diff), strict_json.dumps({"what_if": plan.prediction["what_if"]},
+                                                                                 "the what-if", indent=1,
+                                                                                 sort_keys=True) + "\n")
             summary += f"; what-if for `codemod impact --what-if`: {what_if_beside(args.diff)}"
         print(printable(f"{summary}; diff: {args.diff}" + (f". Next: {_apply_hint(top, *diffs)}" if files else "")),
               file=sys.stderr)

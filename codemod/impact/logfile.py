@@ -8,8 +8,6 @@ import gzip
 import zlib
 from typing import IO, Callable, TypeVar
 
-import numpy as np
-
 from ..errors import ParseError
 
 T = TypeVar("T")
@@ -44,19 +42,19 @@ def check_bounds(path: str, name: str, what: str) -> None:
             if total > MAX_BYTES:
                 raise ParseError(f"{what} is larger than {MAX_BYTES >> 20} MiB (decompressed); not a build log",
                                  where=name)
-            ends = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)  # each b"\n", in C
-            if len(ends):
-                # line lengths: the first (with the run before the chunk), then between newlines
-                lengths = np.diff(ends, prepend=-1) - 1
-                lengths[0] += run
-                k = int(np.argmax(lengths > MAX_LINE_BYTES)) if lengths.max() > MAX_LINE_BYTES else -1
-                if k >= 0:
+            # NOTE: split and len run in C; plain Python, as the device's `python3 -S` has no numpy
+            pieces = chunk.split(b"\n")
+            newlines = len(pieces) - 1
+            if newlines:
+                pieces[0] = b"x" * min(run + len(pieces[0]), MAX_LINE_BYTES + 1)
+                if max(map(len, pieces[:-1])) > MAX_LINE_BYTES:
+                    k = next(i for i, piece in enumerate(pieces) if len(piece) > MAX_LINE_BYTES)
                     raise ParseError(f"{what} has a line longer than {MAX_LINE_BYTES >> 10} KiB; not a build log",
                                      where=f"{name}:{lines + k + 1}")
-                run = len(chunk) - int(ends[-1]) - 1
+                run = len(pieces[-1])
             else:
                 run += len(chunk)
-            lines += len(ends)
+            lines += newlines
             if lines > MAX_LINES:
                 raise ParseError(f"{what} has more than {MAX_LINES:,} lines; not a build log", where=name)
             if run > MAX_LINE_BYTES:
