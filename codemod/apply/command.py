@@ -147,7 +147,7 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
             progress(f"apply: predicting the build from {build_log.name}")
         plan.build_order = build_order.plan(root, spec, analysis, {kp.kernel.id for kp in plan.kernels}, build_log,
                                             list(nvcc_times), jobs, policy, cmake)
-        build_order.add_edit(spec, plan.build_order, cs, version)
+        build_order.add_edit(spec, plan.build_order, cs)
     # formatted before the manifest records each file's hash
     style = target_style(root, formatted)
     files = format_edits(apply_edits(root, cs), style)
