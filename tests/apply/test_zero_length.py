@@ -40,7 +40,7 @@ def _edited(data: bytes) -> str:
     edits, skipped = zero_length.find(data)
     assert not skipped and len(edits) == 1
     e = edits[0]
-    special = render("zero_length.h.j2", banner="test", **e.special_ctx)
+    special = render("zero_length.h.j2", **e.special_ctx)
     return (data[:e.param_at] + e.param_text.encode() + data[e.param_at:e.special_at]
             + special.encode() + data[e.special_at:]).decode()
 
