@@ -81,7 +81,7 @@ def _events(path: Path) -> list[dict]:
 def _driver(args, work: Path, name: str, only: list[str], cache: Path, extra_env: dict | None = None) -> subprocess.Popen:
     env = {**os.environ, f"{ENV}_DIR": str(cache), f"{ENV}_LOG": str(work / f"{name}.events"),
            f"{ENV}_RECORD": str(work / f"{name}.list"), **(extra_env or {})}
-    env.pop(f"{ENV}_DISABLE", None)
+    env.pop(ENV, None)                      # <prefix>=0 would turn the disk cache off
     return subprocess.Popen([str(args.driver), "--bench", str(work / f"{name}.jsonl"), "--reps", str(args.reps),
                              "--only", ",".join(only)], env=env, stdout=subprocess.DEVNULL,
                             stderr=open(work / f"{name}.log", "w"))

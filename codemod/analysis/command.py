@@ -60,5 +60,6 @@ def run(args) -> int:
     if args.html:
         from ..report.html import render_html
 
-        args.html.write_text(render_html(result))
+        rule_kernels = {k for r in rules for k in (r.raw.get("migrate") or {}).get("kernels", [])}
+        args.html.write_text(render_html(result, rule_kernels=rule_kernels or None, root=Path(args.directory)))
     return 1 if result.totals["errors"] else 0

@@ -35,6 +35,8 @@ def add_parser(sub) -> None:
                    help="review one change set per kernel and answer y/n/a/d/q (needs a terminal on stdin)")
     p.add_argument("--answers", metavar="FILE",
                    help="the --interactive answers, one per line, from FILE ('-': stdin); implies --interactive")
+    p.add_argument("--html", type=Path, metavar="FILE",
+                   help="write an HTML page: the files changed, the fan-out removed, the predicted build")
     p.add_argument("--allow-dirty", action="store_true",
                    help="--write even when tracked files under DIR have uncommitted changes")
     p.add_argument("--force", action="store_true",
@@ -92,6 +94,8 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     rule = load_rule(target)
     spec = migrate_spec(rule)
     check_selection(spec, only, exclude)
+    for note in migrated.ignored_in_tree(root, spec):
+        print(f"codemod: note: {note}", file=sys.stderr)
     found = migrated.find(root, spec)
     if found and migrated.untouched(root, found[2]):
         found = None                    # stored before a write that did not happen: no migration here
@@ -125,6 +129,7 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     order = build_order.settings(spec) if build_log is not None else None
     cmake = build_order.check_cmake(root, spec, order["variable"]) if order else None   # refuse before analysing
     analysis = analyze(root, [rule], progress=progress)
+    _check_units_read(analysis, spec)
     plan = build_plan(root, analysis, spec, only=only, exclude=exclude)
     plan.entry_points = list(analysis.entry_points)
     version = version or __version__
@@ -175,12 +180,35 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     return files, render_report(plan, cs, files), plan
 
 
+def _check_units_read(analysis, spec) -> None:
+    """Stop (ParseError naming it) when a translation unit of migrate.translation_units has errors no
+    diagnostic locates in the library's files: a file clang could not read (UTF-16, unreadable) has
+    no instantiations, and migrating its kernels would drop the variants only it reaches. (Errors at
+    a line of the library leave the kernels they touch static instead: plan._incomplete.)"""
+    from ..errors import ParseError
+
+    located = {d.file for d in analysis.diagnostics
+               if d.severity == "error" and d.file and not d.file.startswith("/")}
+    units = {tu.file for tu in analysis.translation_units}
+    if any(f not in units for f in located):
+        return                            # charged to every TU with errors by plan._incomplete
+    wanted = set(spec.translation_units)
+    for tu in analysis.translation_units:
+        if tu.file in wanted and tu.errors and tu.file not in located:
+            first = next((d.message for d in analysis.diagnostics if d.severity == "error" and not d.file), None)
+            why = f" ({first})" if first else ""
+            raise ParseError(f"clang could not read this translation unit the rule migrates{why}; nothing done",
+                             where=tu.file,
+                             hint="convert it to UTF-8 and check that it is readable (`codemod analyze` lists "
+                                  "its errors), or leave it out of migrate.translation_units")
+
+
 def _regenerate(root: Path, target: str, spec, doc: dict | None, update: bool, stubs: str | None, kwargs: dict):
     """The migration of a migrated tree, regenerated: the tree un-migrated (migrated.unmigrated: the
     manifest's record, else git's), copied to a scratch folder, migrated there as a fresh tree would
     be. Files: what differs from the tree now (`update`: to write; else PartlyMigrated names them,
     or nothing when the tree holds exactly the regenerated migration)."""
-    import shutil
+    import os
     import tempfile
 
     from . import migrated
@@ -199,6 +227,9 @@ def _regenerate(root: Path, target: str, spec, doc: dict | None, update: bool, s
         scratch = _scratch(root, spec, Path(tmp) / "tree")
         for path, text in overlay.items():
             target_path = scratch / path
+            # the overlay's paths were checked against the tree (migrated.unmigrated); and stay in the copy
+            if not Path(os.path.normpath(target_path)).is_relative_to(Path(tmp) / "tree"):
+                raise ApplyError("the migration's record names a file outside the tree; nothing done", where=path)
             if text is None:
                 target_path.unlink(missing_ok=True)
             else:
@@ -238,13 +269,16 @@ def _scratch(root: Path, spec, copy: Path) -> Path:
     import os
     import shutil
 
+    from . import migrated
+
     top = root.resolve()
     dirs = [top] + [(top / d).resolve() for d in spec.include_dirs]
     base = Path(os.path.commonpath([str(d) for d in dirs]))
     extra = [(top / p).resolve() for p in spec.repo_files()]
     anchor = Path(os.path.commonpath([str(base)] + [str(f.parent) for f in extra]))
     shutil.copytree(base, copy / base.relative_to(anchor), symlinks=True,
-                    ignore=shutil.ignore_patterns(".git", ".codemod", "__pycache__", ".codemod-cache"))
+                    ignore=shutil.ignore_patterns(".git", ".codemod", "__pycache__", ".codemod-cache",
+                                                  migrated.LEGACY_NAME))
     for f in extra:
         if f.is_file() and not f.is_relative_to(base):
             (copy / f.relative_to(anchor)).parent.mkdir(parents=True, exist_ok=True)
@@ -253,18 +287,21 @@ def _scratch(root: Path, spec, copy: Path) -> Path:
 
 
 def write_migration(root: Path, files: dict, plan, force: bool = False) -> Path | None:
-    """Store the migration's manifest outside the tree (tool_state.manifest_path), then write its
-    files (all or nothing, patch.write_all); the manifest's path, None when there is none. The
-    manifest goes first: a write interrupted or refused after it leaves the tree original, and a
-    manifest none of whose files the tree holds is ignored (migrated.untouched)."""
+    """Write the migration's files and store its manifest outside the tree (tool_state.manifest_path)
+    in one journaled transaction (patch.write_all): a write interrupted or refused leaves both as
+    they were, so an interrupted `--update` leaves the manifest of the migration the tree still
+    holds. The manifest's path, None when there is none."""
+    from ..tool_state import manifest_path
     from . import migrated
     from .patch import write_all
 
     stored = None
     if plan is not None and plan.manifest:
-        stored = migrated.write(root, plan.spec.rule_id, plan.manifest)
+        stored = manifest_path(root, plan.spec.rule_id)
+        if not files:
+            migrated.write(root, plan.spec.rule_id, plan.manifest)
     if files:
-        write_all(root, files, force=force)
+        write_all(root, files, force=force, manifest=(stored, plan.manifest) if stored else None)
     return stored
 
 
@@ -413,6 +450,10 @@ def _run(args, root: Path) -> int:
     if report_path:
         _write_output("--report", report_path, report)
     summary = _summary(files, plan, report_path)
+    if args.html:
+        from ..report.html import render_apply_html
+
+        _write_output("--html", args.html, render_apply_html(root, args.target, files, plan, summary))
     if args.check:
         done = report.splitlines()[0] if not files and report.startswith("already migrated") else "nothing to do"
         print(summary if files else done, file=sys.stderr)

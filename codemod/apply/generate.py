@@ -441,11 +441,13 @@ def _layer_cache(root: Path, spec, cs: ChangeSet, guard: Callable[[str], str], f
     cfg = layer_cache.settings(spec.layer)
     if cfg is None:
         return
+    layer_cache.check_rule_options(spec.options, spec.rule_id)
     data = (root / cfg["source"]).read_bytes()
     # NOTE: the template's first line is `// {{ banner }}`: a title here, no tool name.
     text = fmt(render("layer/rtc_cache.h.j2", banner="The NVRTC layer's disk cache.", guard=guard(cfg["header"]),
                       layer_source=cfg["source"], namespace=cfg["namespace"], env=cfg["env"],
-                      default_dir=cfg["default_dir"], pch=cfg["pch"], minimal=cfg["minimal"]),
+                      default_dir=cfg["default_dir"], pch=cfg["pch"], minimal=cfg["minimal"],
+                      list_options=cfg["list_options"], list_option_prefixes=cfg["list_option_prefixes"]),
                cfg["header"])
     if layer_cache.present(data, cfg["header"]):
         _same_cache(root, cfg["header"], text, spec.rule_id)
@@ -461,12 +463,21 @@ def _layer_cache(root: Path, spec, cs: ChangeSet, guard: Callable[[str], str], f
         cs.edits.append(Edit(e.path, e.start, e.end, e.text, e.why, layer=True))
     cs.layer_files.add(cfg["header"])
     cs.new_files[cfg["header"]] = text
+    test = cfg.get("test")
+    if test:
+        # the layer's own tests, in the target's test tree (docs/rtc_cache.md, tests in the target)
+        path = spec.repo_path(test["file"])
+        cs.new_files[path] = fmt(render("layer/rtc_cache_test.cpp.j2", header=cfg["header"],
+                                        include=test.get("include") or cfg["header"], namespace=cfg["namespace"],
+                                        env=cfg["env"]), path)
+        _test_source(root, spec, cs, test, f"{spec.rule_id}/nvrtc_layer/cache/test", "the layer cache's tests")
     env = cfg["env"]
-    cs.notes.append(f"{cfg['source']}: NVRTC layer with a disk cache shared by the processes of a machine and "
-                    f"per-variant compiles ({cfg['header']}); environment: {env['dir']} (folder, default "
-                    f"$XDG_CACHE_HOME/{cfg['default_dir']}), {env['disable']}=1 (off), {env['max_size']} (bound, "
-                    f"default 1G), {env['record']} (list for `codemod warm`), {env['warm']} (a list compiled by "
-                    f"{env['warm_threads']} background threads), {env['log']} (cache events)"
+    cs.notes.append(f"{cfg['source']}: NVRTC layer with per-variant compiles and an opt-in disk cache shared by "
+                    f"the processes of a machine ({cfg['header']}); environment: {env['dir']}=FOLDER or "
+                    f"{env['prefix']}=1 (on, default folder $XDG_CACHE_HOME/{cfg['default_dir']}; off unless set), "
+                    f"{env['max_size']} (bound, default 1G), {env['record']} (list for `codemod warm`), "
+                    f"{env['warm']} (a list compiled by {env['warm_threads']} background threads), {env['log']} "
+                    f"(cache events)"
                     + (f"; NVRTC's automatic precompiled headers per process ({env['pch']}=0: off)" if cfg["pch"] else "")
                     + (f"; NVRTC's -minimal ({env['minimal']}=0: off)" if cfg["minimal"] else ""))
 
@@ -585,19 +596,26 @@ def _operator_test(root: Path, plan: Plan, cs: ChangeSet, fmt) -> None:
                inputs=cfg["inputs"], outputs=cfg["outputs"], executable=cfg["executable"],
                file=posixpath.basename(cfg["file"]))
     cs.new_files[path] = fmt(render("operator_test.cu.j2", **ctx), path)
+    cmake, data = _test_source(root, spec, cs, cfg, "migrate/tests/operator", "the operator test's source")
+    block = render("operator_test.cmake.j2", **ctx)
+    cs.edits.append(Edit(cmake, len(data), len(data), block, "the operator test's two ctest runs"))
+
+
+def _test_source(root: Path, spec, cs: ChangeSet, cfg: dict, where: str, why: str) -> tuple[str, bytes]:
+    """A new test file's line in its executable's source list (`cfg`: file, cmake, after), after the
+    `after` entry with its indent; (the CMake list's path, its bytes)."""
     cmake = spec.repo_path(cfg["cmake"])
     try:
         data = (root / cmake).read_bytes()
     except OSError as exc:
-        raise ApplyError(f"cannot read {cmake} ({exc.strerror})", where="migrate/tests/operator/cmake") from None
+        raise ApplyError(f"cannot read {cmake} ({exc.strerror})", where=f"{where}/cmake") from None
     entry = re.search(rb"(?m)^([ \t]+)" + re.escape(cfg["after"].encode()) + rb"[ \t]*\n", data)
     if entry is None:
-        raise ApplyError(f"{cmake} lists no `{cfg['after']}` on a line of its own (migrate/tests/operator/after)",
+        raise ApplyError(f"{cmake} lists no `{cfg['after']}` on a line of its own ({where}/after)",
                          where=cmake, hint="name a source entry of the test executable")
     line = entry.group(1).decode() + posixpath.basename(cfg["file"]) + "\n"
-    cs.edits.append(Edit(cmake, entry.end(), entry.end(), line, "the operator test's source"))
-    block = render("operator_test.cmake.j2", **ctx)
-    cs.edits.append(Edit(cmake, len(data), len(data), block, "the operator test's two ctest runs"))
+    cs.edits.append(Edit(cmake, entry.end(), entry.end(), line, why))
+    return cmake, data
 
 
 def _envvar_block(lines: list[str], name: str) -> tuple[int, int] | None:

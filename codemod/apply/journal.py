@@ -8,6 +8,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import stat
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from .. import strict_json
 from ..errors import ApplyError
-from ..tool_state import state_dir
+from ..tool_state import contained, make_folder, state_dir
 
 JOURNAL = "journal.json"
 BACKUPS = "backup"
@@ -62,7 +63,8 @@ class State:
 
 def state(root: Path) -> State:
     """`<git dir>/codemod` in a git work tree (one writer per repository: never in `git status`),
-    else `<root>/.codemod`."""
+    else the per-user folder of the tree (tool_state.state_dir); refused when it is a symlink,
+    another user's or writable by others."""
     return State(*state_dir(root))
 
 
@@ -105,8 +107,8 @@ def tree_lock(root: Path):
     fd = None
     for _ in range(50):
         try:
-            st.folder.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            make_folder(st.folder, st.folder)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         except FileNotFoundError:
             continue                      # the folder was removed by a releasing holder: retry
         except OSError as exc:
@@ -115,7 +117,7 @@ def tree_lock(root: Path):
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.read(fd, 64).decode(errors="replace").strip() or "unknown"
+            holder = re.sub(r"[^0-9]", "", os.read(fd, 64).decode(errors="replace")) or "unknown"
             os.close(fd)
             raise ApplyError(f"another `codemod apply` (pid {holder}) is writing this tree; nothing done",
                              where=str(path),
@@ -177,11 +179,13 @@ def env_step_hook():
 @dataclass
 class Planned:
     """One file of a write: repo path (resolved, relative to the base), content before (None: the
-    write creates it) and after, and the mode to give it."""
+    write creates it) and after, and the mode to give it. `area` "state": a file of the state folder
+    (the migration's manifest), its path relative to that folder."""
     path: str
     old: bytes | None
     new: bytes
     mode: int | None
+    area: str = "tree"
 
 
 def _tmp_of(rel: str) -> str:
@@ -244,18 +248,23 @@ def _sigterm_interrupts():
 def transaction(root: Path, planned: list[Planned], step=None, fail_before: int | None = None) -> None:
     """Write `planned` under the tree lock: backups of every replaced file and the journal (hashes,
     modes, backups, folders to create) fsynced first, then each file atomically (temp file beside
-    it, os.replace, fsync of the folder), then the journal removed (the commit) and the backups.
-    Any exception rolls the tree back from the journal; a kill leaves the journal for `recover`.
-    `step(name)`: test-only hook called after each durable write step; `fail_before`: raise
-    ApplyError before replacing that file (tests)."""
+    it, compared once more with the content it had when planned, os.replace, fsync of the folder),
+    then the journal removed (the commit) and the backups. A file changed since it was planned is
+    a conflict (ApplyError naming it, everything written so far restored). Any exception rolls the
+    tree back from the journal; a kill leaves the journal for `recover`. `step(name)`: test-only
+    hook called after each durable write step; `fail_before`: raise ApplyError before replacing
+    that file (tests)."""
     step = step or env_step_hook() or (lambda name: None)
     with tree_lock(root) as st:
-        if st.journal.exists() or st.backups.exists():
+        if os.path.lexists(st.journal) or os.path.lexists(st.backups):
             raise ApplyError("an interrupted write left its journal; nothing written", where=str(st.folder),
                              hint="run `codemod apply` once to restore the tree, then write again")
         base = st.base
         dirs: list[str] = []
         for p in planned:
+            if p.area == "state":
+                make_folder((st.folder / p.path).parent, st.folder)
+                continue
             parent = (base / p.path).parent
             while parent != base and not parent.exists():
                 rel = parent.relative_to(base).as_posix()
@@ -265,36 +274,48 @@ def transaction(root: Path, planned: list[Planned], step=None, fail_before: int 
         dirs.sort(key=lambda d: (d.count("/"), d))
         record = {"schema": "codemod-journal/1", "pid": os.getpid(),
                   "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "dirs": dirs, "files": []}
+        replaced = 0                      # files whose replace may have happened: the in-process rollback's scope
         with _sigterm_interrupts():
             try:
-                st.backups.mkdir(parents=True)
+                os.mkdir(st.backups, 0o700)
                 for i, p in enumerate(planned):
                     backup = None
                     if p.old is not None:
                         backup = f"{BACKUPS}/{i}"
                         _atomic_bytes(st.folder / backup, p.old, None)
-                        step(f"backup {p.path}")
-                    record["files"].append({"path": p.path, "tmp": _tmp_of(p.path), "old": sha256(p.old),
-                                            "new": sha256(p.new), "mode": p.mode, "backup": backup})
+                        step(f"backup {_label(p)}")
+                    entry = {"path": p.path, "tmp": _tmp_of(p.path), "old": sha256(p.old), "new": sha256(p.new),
+                             "mode": None if p.mode is None else stat.S_IMODE(p.mode) & 0o777, "backup": backup}
+                    if p.area == "state":
+                        entry["area"] = "state"
+                    record["files"].append(entry)
                 _atomic_bytes(st.journal, (strict_json.dumps(record, "the write journal", indent=1) + "\n").encode(), None)
                 step("journal")
                 for i, p in enumerate(planned):
                     if fail_before is not None and i == fail_before:
                         raise ApplyError(f"injected failure before writing {p.path}")
-                    target = base / p.path
-                    _make_dirs(base, target.parent)
-                    tmp = base / _tmp_of(p.path)
+                    home = st.folder if p.area == "state" else base
+                    target = home / p.path
+                    _make_dirs(home, target.parent)
+                    tmp = home / _tmp_of(p.path)
                     _write_tmp(tmp, p.new, p.mode)
-                    step(f"temp {p.path}")
+                    step(f"temp {_label(p)}")
+                    if file_sha256(target) != sha256(p.old) or (p.old is None and os.path.lexists(target)):
+                        tmp.unlink(missing_ok=True)
+                        raise ApplyError("changed while apply wrote the migration" + (" (created meanwhile)" if p.old
+                                         is None else "") + "; nothing written: every file was restored, this one "
+                                         "keeps its new content", where=_label(p),
+                                         hint="look at the change, then re-run `codemod apply`")
+                    replaced = i + 1
                     os.replace(tmp, target)
-                    step(f"replace {p.path}")
+                    step(f"replace {_label(p)}")
                     _fsync_dir(target.parent)
             except SimulatedCrash:
                 raise
             except BaseException as exc:
                 with _signals_deferred():
                     if st.journal.exists():
-                        _roll_back(st, _read_journal(st))
+                        _roll_back(st, record, touched=replaced)
                     else:
                         shutil.rmtree(st.backups, ignore_errors=True)
                 if isinstance(exc, OSError):
@@ -309,6 +330,12 @@ def transaction(root: Path, planned: list[Planned], step=None, fail_before: int 
                 step("cleanup")
 
 
+def _label(p: Planned) -> str:
+    """How steps and messages name a planned file: its tree path, or `state:` and its path in the
+    state folder."""
+    return f"state:{p.path}" if p.area == "state" else p.path
+
+
 def _make_dirs(base: Path, folder: Path) -> None:
     """mkdir -p below base, each new folder's entry fsynced in its parent."""
     missing = []
@@ -321,13 +348,15 @@ def _make_dirs(base: Path, folder: Path) -> None:
 
 
 def _write_tmp(tmp: Path, data: bytes, mode: int | None) -> None:
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    """The temp file, never through a symlink, with `mode`'s permission bits only (never setuid,
+    setgid or sticky)."""
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o666)
     try:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
         if mode is not None:
-            os.fchmod(fd, stat.S_IMODE(mode))
+            os.fchmod(fd, stat.S_IMODE(mode) & 0o777)
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -335,26 +364,106 @@ def _write_tmp(tmp: Path, data: bytes, mode: int | None) -> None:
 
 # --- recovery --------------------------------------------------------------------------------------
 
+_SHA = re.compile(r"[0-9a-f]{64}")
+_BACKUP = re.compile(BACKUPS + r"/(0|[1-9][0-9]{0,8})")
+_STARTED = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+_JOURNAL_BYTES = 64 << 20
+
+
 def _read_journal(st: State) -> dict:
+    """The journal, every field checked against the tree and the state folder (`_check_journal`);
+    an ApplyError naming it otherwise: a journal that fails a check is never acted upon."""
+    hint = f"restore the tree by hand (git checkout), then remove {st.folder}"
     try:
-        record = json.loads(st.journal.read_text())
-        if record.get("schema") != "codemod-journal/1" or not isinstance(record.get("files"), list):
+        fd = os.open(st.journal, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise ValueError("not a regular file")
+            data = f.read(_JOURNAL_BYTES + 1)
+        if len(data) > _JOURNAL_BYTES:
+            raise ValueError(f"larger than {_JOURNAL_BYTES >> 20} MiB")
+        record = json.loads(data)
+        if not isinstance(record, dict) or record.get("schema") != "codemod-journal/1" \
+                or not isinstance(record.get("files"), list):
             raise ValueError("unknown layout")
-        return record
-    except (OSError, ValueError) as exc:
-        raise ApplyError(f"unreadable write journal ({exc})", where=str(st.journal),
-                         hint=f"restore the tree by hand (git checkout), then remove {st.folder}") from None
+    except (OSError, ValueError, RecursionError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else exc
+        raise ApplyError(f"unreadable write journal ({reason})", where=str(st.journal), hint=hint) from None
+    problem = _check_journal(st, record)
+    if problem:
+        raise ApplyError(f"invalid write journal, nothing restored: {problem}", where=str(st.journal),
+                         hint=f"it was not written by this tree's `codemod apply --write`; {hint}")
+    return record
 
 
-def _roll_back(st: State, record: dict) -> tuple[int, int]:
+def _check_journal(st: State, record: dict) -> str | None:
+    """Why a journal cannot be trusted, or None. Each file's path relative to the tree's base (or,
+    `area` "state", to the state folder below `manifests/`), without `..`, symlink components or
+    anything but a regular file there; its temp file the one beside it; hashes sha256 hex; a backup
+    `backup/<n>` of the state folder, a regular file, for exactly the files that had an old content;
+    the mode a number (only its permission bits are used); each folder to remove below the base."""
+    pid, started, dirs = record.get("pid"), record.get("started"), record.get("dirs", [])
+    if pid is not None and (type(pid) is not int or not 0 < pid < 1 << 32):
+        return f"pid {pid!r} is not a process id"
+    if started is not None and not (isinstance(started, str) and _STARTED.fullmatch(started)):
+        return f"started {started!r} is not a time"
+    if not isinstance(dirs, list):
+        return "`dirs` is not a list"
+    for i, entry in enumerate(record["files"]):
+        if not isinstance(entry, dict) or not {"path", "tmp", "old", "new", "mode", "backup"} <= entry.keys():
+            return f"files[{i}] is not an entry of path, tmp, old, new, mode and backup"
+        path, area = entry["path"], entry.get("area", "tree")
+        try:
+            if area == "state":
+                if not (isinstance(path, str) and path.startswith("manifests/") and path.endswith(".json")):
+                    raise ValueError(f"{path!r} is not a manifest of the state folder")
+                contained(st.folder, path)
+            elif area == "tree":
+                contained(st.base, path)
+            else:
+                raise ValueError(f"unknown area {area!r}")
+            if entry["tmp"] != _tmp_of(path):
+                raise ValueError(f"tmp {entry['tmp']!r} is not the temp file of {path!r}")
+            contained(st.folder if area == "state" else st.base, entry["tmp"])
+            for key in ("old", "new"):
+                if not (entry[key] is None and key == "old" or isinstance(entry[key], str) and _SHA.fullmatch(entry[key])):
+                    raise ValueError(f"{key} {entry[key]!r} is not a sha256")
+            backup = entry["backup"]
+            if (backup is None) != (entry["old"] is None):
+                raise ValueError("a backup is there exactly for a file that had content")
+            if backup is not None:
+                if not (isinstance(backup, str) and _BACKUP.fullmatch(backup)):
+                    raise ValueError(f"backup {backup!r} is not {BACKUPS}/<n> of the state folder")
+                if not os.path.lexists(st.folder / backup):
+                    raise ValueError(f"backup {backup!r} is missing")
+                contained(st.folder, backup)
+            mode = entry["mode"]
+            if mode is not None and (type(mode) is not int or not 0 <= mode < 1 << 32):
+                raise ValueError(f"mode {mode!r} is not a file mode")
+        except ValueError as exc:
+            return f"files[{i}]: {exc}"
+    for i, rel in enumerate(dirs):
+        try:
+            contained(st.base, rel, "folder")
+        except ValueError as exc:
+            return f"dirs[{i}]: {exc}"
+    return None
+
+
+def _roll_back(st: State, record: dict, touched: int | None = None) -> tuple[int, int]:
     """Put every file of the journal back as it was; (restored, removed). A file holding neither its
-    old nor its new content is left alone and the journal kept (ApplyError naming it and its backup)."""
+    old nor its new content is left alone and the journal kept (ApplyError naming it and its backup).
+    `record` is a checked journal (_read_journal) or the one this process wrote; `touched`: how many
+    of its files this process may have replaced (the others only lose their temp file)."""
     base = st.base
     restored = removed = 0
     conflicts = []
-    for entry in reversed(record["files"]):
-        (base / entry["tmp"]).unlink(missing_ok=True)
-        target = base / entry["path"]
+    for i, entry in reversed(list(enumerate(record["files"]))):
+        home = st.folder if entry.get("area") == "state" else base
+        (home / entry["tmp"]).unlink(missing_ok=True)
+        if touched is not None and i >= touched:
+            continue
+        target = home / entry["path"]
         current = file_sha256(target)
         if current == entry["old"]:
             continue
@@ -371,7 +480,8 @@ def _roll_back(st: State, record: dict) -> tuple[int, int]:
             raise ApplyError(f"the backup of {entry['path']} does not hold its original content; nothing more "
                              "restored", where=str(st.folder / entry["backup"]),
                              hint=f"restore {entry['path']} by hand (git checkout), then remove {st.folder}")
-        _atomic_bytes(target, data, entry.get("mode"), base / entry["tmp"])
+        mode = entry.get("mode")
+        _atomic_bytes(target, data, None if mode is None else mode & 0o777, home / entry["tmp"])
         restored += 1
     if conflicts:
         names = ", ".join(f"{e['path']} (original: {st.folder / e['backup']})" if e["backup"] else e["path"]
@@ -403,17 +513,21 @@ def check_legacy(root: Path) -> None:
 def pending(root: Path) -> bool:
     """Whether an interrupted write left a journal or backups (cheap: two stats, no lock)."""
     st = state(root)
-    return st.journal.exists() or st.backups.exists()
+    return os.path.lexists(st.journal) or os.path.lexists(st.backups)
 
 
 def recover(root: Path) -> str | None:
     """Roll back what an interrupted `apply --write` left (under the tree lock) and say what was
     done; None when there was nothing to do."""
-    st = state(root)
-    if not (st.journal.exists() or st.backups.exists()):
+    if not pending(root):
         return None
     with tree_lock(root) as st, _signals_deferred():
-        if st.journal.exists():
+        try:
+            contained(st.folder, BACKUPS, "folder")
+        except ValueError as exc:
+            raise ApplyError(f"invalid backups of an interrupted write, nothing restored: {exc}", where=str(st.folder),
+                             hint=f"restore the tree by hand (git checkout), then remove {st.folder}") from None
+        if os.path.lexists(st.journal):
             record = _read_journal(st)
             restored, removed = _roll_back(st, record)
             return (f"recovered an interrupted `codemod apply --write` (pid {record.get('pid')}, started "

@@ -1,10 +1,13 @@
-"""A migrated tree: its manifest (kept outside the tree, `tool_state.manifest_path`), the content
-checks against it, the recognition of a migration by its generated code when the manifest is gone,
-and the un-migrated texts `apply --update` regenerates from (docs/apply.md, Migrated trees)."""
+"""A migrated tree: its manifest (kept outside the tree, `tool_state.manifest_path`; never read from
+the tree), the content checks against it, the recognition of a migration by its generated code when
+the manifest is gone, and the un-migrated texts `apply --update` regenerates from (docs/apply.md,
+Migrated trees). Every path a manifest names is checked against the tree before it is read or
+written (tool_state.library_file)."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import tempfile
@@ -12,14 +15,15 @@ from pathlib import Path
 
 from .. import strict_json
 from ..errors import ApplyError
-from ..tool_state import manifest_path, manifest_paths
-from .journal import atomic_write, file_sha256, sha256, state
+from ..tool_state import contained, library_file, make_folder, manifest_path, manifest_paths, state_dir
+from .journal import atomic_write, file_sha256, sha256
+from .patch import _text
 
 class Unmigratable(ApplyError):
     """The tree cannot be un-migrated to regenerate its migration (a merge conflict)."""
 
 
-LEGACY_NAME = "codemod_manifest.json"   # in <output_dir>, where codemod before 0.2 wrote it
+LEGACY_NAME = "codemod_manifest.json"   # in <output_dir>, where codemod before 0.2 wrote it: ignored
 STUBS = "kernels.h"                      # every migration generates <output_dir>/kernels.h
 
 
@@ -39,22 +43,52 @@ def record(files: dict[str, tuple[str | None, str]], manifest: str) -> str:
 def write(root: Path, rule_id: str, text: str) -> Path:
     """Store the manifest outside the tree (whole or not at all); its path."""
     path = manifest_path(root, rule_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(path.parent, state_dir(root)[0])
     atomic_write(path, text.encode())
     return path
 
 
 def find(root: Path, spec) -> tuple[Path, str, dict] | None:
-    """(path, how to name it, manifest) of the rule's migration of this tree: the one kept outside
-    the tree, else one an older codemod wrote into `<output_dir>/`; None when there is neither (or
-    the one found is another rule's)."""
-    for path, where in ((manifest_path(root, spec.rule_id), None),
-                        (root / spec.output_dir / LEGACY_NAME, f"{spec.output_dir}/{LEGACY_NAME}")):
-        if path.is_file():
-            doc = read_manifest(path, where or str(path))
-            if doc.get("rule") == spec.rule_id:
-                return path, where or str(path), doc
+    """(path, how to name it, manifest) of the rule's migration of this tree, kept outside the tree;
+    None when there is none (or the one found is another rule's). A manifest reached through a
+    symlink of the state folder, or not a regular file, is an ApplyError."""
+    path = manifest_path(root, spec.rule_id)
+    folder = state_dir(root)[0]
+    try:
+        contained(folder, path.relative_to(folder).as_posix())
+    except ValueError as exc:
+        raise ApplyError(f"not a manifest codemod wrote: {exc}", where=str(path),
+                         hint="remove it: `codemod apply --update` regenerates it from the migrated tree") from None
+    if path.is_file():
+        doc = read_manifest(path, str(path))
+        if doc.get("rule") == spec.rule_id:
+            return path, str(path), doc
     return None
+
+
+def ignored_in_tree(root: Path, spec) -> list[str]:
+    """What an older codemod kept inside the tree and this one ignores (state that directs writes is
+    never read from the tree), each said once: `<output_dir>/codemod_manifest.json` and `.codemod/`."""
+    notes = []
+    legacy = f"{spec.output_dir}/{LEGACY_NAME}"
+    if os.path.lexists(root / legacy):
+        notes.append(f"{legacy} is ignored: a manifest inside the tree is never read (an older codemod wrote "
+                     "it there; `codemod apply --write` keeps the manifest outside the tree, and `--check`/"
+                     "`--update` use git's record of the migration without one)")
+    if os.path.lexists(root / ".codemod"):
+        notes.append(".codemod/ is ignored: codemod keeps its state outside the tree (docs/reliability.md); "
+                     "remove it once no older codemod uses this tree")
+    return notes
+
+
+def _manifest_path(root: Path, path, where: str) -> Path:
+    """A manifest's path, checked against the tree (tool_state.library_file); ApplyError otherwise."""
+    try:
+        return library_file(root, path)
+    except ValueError as exc:
+        raise ApplyError(f"the migration's record names a path codemod may not use: {exc}", where=where,
+                         hint="each must be a regular file inside the tree, reached through no symlink; a stored "
+                              "manifest can be removed (`codemod apply --update` regenerates it)") from None
 
 
 def recognised(root: Path, spec) -> str | None:
@@ -85,15 +119,6 @@ def read_manifest(path: Path, where: str) -> dict:
     return doc
 
 
-def _inside(root: Path, path: str) -> bool:
-    """Whether a manifest's `files` entry stays where apply may write: the library root, or for a
-    `../`-relative entry (migrate.repo_root: the repository's docs and tests) the git work tree
-    holding it, as patch.plan_writes allows."""
-    top = root.resolve()
-    bound = state(root).base.resolve() if path.startswith("../") else top
-    return not Path(path).is_absolute() and (top / path).resolve().is_relative_to(bound)
-
-
 def check(root: Path, doc: dict, where: str) -> tuple[list[str], str]:
     """(problems, note) of a migrated tree: a generated file missing or not holding what apply wrote,
     an edited file (launch sites, CMake, guards) still holding its original content. An edited file
@@ -106,13 +131,11 @@ def check(root: Path, doc: dict, where: str) -> tuple[list[str], str]:
         raise ApplyError("the manifest's `files` is not an object", where=where,
                          hint="remove it: `codemod apply --update` regenerates it from the migrated tree")
     problems, later = [], 0
-    top = root.resolve()
     for path, hashes in sorted(recorded.items()):
-        target = (top / path).resolve()
-        if not isinstance(hashes, dict) or not _inside(root, path):
-            raise ApplyError(f"the manifest's `files` entry {path!r} is malformed or leaves the tree", where=where,
+        if not isinstance(hashes, dict):
+            raise ApplyError(f"the manifest's `files` entry {path!r} is malformed", where=where,
                              hint="remove it: `codemod apply --update` regenerates it from the migrated tree")
-        current = file_sha256(target)
+        current = file_sha256(_manifest_path(root, path, where))
         if current == hashes.get("after"):
             continue
         if hashes.get("before") is None:
@@ -134,11 +157,12 @@ def untouched(root: Path, doc: dict) -> bool:
     recorded = doc.get("files")
     if not isinstance(recorded, dict) or not recorded:
         return False
-    top = root.resolve()
     for path, hashes in recorded.items():
-        if not isinstance(hashes, dict) or not _inside(root, path):
-            return False
-        if file_sha256(top / path) != hashes.get("before"):
+        try:
+            target = library_file(root, path)
+        except ValueError:
+            return False                  # check() names it
+        if not isinstance(hashes, dict) or file_sha256(target) != hashes.get("before"):
             return False
     return True
 
@@ -181,12 +205,21 @@ def unmigrated(root: Path, spec, doc: dict | None, later: frozenset[str] | None 
     if later is None:
         later = later_rules(root, spec.rule_id)
     if doc is not None and isinstance(doc.get("edited"), dict) and isinstance(doc.get("files"), dict):
+        where = str(manifest_path(root, spec.rule_id))
         created = [p for p, h in doc["files"].items() if isinstance(h, dict) and h.get("before") is None]
-        edited = {p: (e["before"], e["after"]) for p, e in doc["edited"].items()}
-        source = "the manifest"
+        edited = {}
+        for p, e in doc["edited"].items():
+            if not (isinstance(e, dict) and isinstance(e.get("before"), str) and isinstance(e.get("after"), str)):
+                raise ApplyError(f"the manifest's `edited` entry {p!r} is not a before and after text", where=where,
+                                 hint="remove it: `codemod apply --update` regenerates it from the migrated tree")
+            edited[p] = (e["before"], e["after"])
+        source, commit = "the manifest", None
     else:
         created, edited, source, commit = _from_git(root, spec)
+        where = source
         later = later | _later_from_git(root, spec.rule_id, commit, edited)
+    for p in [*created, *edited]:
+        _manifest_path(root, p, where)      # written to the scratch copy, read from the tree: no way out
     # the hunk-by-hunk replay is for edits other rules stacked next to this one's (_merge)
     stacked = bool(later)
     out: dict[str, str | None] = {p: None for p in created}
@@ -195,9 +228,47 @@ def unmigrated(root: Path, spec, doc: dict | None, later: frozenset[str] | None 
         if not target.is_file():
             raise ApplyError("the migration edited this file, but it is gone", where=path,
                              hint="restore it, then run `codemod apply --update` again")
-        current = target.read_bytes().decode()      # CRLF kept: the recorded texts have it
+        current = _text(target.read_bytes(), path)      # CRLF kept: the recorded texts have it
         out[path] = original if current == written else _merge(path, current, written, original, stacked)
+    _moved_back(root, out, created, doc, commit)
     return out, source, frozenset(later)
+
+
+def _moved_back(root: Path, out: dict[str, str | None], created: list[str], doc: dict | None,
+                commit: str | None) -> None:
+    """The kernels a migration moved from a unit into its `<unit>_kernels.cuh` (extract.py) go back
+    into the un-migrated unit with the edits made to them since: each change of the header since
+    the migration created it is replayed where its text occurs in the unit (a parameter or body
+    edit in the extracted header is kept, never reverted by a regeneration). Without the header's
+    created text (a manifest records only its hash) or where a change cannot be placed, an
+    Unmigratable names the header."""
+    from .extract import header_path
+
+    for unit, text in list(out.items()):
+        header = header_path(unit) if unit.endswith(".cu") else None
+        if text is None or header not in created or not (root / header).is_file():
+            continue
+        now = (root / header).read_bytes().decode()
+        if commit is not None:
+            prefix = _git(root, "rev-parse", "--show-prefix").strip()
+            then = _git(root, "show", f"{commit}:{prefix}{header}")
+        else:
+            recorded = doc.get("files", {}).get(header) if isinstance(doc, dict) else None
+            if isinstance(recorded, dict) and recorded.get("after") == sha256(now.encode()):
+                continue
+            raise Unmigratable(f"{header} changed since the migration moved {unit}'s kernels into it, and the "
+                               "manifest does not record the text it created", where=header,
+                               hint="commit the migration and regenerate from git history (drop the stored "
+                                    "manifest), or make the change in the kernels' new home after --update")
+        if then == now:
+            continue
+        replayed = _replay_hunks(text, then, now)
+        if replayed is None:
+            raise Unmigratable(f"{header} changed since the migration moved {unit}'s kernels into it, and the "
+                               "change cannot be placed in the unit they came from", where=header,
+                               hint="regenerate before editing the moved kernels, or revert the migration and "
+                                    "apply the rule again")
+        out[unit] = replayed
 
 
 def _git(root: Path, *args: str) -> str:

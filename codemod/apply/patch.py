@@ -114,13 +114,31 @@ def line_counts(old: str | None, new: str) -> tuple[int, int]:
 
 
 def write_all(root: Path, files: dict[str, tuple[str | None, str]], force: bool = False,
-              fail_after: int | None = None, step=None) -> None:
+              fail_after: int | None = None, step=None, manifest: tuple[Path, str] | None = None) -> None:
     """Write the migration all or nothing, crash-safe (journal.transaction): every path is checked
     first (inside the tree after resolving symlinks, still holding the text the diff was computed
-    from, not read-only unless `force`); modes are kept. `fail_after` injects a failure before that
-    file (tests); `step(name)` is the test-only hook called after each durable write step."""
+    from, not read-only unless `force`); modes are kept. `manifest` (its path in the state folder,
+    its text) is written in the same transaction, last: a kill leaves it and the tree as they were
+    together. `fail_after` injects a failure before that file (tests); `step(name)` is the
+    test-only hook called after each durable write step."""
     planned = plan_writes(root, files, force)
+    if manifest is not None:
+        planned.append(_plan_state_file(root, *manifest))
     transaction(root, planned, step=step, fail_before=fail_after)
+
+
+def _plan_state_file(root: Path, path: Path, text: str) -> Planned:
+    """The manifest's entry of a write: its path relative to the state folder, its content now."""
+    from ..tool_state import contained
+
+    folder = state(root).folder
+    rel = path.relative_to(folder).as_posix()
+    try:
+        target = contained(folder, rel)
+    except ValueError as exc:
+        raise ApplyError(f"cannot store the manifest: {exc}", where=str(path)) from None
+    old = target.read_bytes() if target.is_file() else None
+    return Planned(rel, old, text.encode(), None, area="state")
 
 
 def plan_writes(root: Path, files: dict[str, tuple[str | None, str]], force: bool = False) -> list[Planned]:

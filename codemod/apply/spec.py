@@ -106,6 +106,9 @@ def _tree_paths(m: dict):
         if key in m["nvrtc_layer"].get("cache", {}):
             yield ["nvrtc_layer", "cache", key], m["nvrtc_layer"]["cache"][key]
     yield ["cmake", "file"], m["cmake"]["file"]
+    license = m.get("license")
+    if isinstance(license, dict) and isinstance(license.get("from"), str):
+        yield ["license", "from"], license["from"]                           # read into every generated file
     if "envvars" in m.get("docs", {}):
         yield ["docs", "envvars", "file"], m["docs"]["envvars"]["file"]     # below repo_root
     test = m.get("tests", {}).get("operator")

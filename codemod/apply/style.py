@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from ..errors import ApplyError
+from ..errors import ApplyError, RuleError
 
 # Without a .clang-format in the target (golden libraries): the style codemod used before.
 FALLBACK_STYLE = (
@@ -278,6 +278,10 @@ def license_header(root: Path, source: str, year: str = "keep", today: datetime.
     every generated file. `year: current` ends the first year (range) of the copyright line at the
     current year (TE's checker requires `<initial>-<current year>`); `keep` copies it as is."""
     path = root / source
+    if not path.resolve().is_relative_to(root.resolve()):
+        raise RuleError(f"migrate/license/from: {source!r} leads out of the library root (a symlink to "
+                        f"{path.resolve()}); the license header is read from the tree only", where=source,
+                        hint="name a file of the target that opens with its license header")
     if not path.is_file():
         raise ApplyError(f"{source}: no such file to take the license header from", where=source,
                          hint="check migrate/license/from in the rule (a file of the target with its header)")

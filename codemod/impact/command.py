@@ -86,6 +86,10 @@ def run(args) -> int:
         doc = compare(loaded, other)
         if args.json:
             _write(args.json, dumps(doc))
+        if args.html:
+            from ..report.html import render_compare_html
+
+            _write(args.html, render_compare_html(doc))
         if not quiet:
             sys.stdout.write(report_text.render_compare(doc, args.top))
         return 0

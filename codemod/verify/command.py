@@ -41,6 +41,8 @@ def add_parser(sub) -> None:
                         "default: the library's own default, recorded in the manifest)")
     p.add_argument("-j", "--jobs", type=int, default=None, help="worker processes (default: CPU count)")
     p.add_argument("--json", type=Path, metavar="FILE", help="write the codemod-verify/1 JSON report")
+    p.add_argument("--html", type=Path, metavar="FILE",
+                   help="write an HTML page: programs, per-program timing, host compile, failures")
     p.add_argument("--no-host", action="store_true", help="skip the host compile")
     p.add_argument("--compile-db", type=Path, metavar="FILE",
                    help="compile_commands.json of a build of the patched tree (default: configure it with CMake)")
@@ -156,6 +158,11 @@ def run(args) -> int:
             doc["sass"] = sass_report.to_json()
             doc["ok"] = doc["ok"] and sass_report.ok
         args.json.write_text(strict_json.dumps(doc, "verify report", indent=1) + "\n")
+    if args.html:
+        from ..report.html import render_verify_html
+
+        doc = report.to_json() | ({"sass": sass_report.to_json()} if sass_report is not None else {})
+        args.html.write_text(render_verify_html(doc, root))
     return 0 if report.ok and (sass_report is None or sass_report.ok) else 1
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UsageError, VerifyError
-from ..tool_state import manifest_paths
+from ..tool_state import git_dir, manifest_paths
 
 SCHEMA = "codemod-manifest/1"
 MANIFEST_NAME = "codemod_manifest.json"
@@ -83,6 +83,15 @@ class Manifest:
         if relative in self.overlay:
             return self.overlay[relative]
         target = self.root / relative
+        # NOTE: a manifest may lie in the tree (an older codemod's): what it names is read from the
+        # library root only, or for a `../` path (migrate.repo_root) from its git work tree
+        top = self.root.resolve()
+        found = git_dir(top) if isinstance(relative, str) and relative.startswith("../") else None
+        bound = found[1] if found else top
+        if not isinstance(relative, str) or Path(relative).is_absolute() or "\0" in relative \
+                or not target.resolve().is_relative_to(bound):
+            raise VerifyError(f"the manifest names a file outside the library root: {relative!r}; nothing read",
+                              where=str(self.path), hint="re-run `codemod apply --write` on this tree")
         try:
             return target.read_text()
         except OSError as exc:

@@ -3,11 +3,12 @@ and entry format, for `codemod warm` (entries the layer then loads) and for test
 
 from __future__ import annotations
 
+import os
 import posixpath
 import struct
 
 _M = (1 << 64) - 1
-FORMAT = 1
+FORMAT = 2
 MAGIC = b"RTCC"
 
 
@@ -35,10 +36,20 @@ def put(field: bytes | str) -> bytes:
     return struct.pack("<Q", len(raw)) + raw
 
 
+def nvrtc_identity(library: str | os.PathLike, version: tuple[int, int]) -> str:
+    """As the header's nvrtc_identity: NVRTC's major.minor, and the size and modification time of the
+    library file (the one the process loaded), "13.0 109338064 1764728049.123456789"."""
+    try:
+        st = os.stat(library)
+    except OSError:
+        return f"{version[0]}.{version[1]}"
+    return f"{version[0]}.{version[1]} {st.st_size} {st.st_mtime_ns // 10**9}.{st.st_mtime_ns % 10**9:09d}"
+
+
 def key_material(nvrtc_version: str, source: bytes, filename: str, headers: list[tuple[str, bytes]],
                  names: list[str], options: list[str], header_versions: dict[str, str]) -> bytes:
     """As `key_material` of the header; `header_versions`: -I folder -> CUDA_VERSION of its cuda.h."""
-    m = put(f"codemod-rtc-cache {FORMAT}") + put(nvrtc_version) + put(source) + put(filename)
+    m = put(f"rtc-cache {FORMAT}") + put(nvrtc_version) + put(source) + put(filename)
     m += put(str(len(headers))) + b"".join(put(n) + put(c) for n, c in headers)
     m += put(str(len(names))) + b"".join(put(n) for n in names)
     m += put(str(len(options)))

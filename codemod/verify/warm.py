@@ -88,7 +88,7 @@ def warm(list_path: Path, cache_dir: Path, jobs: int | None = None, library: Pat
     """Compile every recorded program missing from `cache_dir`; the counts and times."""
     programs = read_list(list_path)
     lib = nvrtc.load(library)
-    version = f"{lib.version[0]}.{lib.version[1]}"
+    version = rtc_cache.nvrtc_identity(lib.path, lib.version)
     for p in programs:
         where = f"{list_path}:{p.line}"
         if p.nvrtc != version:

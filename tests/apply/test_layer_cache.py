@@ -5,6 +5,7 @@ it refuses (one line naming file:line, nothing changed), detection of a layer th
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -44,8 +45,13 @@ def test_edits():
     out = _apply(LAYER, layer_cache.layer_edits(LAYER, "util/rtc.cpp", "util/rtc.h", "util/rtc_cache.h")).decode()
     assert '#include "rtc.h"\n#include "rtc_cache.h"\n' in out
     assert "rtc_cache::CompileLock guard(mutex_, label);" in out and "unique_lock" not in out
-    for fn in ("nvrtcCreateProgram", "nvrtcAddNameExpression", "nvrtcCompileProgram", "nvrtcDestroyProgram"):
-        assert f"rtc_cache::{fn}(" in out
+    for fn in ("create_program", "add_name_expression", "destroy_program"):
+        assert f"  rtc_cache::{fn}(" in out
+    # the layer's mutex released around the compile, in the compile function (not in a callee)
+    assert ("  guard.unlock();  // launches and other variants go on\n"
+            "  CHECK(rtc_cache::load_or_compile(prog, 1, opts));\n  guard.lock();\n") in out
+    assert "  rtc_cache::ProgramHandle prog;" in out
+    assert not re.findall(r"\bnvrtc(?:Program\b|\w+Program\(|AddNameExpression|GetCUBIN)", out)   # no NVRTC name
     assert "  nvrtcVersion(&major" in out              # no program: left alone
     assert layer_cache.present(out.encode(), "util/rtc_cache.h") and not layer_cache.present(LAYER, "util/rtc_cache.h")
 
@@ -107,11 +113,13 @@ def test_with_another_layer_feature_in_the_same_source():
     edits = layer_cache.merge(layer_cache.layer_edits(LAYER, "util/rtc.cpp", "util/rtc.h", "util/rtc_cache.h"),
                               [other[:2]])
     out = _apply(LAYER, edits + [layer_cache.LayerEdit("util/rtc.cpp", *other, "x")]).decode()
-    assert "helper_create(extra, &prog" in out and "rtc_cache::nvrtcCreateProgram" not in out
-    assert "rtc_cache::nvrtcCompileProgram(" in out
-    assert layer_cache.qualify_generated(helper).count("rtc_cache::nvrtcCreateProgram(p,") == 1
-    assert layer_cache.qualify_generated("rtc_cache::nvrtcGetCUBIN(p, b); x.nvrtcVersion();") == \
-        "rtc_cache::nvrtcGetCUBIN(p, b); x.nvrtcVersion();"
+    assert "helper_create(extra, &prog" in out and "rtc_cache::create_program" not in out
+    assert "rtc_cache::load_or_compile(" in out
+    assert layer_cache.qualify_generated(helper) == (
+        "nvrtcResult helper_create(int extra, rtc_cache::ProgramHandle *p) { "
+        "return rtc_cache::create_program(p, \"\", 0, 0, 0, 0); }")
+    assert layer_cache.qualify_generated("rtc_cache::get_cubin(p, b); x.nvrtcVersion();") == \
+        "rtc_cache::get_cubin(p, b); x.nvrtcVersion();"
 
 
 @pytest.mark.parametrize("pch, minimal", [(True, True), (True, False), (False, True), (False, False)])
@@ -128,12 +136,47 @@ def test_the_options_the_layer_adds_are_warms(pch, minimal):
              "cache": {"env_prefix": "LIB_RTC_CACHE", "default_dir": "lib/rtc", "pch": pch, "minimal": minimal}}
     cfg = layer_cache.settings(layer)
     text = render("layer/rtc_cache.h.j2", banner="b", guard="G", layer_source=cfg["source"], namespace=cfg["namespace"],
-                  env=cfg["env"], default_dir=cfg["default_dir"], pch=cfg["pch"], minimal=cfg["minimal"])
+                  env=cfg["env"], default_dir=cfg["default_dir"], pch=cfg["pch"], minimal=cfg["minimal"],
+                  list_options=cfg["list_options"], list_option_prefixes=cfg["list_option_prefixes"])
     sets = {name: re.findall(r'"([^"]+)"', body)
             for name, body in re.findall(r"constexpr const char \*(k\w+Options)\[\] = \{([^}]*)\};", text)}
     added = re.findall(r"add_options\(options, (k\w+Options)\)", text)
+    listed = sets.pop("kListOptions")           # warm lists may carry what the layer adds, and no more
+    assert set(sets.get("kPchOptions", [])) | set(sets.get("kMinimalOptions", [])) <= set(listed)
+    assert ("-pch" in listed) == pch and ("-minimal" in listed) == minimal
     assert added == ["kPchOptions"] * pch + ["kMinimalOptions"] * minimal and sorted(sets) == sorted(added)
     expected = list(warm.PCH_OPTIONS) * pch + list(warm.MINIMAL_OPTIONS) * minimal
     assert [o for name in added for o in sets[name]] == expected
     assert ("LIB_RTC_CACHE_MINIMAL=0" in text) == minimal and ("LIB_RTC_CACHE_PCH=0" in text) == pch
     assert ("compile_once" in text) == (pch or minimal)          # the retry path only with an option added
+
+
+@pytest.mark.parametrize("shape", [
+    "  if (nvrtcCompileProgram(prog, 1, opts) != NVRTC_SUCCESS) return;\n",
+    "  return (void)nvrtcCompileProgram(prog, 1, opts);\n",
+])
+def test_compile_call_must_be_a_statement_of_its_own(shape):
+    data = LAYER.replace(b"  CHECK(nvrtcCompileProgram(prog, 1, opts));\n", shape.encode())
+    with pytest.raises(ApplyError, match=r"util/rtc.cpp:\d+: nvrtcCompileProgram is not called in a statement"):
+        layer_cache.layer_edits(data, "util/rtc.cpp", "util/rtc.h", "util/rtc_cache.h")
+
+
+def test_list_options_take_every_rule_option_and_no_file_writer():
+    """Warm lists (<prefix>_WARM) may carry each option of every rule in rules/ and golden/ (else the
+    warm-up would skip their programs), and none of NVRTC's options that write or load a file."""
+    from codemod.apply.golden import GOLDEN
+    from codemod.rule import load_rule_file
+
+    rules = sorted(GOLDEN.parent.glob("rules/*.yaml")) + sorted(GOLDEN.glob("*/rule.yaml")) + \
+        sorted(GOLDEN.glob("*/activation.yaml"))
+    assert len(rules) > 5
+    for path in rules:
+        options = load_rule_file(path).raw.get("migrate", {}).get("options", {})
+        layer_cache.check_rule_options(options, path.stem)
+    for o in ("--time=/home/u/.bashrc", "--create-pch=/x", "--use-pch=/x", "-pch-dir=/x", "--pch-dir=/x",
+              "--fdevice-time-trace=/x", "-time=/x", "-pch", "-minimal", "-D", "-I"):
+        assert not layer_cache.list_option(o), o
+    assert layer_cache.list_option("-pch", pch=True) and layer_cache.list_option("-minimal", minimal=True)
+    assert layer_cache.list_option("--gpu-architecture=sm_100a") and layer_cache.list_option("-DNDEBUG=1")
+    with pytest.raises(ApplyError, match="--time=x is not an option"):
+        layer_cache.check_rule_options({"always": ["--std=c++17", "--time=x"]}, "r")

@@ -9,6 +9,7 @@ The three rules are golden/normlib's rule split by kernel family (one rule file,
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -51,6 +52,27 @@ def _rules(folder: Path) -> list[Path]:
     return out
 
 
+def _merge_as_pull_requests(repo: Path, lib: Path, rules: list[str], folder: Path) -> list[str]:
+    """Each rule's migration as maintainers merge it: its NVRTC layer part, then the rule, each a
+    `git apply` from the repository root committed on its own. The rules whose layer part edits the
+    shared stubs runtime."""
+    layers_with_stubs = []
+    for rule in rules:
+        name = Path(rule).stem
+        diff, layer = folder / f"{name}.diff", folder / f"{name}.layer.diff"
+        assert main(["apply", "--target", rule, str(lib), "--diff", str(diff), "--layer-diff", str(layer),
+                     "--no-precheck", "-q"]) == 0
+        for part, what in ((layer, "NVRTC layer"), (diff, "kernels")):
+            if part.is_file() and part.stat().st_size:
+                _git(repo, "apply", str(part))
+                _git(repo, "add", "-A")
+                _git(repo, "commit", "-qm", f"{name}: {what}")
+                if part is layer and "rtc_stubs.h" in part.read_text():
+                    layers_with_stubs.append(name)
+    assert manifest_paths(lib) == []
+    return layers_with_stubs
+
+
 @pytest.fixture(scope="module")
 def merged(tmp_path_factory) -> tuple[Path, list[Path]]:
     """normlib in git with the three rules merged as ordinary commits; no manifest kept."""
@@ -61,20 +83,8 @@ def merged(tmp_path_factory) -> tuple[Path, list[Path]]:
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "base")
     rules = _rules(tmp_path)
-    layers_with_stubs = []
-    for rule in rules:
-        diff, layer = tmp_path / f"{rule.stem}.diff", tmp_path / f"{rule.stem}.layer.diff"
-        assert main(["apply", "--target", str(rule), str(repo), "--diff", str(diff), "--layer-diff", str(layer),
-                     "--no-precheck", "-q"]) == 0
-        for part, what in ((layer, "NVRTC layer"), (diff, "kernels")):
-            if part.is_file() and part.stat().st_size:
-                _git(repo, "apply", str(part))
-                _git(repo, "add", "-A")
-                _git(repo, "commit", "-qm", f"{rule.stem}: {what}")
-                if part is layer and "util/rtc_stubs.h" in part.read_text():
-                    layers_with_stubs.append(rule.stem)
+    layers_with_stubs = _merge_as_pull_requests(repo, repo, [str(r) for r in rules], tmp_path)
     assert "ln_fwd" in layers_with_stubs                 # the last rule's layer part edits the shared stubs
-    assert manifest_paths(repo) == []
     return repo, rules
 
 
@@ -149,3 +159,62 @@ def test_a_signature_edit_is_pending_for_its_rule_only_and_update_changes_only_i
     for rule in rules:
         code, said = _check(repo, rule, capsys)
         assert code == 0, (rule.stem, said)
+
+
+@pytest.mark.slow
+def test_an_edit_in_an_extracted_header_is_kept_by_update(tmp_path, capsys):
+    """golden tulib: the migration moves scaled.cu's kernels into tu/scaled_kernels.cuh. A parameter
+    edit made there after the merge is pending for the copied declaration, and `--update` keeps the
+    edit (before, the regeneration re-extracted the kernels from the unit as it was and reverted it)."""
+    repo = tmp_path / "repo"
+    shutil.copytree(GOLDEN / "tulib" / "input", repo)
+    rule = str(GOLDEN / "tulib" / "rule.yaml")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+    diff = tmp_path / "migration.diff"
+    assert main(["apply", "--target", rule, str(repo), "--diff", str(diff), "--no-precheck", "-q"]) == 0
+    _git(repo, "apply", str(diff))
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "migrate")
+    header = repo / "tu" / "scaled_kernels.cuh"
+    old = "row_amax_kernel(const IType *in, float *amax, size_t cols)"
+    text = header.read_text()
+    assert text.count(old) == 1
+    header.write_text(text.replace(old, old.replace("size_t cols", "const size_t cols")))
+    _git(repo, "commit", "-qam", "an upstream edit in the extracted header")
+    assert main(["apply", "--target", rule, str(repo), "--check", "-q"]) == 1
+    update = tmp_path / "update.diff"
+    assert main(["apply", "--target", rule, str(repo), "--update", "--diff", str(update), "--no-precheck",
+                 "-q"]) == 0
+    touched = re.findall(r"^diff --git a/(\S+)", update.read_text(), re.M)
+    assert "tu/scaled_kernels.cuh" not in touched, update.read_text()      # the edit stays
+    assert touched == ["rtc/scaled/kernels.cpp", "rtc/scaled/kernels.h"]
+    _git(repo, "apply", str(update))
+    _git(repo, "commit", "-qam", "regenerate")
+    assert "const size_t cols" in header.read_text()
+    assert main(["apply", "--target", rule, str(repo), "--check", "-q"]) == 0
+
+
+TE = os.environ.get("TE_SOURCE_DIR")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not TE, reason="TE_SOURCE_DIR not set")
+def test_te_four_rules_merged_as_pull_requests_check_clean_without_a_manifest(tmp_path, capsys):
+    """TE with its four rules, each merged as its layer and kernel pull requests (`git apply` from the
+    root, one commit each), no manifest anywhere: `--check` of every rule exits 0 from git history
+    (before: CMakeLists.txt could not be un-migrated from under the later rules' blocks)."""
+    repo = tmp_path / "te"
+    shutil.copytree(TE, repo, ignore=shutil.ignore_patterns(".git", "build", "*.so"))
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+    lib = repo / "transformer_engine" / "common"
+    rules = ["activation", "scaled_activation", "fused_router", "fp4_transpose"]
+    assert "fused_router" in _merge_as_pull_requests(repo, lib, rules, tmp_path)
+    for rule in rules:
+        capsys.readouterr()
+        code = main(["apply", "--target", rule, str(lib), "--check", "-q"])
+        out, err = capsys.readouterr()
+        assert code == 0, (rule, out, err)

@@ -148,12 +148,17 @@ def test_a_later_rule_asking_for_another_disk_cache_is_refused_not_ignored(tmp_p
     from codemod.apply.generate import _same_cache, render
     from codemod.errors import ApplyError
 
+    from codemod.apply import layer_cache
+
     def header(rule, minimal):
+        cfg = layer_cache.settings({"header": "util/rtc.h", "source": "util/rtc.cpp",
+                                    "manager": "::te::rtc::KernelManager::instance()",
+                                    "cache": {"env_prefix": "NVTE_RTC_CACHE", "default_dir": "te/rtc", "pch": True,
+                                              "minimal": minimal}})
         return render("layer/rtc_cache.h.j2", banner="The NVRTC layer's disk cache.", guard="UTIL_RTC_CACHE_H_",
-                      layer_source="util/rtc.cpp", namespace="te::rtc",
-                      env={k: f"NVTE_RTC_CACHE_{k.upper()}" for k in
-                           ("dir", "disable", "max_size", "record", "warm", "warm_threads", "log", "pch", "minimal")},
-                      default_dir="te/rtc", pch=True, minimal=minimal)
+                      layer_source="util/rtc.cpp", namespace="te::rtc", env=cfg["env"], default_dir="te/rtc",
+                      pch=True, minimal=minimal, list_options=cfg["list_options"],
+                      list_option_prefixes=cfg["list_option_prefixes"])
 
     (tmp_path / "util").mkdir()
     # as apply writes it: the target's license header on top

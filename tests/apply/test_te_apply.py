@@ -138,8 +138,10 @@ def test_verify_compiles_a_covering_sample(te_patch, tmp_path):
 
 
 def test_layer_gets_the_disk_cache_and_compiles(te_patch):
-    """The rule's `nvrtc_layer.cache`: util/rtc.cpp calls the program functions through rtc_cache::,
-    its compile lock is the per-variant CompileLock, util/rtc_cache.h is added, and the patched
+    """The rule's `nvrtc_layer.cache`: util/rtc.cpp calls the header's program functions
+    (rtc_cache::create_program, ..., load_or_compile; no NVRTC name), its compile lock is the
+    per-variant CompileLock, released around the compile statement in the compile function,
+    util/rtc_cache.h is added, and the patched
     rtc.cpp compiles with nvcc (toolkit headers from the wheel; cuBLAS/cuDNN and the CMake string
     headers stubbed as for the analysis)."""
     from codemod.frontend.toolchain import make_toolchain
@@ -162,8 +164,8 @@ def test_layer_gets_the_disk_cache_and_compiles(te_patch):
         assert _git(tree, "apply", str(patch)).returncode == 0
     common = tree / "transformer_engine/common"
     rtc = (common / "util/rtc.cpp").read_text()
-    assert "rtc_cache::nvrtcCompileProgram(" in rtc
-    assert not re.findall(r"(?<!rtc_cache::)\bnvrtc(?:CreateProgram|CompileProgram|GetCUBIN|GetPTX|DestroyProgram)\(", rtc)
+    assert "rtc_cache::load_or_compile(" in rtc and "lock_guard_.unlock();" in rtc and "lock_guard_.lock();" in rtc
+    assert not re.findall(r"\bnvrtc(?:CreateProgram|CompileProgram|GetCUBIN|GetPTX|DestroyProgram|Program)\b", rtc)
     tc = make_toolchain(["cublas_v2.h", "cublasLt.h", "cudnn.h", "nccl.h", "string_code_util_math_h.h", "string_code_utils_cuh.h"])
     proc = subprocess.run([nvcc, "-std=c++17", "-x", "cu", "-c", str(common / "util/rtc.cpp"), "-o",
                            str(work.parent / "rtc.o"), "-I", str(common), "-I", str(common / "include"),

@@ -39,13 +39,14 @@ def _digest(root: Path) -> dict[str, str]:
 
 
 def _leftovers(root: Path) -> list[str]:
-    """Anything an interrupted write could leave: state folder, temp files, old stage/backup folders."""
+    """Anything an interrupted write could leave: state folder (`<git dir>/codemod`, or outside git
+    the per-user one), temp files, old stage/backup folders."""
     found = [p.relative_to(root).as_posix() for p in root.rglob("*")
              if (p.name.startswith(".codemod") or p.name.endswith(journal.TMP_SUFFIX))
              and MANIFESTS not in p.relative_to(root).parts and list(p.glob("*")) != [p / MANIFESTS]]
-    state = root / ".git" / "codemod"
+    state = journal.state(root).folder
     if state.exists() and list(state.iterdir()) != [state / MANIFESTS]:     # manifests are kept there
-        found.append(".git/codemod")
+        found.append(str(state))
     return sorted(found)
 
 
@@ -245,8 +246,8 @@ def test_the_lock_is_exclusive_and_released(tmp_path):
         holder.kill()
     with journal.tree_lock(root):
         with journal.tree_lock(root):                                # re-entrant in one process
-            assert (root / ".codemod/lock").read_text() == f"{os.getpid()}\n"
-    assert not (root / ".codemod").exists()
+            assert (journal.state(root).folder / "lock").read_text() == f"{os.getpid()}\n"
+    assert not journal.state(root).folder.exists() and not (root / ".codemod").exists()
 
 
 # --- --check validates content -------------------------------------------------------------------

@@ -233,10 +233,13 @@ def test_missing_cmake_file(cli, actlib, tmp_path):
 
 @pytest.mark.parametrize("text", [b"{ nope", b"\xff\xfe{", b"[" * 100_000])
 def test_damaged_apply_manifest(cli, actlib, text):
-    manifest = actlib / "rtc" / "activation" / "codemod_manifest.json"
+    # the stored manifest (outside the tree: one inside it is never read, tests/apply/test_untrusted_tree.py)
+    from codemod.tool_state import manifest_path
+
+    manifest = manifest_path(actlib, "activation")
     manifest.parent.mkdir(parents=True)
     manifest.write_bytes(text)
-    cli.fails("apply", actlib, "--target", ACTLIB_RULE, "-q", "--check", says=("rtc/activation/codemod_manifest.json", "manifest"))
+    cli.fails("apply", actlib, "--target", ACTLIB_RULE, "-q", "--check", says=(str(manifest), "manifest"))
 
 
 @pytest.mark.parametrize("text", [b"{ nope", b"\xff\xfe{", b"[" * 100_000, b'{"schema": 3}'])

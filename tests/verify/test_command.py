@@ -123,3 +123,17 @@ def test_wrong_schema_exit_2(minilib, capsys):
     rc = main(["verify", str(minilib), "--no-host", "-q"])
     assert rc == 2
     assert "codemod-manifest/9" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("where", ["absolute", "dotdot", "symlink"])
+def test_a_manifest_naming_a_file_outside_the_root_reads_nothing(minilib, tmp_path, capsys, where):
+    # the manifest lies in the tree: what it names must not load a file from outside it (issue 33)
+    secret = tmp_path / "secret.h"
+    secret.write_text("#error secret key 1234\n")
+    (minilib / "inside.h").symlink_to(secret)
+    path = {"absolute": str(secret), "dotdot": "../secret.h", "symlink": "inside.h"}[where]
+    _edit_manifest(minilib, lambda kernel: kernel["kernel_string"].update(path=path))
+    rc = main(["verify", str(minilib), "--no-host", "-j", "1"])
+    out, err = capsys.readouterr()
+    assert rc == 2 and "secret key" not in out + err
+    assert err.startswith(f"codemod: error: {minilib / MANIFEST}: the manifest names a file outside the library root")
