@@ -518,7 +518,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("-j", "--jobs", type=int, help="ninja's -j (default: the -j the times were taken at)")
     p.add_argument("--json", type=Path)
     p.add_argument("--ninja-log-dir", type=Path, help="keep the synthetic .ninja_log of each tree here "
-                   "(`codemod impact LOG -j N` reads it)")
+                   "(`codemod impact LOG --ninja-jobs N` reads it)")
     args = ap.parse_args(argv)
     if args.cmd == "replay" and (len(set(args.tree)) > 2 or (args.jobs is not None and args.jobs < 1)):
         ap.error("replay takes one or two --tree and -j >= 1")

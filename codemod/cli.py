@@ -13,6 +13,7 @@ from pathlib import Path
 
 from . import __version__
 from .errors import CodemodError, OutputError
+from .text import printable
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -29,6 +30,36 @@ def _commands():
     return [analyze_command, impact_command, verify_command, apply_command, parity_command, warm_command]
 
 
+# Global flags: accepted before or after the subcommand (and a parity verb), one meaning everywhere.
+# NOTE: SUPPRESS as the default, so that a subparser which did not see the flag does not reset the
+# value the top-level parser read; main() fills in False afterwards.
+GLOBAL_FLAGS = (
+    (("--debug",), "show tracebacks for internal errors"),
+    (("-q", "--quiet"), "no progress on stderr"),
+    (("-v", "--verbose"), "more detail in the report (analyze: every launch site; verify: every NVRTC "
+                          "program with its time)"),
+)
+
+
+def add_global_flags(parser: argparse.ArgumentParser) -> None:
+    """Add the global flags to `parser` and to every subparser under it."""
+    group = parser.add_argument_group("global options")
+    for names, text in GLOBAL_FLAGS:
+        group.add_argument(*names, action="store_true", default=argparse.SUPPRESS, help=text)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):
+                add_global_flags(child)
+
+
+def fill_global_flags(args: argparse.Namespace) -> argparse.Namespace:
+    """False for every global flag the command line did not give."""
+    for names, _ in GLOBAL_FLAGS:
+        dest = names[-1].lstrip("-")
+        setattr(args, dest, getattr(args, dest, False))
+    return args
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # argparse exits 2 on usage errors already; keep one line
         self.print_usage(sys.stderr)
@@ -39,10 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="codemod", description="Move template-heavy CUDA kernels from build-time "
                      "instantiation to NVRTC: analyze, price, apply, verify.")
     parser.add_argument("--version", action="version", version=f"codemod {__version__}")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for module in _commands():
         module.add_parser(sub)
+    add_global_flags(parser)
     return parser
 
 
@@ -71,9 +102,10 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         if isinstance(exc.code, str):
-            print(exc.code, file=sys.stderr)
+            print(printable(exc.code), file=sys.stderr)
             return EXIT_USAGE
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    fill_global_flags(args)
     if not getattr(args, "run", None):
         parser.print_help()
         return EXIT_USAGE
@@ -83,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     except CodemodError as exc:
         if args.debug:
             traceback.print_exc()
-        print(f"codemod: error: {exc.render()}", file=sys.stderr)
+        print(f"codemod: error: {printable(exc.render())}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("codemod: interrupted", file=sys.stderr)
@@ -93,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         # the file and the reason, in one line.
         if not exc.filename or args.debug:
             return _internal_error(exc, args.debug)
-        print(f"codemod: error: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"codemod: error: {printable(exc.filename)}: {printable(exc.strerror or exc)}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:  # noqa: BLE001 - last line of defence: one line unless --debug
         return _internal_error(exc, args.debug)
@@ -102,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
 def _internal_error(exc: Exception, debug: bool) -> int:
     if debug:
         raise exc
-    print(f"codemod: internal error: {type(exc).__name__}: {exc} (rerun with --debug)", file=sys.stderr)
+    print(f"codemod: internal error: {type(exc).__name__}: {printable(exc, 500)} (rerun with --debug)", file=sys.stderr)
     return EXIT_USAGE
 
 

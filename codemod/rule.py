@@ -150,6 +150,8 @@ def _compose(text: str, path: Path) -> tuple[yaml.Node | None, object]:
         raise RuleError(f"invalid YAML: {getattr(exc, 'problem', exc)}", where=where) from None
     except RecursionError:
         raise RuleError("YAML is nested too deeply", where=str(path)) from None
+    except ValueError as exc:  # an integer past Python's int-string limit (4,300 digits)
+        raise RuleError(f"invalid YAML: {str(exc)[:80]}", where=str(path)) from None
     finally:
         if loader is not None:
             loader.dispose()
@@ -179,6 +181,7 @@ def load_rule_file(path: Path) -> Rule:
             message = f"{err.instance!r} is not {err.schema['description']}"
         raise RuleError(f"{field_name}: {message}", where=f"{path}:{line}",
                         hint="see docs/rules.md for the rule format")
+    _check_options(data, node, path)
     a = data["analyze"]
     try:
         re.compile(a["entry_points"])
@@ -188,6 +191,22 @@ def load_rule_file(path: Path) -> Rule:
                 translation_units=a["translation_units"], entry_points=a["entry_points"],
                 exclude=a.get("exclude", []), include_dirs=a.get("include_dirs", []),
                 defines=a.get("defines", []), expect=a.get("expect", {}), raw=data)
+
+
+def _check_options(data: dict, node, path: Path) -> None:
+    """migrate.options hold NVRTC options from the allow-list only (codemod.nvrtc_options): a rule
+    is data too, and its options reach NVRTC in every process that loads the library."""
+    from . import nvrtc_options
+
+    opts = (data.get("migrate") or {}).get("options") or {}
+    found = [(["always", k], o) for k, o in enumerate(opts.get("always", []))]
+    found += [(["conditional", k, "option"], c["option"]) for k, c in enumerate(opts.get("conditional", []))]
+    found += [(["kernels", name, k], o) for name, os_ in (opts.get("kernels") or {}).items() for k, o in enumerate(os_)]
+    for where, option in found:
+        if nvrtc_options.refused([option]):
+            line = _line_of(node, ["migrate", "options", *where])
+            raise RuleError(f"migrate/options: option not allowed: {nvrtc_options.describe([option])}",
+                            where=f"{path}:{line}", hint="NVRTC options from codemod.nvrtc_options only (docs/rules.md)")
 
 
 def available_rules(rules_dir: Path = RULES_DIR) -> list[str]:

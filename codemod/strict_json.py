@@ -39,3 +39,53 @@ def _non_finite(obj, default, path: str = "$") -> str | None:
             except TypeError:
                 pass
     return None
+
+
+class JSONError(ValueError):
+    """Input that strict JSON refuses: a duplicate key, NaN/Infinity, a number out of range, an
+    integer of more than MAX_INT_DIGITS digits, nesting past the recursion limit."""
+
+
+MAX_INT_DIGITS = 100  # an input number needs 20; Python refuses 4,300+ digits with its own error
+
+
+def _pairs(pairs):
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise JSONError(f"duplicate key {k[:40]!r}")
+        out[k] = v
+    return out
+
+
+def _constant(name):
+    raise JSONError(f"{name} is not JSON")
+
+
+def _int(text: str) -> int:
+    if len(text) > MAX_INT_DIGITS:
+        raise JSONError(f"an integer of {len(text)} digits (more than {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise JSONError(f"number {text[:30]} is out of range")
+    return value
+
+
+def loads(text: str | bytes):
+    """json.loads refusing what RFC 8259 leaves open or Python would accept past it: duplicate
+    keys, NaN/Infinity, out-of-range numbers, huge integers; a JSONError (a ValueError) says which."""
+    try:
+        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant, parse_int=_int,
+                          parse_float=_float)
+    except JSONError:
+        raise
+    except json.JSONDecodeError as exc:
+        raise JSONError(f"{exc.msg} (line {exc.lineno} column {exc.colno})") from None
+    except RecursionError:
+        raise JSONError("nested too deeply") from None
+    except ValueError as exc:  # e.g. bytes that are not UTF-8
+        raise JSONError(str(exc)[:100]) from None

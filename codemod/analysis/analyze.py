@@ -15,13 +15,14 @@ from pathlib import Path
 from .. import __version__
 from ..errors import ParseError, UsageError
 from ..frontend.parse import indexer_hash, parse_all
-from ..frontend.toolchain import cache_root
+from ..frontend.toolchain import cache_root, private_dir
 from ..model import (SCHEMA_VERSION, Analysis, Axis, Diagnostic, EntryPoint, Kernel, Site,
                      TemplateParam, TranslationUnit, json_fields)
 from ..rule import Rule
 from ..frontend.treesitter import scan_tree
 from .. import strict_json
 from .axes import AxisClassifier, classify
+from ..text import utf8_name
 from .crosscheck import crosscheck
 from .instantiate import DEFAULT, UNKNOWN, Instantiator, expansions, label_entry, label_tu, strip_type
 from .unreached import unreached_kernels
@@ -37,7 +38,7 @@ def discover_tus(root: Path, rules: list[Rule]) -> list[str]:
         for p in root.rglob("*") if p.suffix in SOURCE_SUFFIXES and p.is_file()
     )
     if not rules:
-        return all_sources
+        return [utf8_name(rel) for rel in all_sources]
     out = []
     for rule in rules:
         for rel in all_sources:
@@ -45,7 +46,7 @@ def discover_tus(root: Path, rules: list[Rule]) -> list[str]:
                 fnmatch.fnmatch(rel, g) for g in rule.exclude
             ):
                 if rel not in out:
-                    out.append(rel)
+                    out.append(utf8_name(rel))
     return out
 
 
@@ -122,7 +123,7 @@ def analyze(root: Path, rules: list[Rule], compile_db: Path | None = None, jobs:
     analysis_started = time.perf_counter()
     result = _analyze_facts(root, rules, tus, facts_list, stats, started, scans)
     stats["analysis_seconds"] = round(time.perf_counter() - analysis_started, 2)
-    cached.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(cached.parent)
     tmp = cached.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(dumps(result))
     os.replace(tmp, cached)
@@ -246,7 +247,7 @@ def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: li
     unreached = unreached_kernels(root, kernels_raw, canon, kid, functions, set(inst.envs), sites, scanned)
     tu_models.sort(key=lambda t: (-t.instantiations, t.file))
     sites.sort(key=lambda s: (s.file, s.line, s.col))
-    diags = _dedupe(diags)
+    diags = _dedupe(_third_party(diags))
     totals = _totals(tu_models, eps, kernels, sites, kernels_raw, diags)
     stats["seconds"] = round(time.perf_counter() - started, 2)
     return Analysis(schema_version=SCHEMA_VERSION, tool_version=__version__, root=root.name,
@@ -534,7 +535,7 @@ def _entry_and_tu_models(facts_list: list[dict], entry_info: dict, kernel_tuples
         # Diagnostics of a shared parse are charged to the TU whose file they are in, else the first.
         charged: dict[str, int] = defaultdict(int)
         for d in facts["diagnostics"]:
-            if d["severity"] in ("error", "fatal"):
+            if d["severity"] in ("error", "fatal") and not _outside_root(d.get("file")):
                 charged[d["file"] if d["file"] in members else members[0]] += d["count"]
         for tu in members:
             tu_eps = [e.name for e in eps if e.file == tu]
@@ -579,6 +580,52 @@ def _totals(tu_models, eps, kernels, sites, kernels_raw, diags) -> dict:
         "errors": sum(1 for d in diags if d.severity == "error"),
         "warnings": sum(1 for d in diags if d.severity == "warning"),
     }
+
+
+def _outside_root(file: str | None) -> bool:
+    """A diagnostic's file outside the library root: the frontend spells those absolute (in-library
+    files are relative to the root)."""
+    return bool(file) and Path(file).is_absolute()
+
+
+_NOT_FOUND = re.compile(r"'([^']+)' file not found")
+
+
+def _include_root(file: str) -> str:
+    """The include dir a third-party header hangs under: its deepest `include` ancestor, else its folder."""
+    path = Path(file)
+    return str(next((a for a in path.parents if a.name == "include"), path.parent))
+
+
+def _third_party(diags: list[Diagnostic]) -> list[Diagnostic]:
+    """Clang errors located in headers outside the library root (cuDNN, NCCL, CCCL, ...) replaced by
+    one CM0103 warning per include dir: the count, the headers, the first error, and the include path
+    that would let clang parse them. They do not make the library's analysis an error."""
+    outside: dict[str, list[Diagnostic]] = defaultdict(list)
+    kept = []
+    for d in diags:
+        if d.severity == "error" and d.id == "CM0101" and _outside_root(d.file):
+            outside[_include_root(d.file)].append(d)
+        else:
+            kept.append(d)
+    for folder, group in sorted(outside.items()):
+        group.sort(key=lambda d: (d.file, d.line or 0, d.col or 0))
+        first = group[0]
+        count = sum(d.count for d in group)
+        headers = sorted({Path(d.file).relative_to(folder).as_posix() if Path(d.file).is_relative_to(folder)
+                          else Path(d.file).name for d in group})
+        wanted = sorted({m for d in group for m in _NOT_FOUND.findall(d.message)})
+        fix = (f"add the include dir holding {', '.join(wanted)}" if wanted else
+               "give analyze the include dirs and defines the library's build uses with them")
+        shown = ", ".join(headers[:3]) + (f" and {len(headers) - 3} more" if len(headers) > 3 else "")
+        kept.append(Diagnostic(
+            "CM0103", "warning",
+            f"{count} clang error(s) in {len(headers)} third-party header(s) under {folder} ({shown}), outside the "
+            f"library: not counted as the library's errors; code using these headers may be analysed incompletely. "
+            f"First: {Path(first.file).name}:{first.line}: {first.message}. To parse them, {fix} (--compile-db of "
+            "the library's build, or the rule's analyze.include_dirs)",
+            first.file, first.line, first.col, count))
+    return kept
 
 
 def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:

@@ -1,7 +1,7 @@
 """`codemod analyze`: command-line front of the analysis stage.
 
-Exit codes: 0 analysis done; 1 analysis done with error-level diagnostics (a TU failed to parse);
-2 usage, rule or input error.
+Exit codes: 0 analysis done; 1 analysis done with error-level diagnostics in the library's own files
+(a TU failed to parse; errors inside third-party headers are a CM0103 warning); 2 usage, rule or input error.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from ..errors import UsageError
+from ..text import printable, printable_lines
 from ..impact.options import POLICIES
 
 
@@ -29,8 +30,6 @@ def add_parser(sub) -> None:
                         "version; `master` starts the longest work first)")
     p.add_argument("-j", "--jobs", type=int, default=None, help="parser processes (default: CPU count)")
     p.add_argument("--no-cache", action="store_true", help="parse everything again")
-    p.add_argument("--verbose", "-v", action="store_true", help="list every launch site with its axes")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     p.set_defaults(run=run)
 
 
@@ -44,7 +43,7 @@ def run(args) -> int:
     rules = [load_rule(t) for t in args.target]
     if args.compile_db is not None and not args.compile_db.is_file():
         raise UsageError(f"compile database not found: {args.compile_db}")
-    progress = None if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    progress = None if args.quiet else (lambda msg: print(printable_lines(msg), file=sys.stderr, flush=True))
     result: Analysis = analyze(Path(args.directory), rules, compile_db=args.compile_db, jobs=args.jobs,
                                use_cache=not args.no_cache, progress=progress)
     if args.build_log:
@@ -54,7 +53,11 @@ def run(args) -> int:
         attach_impact(result, args.build_log, args.nvcc_time, moved or None, policy=args.policy)
     from ..report.text import render
 
-    print(render(result, verbose=args.verbose))
+    print(printable_lines(render(result, verbose=args.verbose)))
+    if result.impact and result.impact.get("what_if"):
+        from .pricing import prediction_line
+
+        print(printable(prediction_line(result.impact)))
     if args.json:
         args.json.write_text(dumps(result, indent=1) + "\n")
     if args.html:

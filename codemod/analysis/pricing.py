@@ -88,7 +88,8 @@ def attach_impact(result: Analysis, build_log: Path, nvcc_times: list[Path],
     (default: the one the log's version implies; `master` starts the longest work first). `loaded`:
     the log already loaded (impact.predict.load). Returns each model's duration factors of the
     migrated steps (`--scale` globs: `device_removed`, `instantiation_share`; empty without nvcc data)."""
-    from ..impact.predict import analyse, load
+    from ..impact.predict import load
+    from ..impact.predict import predict as predict_what_if
 
     if not Path(build_log).is_file():
         raise UsageError(f"build log not found: {build_log}")
@@ -105,7 +106,7 @@ def attach_impact(result: Analysis, build_log: Path, nvcc_times: list[Path],
     share = {tu.file: _migrated_share(tu, migrated_kernels, empty_by_tu[tu.file]) for tu in result.translation_units}
 
     def predict(remove: list[str], scale: dict[str, float] | None) -> dict:
-        return analyse(loaded, remove=remove, scale=scale, jobs=jobs, policy=policy)
+        return predict_what_if(loaded, {"remove": remove, "scale": scale}, jobs=jobs, policy=policy)
 
     in_log = [tu for tu in migrated if tu.file in step_of]
     if migrated and not in_log:
@@ -145,20 +146,38 @@ def attach_impact(result: Analysis, build_log: Path, nvcc_times: list[Path],
         "policy_source": removed["options"]["policy_source"],
         "tu_removed": _prediction(removed),
     }
+    n_kernels = len(migrated_kernels) if migrated_kernels is not None else "every"
     if in_log and len(kept_scale) == len(in_log):
         impact["device_removed"] = _prediction(predict([], kept_scale))
-        impact["instantiation_share"] = _prediction(predict([], share_scale))
+        headline = predict([], share_scale)
+        impact["instantiation_share"] = _prediction(headline)
         impact["predicted_wall_s"] = impact["instantiation_share"]["predicted_wall_s"]
         impact["cpu_s_after"] = impact["instantiation_share"]["cpu_s_after"]
         impact["model"] = ("device phases of migrated TUs scaled by the instantiation share left static, host "
                            "phases kept; device_removed is the optimistic bound")
+        impact["what_if"] = {"model": "instantiation_share", "remove": [], "scale": share_scale,
+                             "description": f"what-if: instantiation_share of {n_kernels} migrated kernel(s) in "
+                                            f"{len(share_scale)} TU(s)"}
     else:
+        headline = removed
         impact["predicted_wall_s"] = removed["predicted_wall_s"]
         impact["cpu_s_after"] = removed["cpu_s_after"]
         impact["model"] = "migrated TUs removed (no nvcc --time data to split host and device phases)"
+        impact["what_if"] = {"model": "tu_removed", "remove": [_glob(tu.file) for tu in in_log], "scale": {},
+                             "description": f"what-if: tu_removed, the {len(in_log)} TU(s) instantiating "
+                                            f"{n_kernels} migrated kernel(s) removed (no nvcc --time data)"}
+    impact["jobs"], impact["jobs_source"] = headline["options"]["jobs"], headline["options"]["jobs_source"]
     unpriced = [tu.file for tu in migrated if tu not in in_log or not tu.price]
     if unpriced:
         impact["unpriced_tus"] = unpriced
     result.impact = impact
     complete = bool(in_log) and len(kept_scale) == len(in_log)
     return {"device_removed": kept_scale if complete else {}, "instantiation_share": share_scale if complete else {}}
+
+
+def prediction_line(impact: dict) -> str:
+    """The predicted wall of an analysis' impact, as every command prints it (impact.predict)."""
+    from ..impact.predict import prediction_line as line
+
+    return line(impact["predicted_wall_s"], impact["what_if"]["description"], impact["jobs"], impact["jobs_source"],
+                impact["policy"])

@@ -109,7 +109,15 @@ def check_cmake(root: Path, spec, variable: str) -> tuple[bytes, cmake_lists.Com
 def plan(root: Path, spec, analysis, kernel_ids: set[str], build_log: Path, nvcc_times: list[Path],
          jobs: int | None = None, policy: str | None = None, cmake=None) -> BuildOrder:
     """The build order for `analysis` migrated as the plan says (`kernel_ids`). `cmake`: what
-    check_cmake returned for this tree (checked here when not given)."""
+    check_cmake returned for this tree (checked here when not given). The prediction itself
+    (analysis.impact, the what-if `analyze` prices: pricing.attach_impact) is made whether or not the
+    rule opts in; the TUs' predicted durations and both walls are that what-if's."""
+    from ..analysis.pricing import attach_impact
+    from ..impact.predict import load
+    from ..impact.predict import predict as predict_what_if
+
+    loaded = load(str(build_log), [str(p) for p in nvcc_times])
+    scales = attach_impact(analysis, build_log, nvcc_times, kernel_ids, jobs=jobs, policy=policy, loaded=loaded)
     order = settings(spec)
     bo = BuildOrder(order["variable"] if order else "", Path(build_log).name, [Path(p).name for p in nvcc_times])
     if order is None:
@@ -123,20 +131,17 @@ def plan(root: Path, spec, analysis, kernel_ids: set[str], build_log: Path, nvcc
         bo.reason = f"already in {spec.cmake['file']}: `{block}`"
         return bo
 
-    from ..analysis.pricing import attach_impact
-    from ..impact.predict import analyse, load
-
-    loaded = load(str(build_log), [str(p) for p in nvcc_times])
-    scales = attach_impact(analysis, build_log, nvcc_times, kernel_ids, jobs=jobs, policy=policy, loaded=loaded)
-    scale = scales["device_removed"]
+    # one model everywhere: the headline what-if (instantiation_share) prices each TU
+    scale = scales["instantiation_share"]
     migrated = set(analysis.impact.get("migrated_tus", []))
     unpriced = analysis.impact.get("unpriced_tus", [])
     if migrated and not scale:
-        bo.reason = ("no compile-time prediction for the migrated TUs (the device_removed model needs nvcc "
+        bo.reason = ("no compile-time prediction for the migrated TUs (the instantiation_share model needs nvcc "
                      "--time phases: pass --nvcc-time)")
         return bo
 
-    base = analyse(loaded, scale=scale, jobs=jobs, policy=policy, max_steps=0)
+    what_if = analysis.impact["what_if"]
+    base = predict_what_if(loaded, what_if, jobs=jobs, policy=policy, max_steps=0)
     opts = base["options"]
     bo.jobs, bo.jobs_source, bo.policy, bo.policy_source = (opts["jobs"], opts["jobs_source"], opts["policy"],
                                                             opts["policy_source"])
@@ -147,7 +152,7 @@ def plan(root: Path, spec, analysis, kernel_ids: set[str], build_log: Path, nvcc
         bo.reason = "-j 0 (no job limit): every step starts at once, the order cannot matter"
         return bo
 
-    # Predicted durations: migrated TUs scaled by the device_removed factor, others as measured.
+    # Predicted durations: migrated TUs scaled by the what-if's factor, others as measured.
     cmake_dir = posixpath.dirname(spec.cmake["file"])
     steps = loaded.steps
     candidates = []
@@ -172,8 +177,8 @@ def plan(root: Path, spec, analysis, kernel_ids: set[str], build_log: Path, nvcc
     if not bo.listed:
         bo.reason = "no translation unit of the target could be matched to an entry of " + variable
         return bo
-    reordered = analyse(loaded, scale=scale, jobs=jobs, policy=policy, max_steps=0,
-                        first=[item.step for item in bo.listed])
+    reordered = predict_what_if(loaded, what_if, jobs=jobs, policy=policy, max_steps=0,
+                                first=[item.step for item in bo.listed])
     bo.with_s = round(reordered["predicted_wall_s"], 1)
     bo.critical_with = (reordered["critical"]["predicted"]["step"] or {}).get("name")
     if bo.without_s - bo.with_s < HELP_THRESHOLD * bo.without_s:

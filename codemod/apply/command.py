@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 from ..errors import ApplyError, PartlyMigrated, UsageError
-from ..impact.options import POLICIES
+from ..text import printable, printable_lines
+from ..impact.options import POLICIES, add_deprecated_jobs, ninja_jobs
 
 
 def add_parser(sub) -> None:
@@ -51,12 +53,12 @@ def add_parser(sub) -> None:
                         "has migrate.cmake.build_order, list the longest first in the CMake source list")
     p.add_argument("--nvcc-time", type=Path, action="append", default=[], metavar="CSV",
                    help="with --build-log: nvcc --time CSV (repeatable)")
-    p.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
+    p.add_argument("--ninja-jobs", type=int, default=None, metavar="N",
                    help="with --build-log: ninja's -j for the replay and the number of TUs listed first "
                         "(default: the log's peak concurrency)")
+    add_deprecated_jobs(p)
     p.add_argument("--policy", choices=sorted(POLICIES), default=None,
                    help="with --build-log: ninja scheduling policy of the replay (default: from the log version)")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(run=run)
 
 
@@ -130,7 +132,7 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     cmake = build_order.check_cmake(root, spec, order["variable"]) if order else None   # refuse before analysing
     analysis = analyze(root, [rule], progress=progress)
     _check_units_read(analysis, spec)
-    plan = build_plan(root, analysis, spec, only=only, exclude=exclude)
+    plan = build_plan(root, analysis, spec, only=only, exclude=exclude, progress=progress)
     plan.entry_points = list(analysis.entry_points)
     version = version or __version__
     if review is not None and plan.kernels:
@@ -143,19 +145,26 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     if not plan.kernels:
         from .changeset import ChangeSet
         return {}, render_report(plan, ChangeSet(), {}), plan
+    if progress:
+        progress(f"apply: generating the migration of {len(plan.kernels)} kernel(s): kernel strings, stubs, "
+                 "launch-site rewrites, CMake")
     cs = generate(root, plan, version, formatted, later)
     for note in cs.notes:
         if note.startswith("warning: "):
-            print(note, file=sys.stderr)
+            print(printable_lines(note), file=sys.stderr)
     if build_log is not None:
         if progress:
             progress(f"apply: predicting the build from {build_log.name}")
         plan.build_order = build_order.plan(root, spec, analysis, {kp.kernel.id for kp in plan.kernels}, build_log,
                                             list(nvcc_times), jobs, policy, cmake)
+        plan.prediction = analysis.impact
         build_order.add_edit(spec, plan.build_order, cs)
     # formatted before the manifest records each file's hash
     style = target_style(root, formatted)
-    files = format_edits(apply_edits(root, cs), style)
+    edited = apply_edits(root, cs)
+    if progress and formatted:
+        progress(f"apply: formatting {len(edited)} file(s) in the target's style")
+    files = format_edits(edited, style)
     plan.layer = layer_part(root, cs, files, lambda f: format_edits(f, style))
     rewritten = {path for path, (old, _) in files.items() if old is not None}
     if rewritten:
@@ -181,26 +190,40 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
 
 
 def _check_units_read(analysis, spec) -> None:
-    """Stop (ParseError naming it) when a translation unit of migrate.translation_units has errors no
-    diagnostic locates in the library's files: a file clang could not read (UTF-16, unreadable) has
-    no instantiations, and migrating its kernels would drop the variants only it reaches. (Errors at
-    a line of the library leave the kernels they touch static instead: plan._incomplete.)"""
+    """Stop (ParseError naming it) when a translation unit of migrate.translation_units has errors in
+    the library's files or could not be read: a unit clang could not read (UTF-16, unreadable) has
+    no instantiations, and one with parse errors may have lost some, so migrating its kernels would
+    drop the variants only it reaches. Errors only in toolkit or third-party headers do not stop it.
+    The message names the first error in the library's files, else what clang said."""
     from ..errors import ParseError
 
-    located = {d.file for d in analysis.diagnostics
-               if d.severity == "error" and d.file and not d.file.startswith("/")}
-    units = {tu.file for tu in analysis.translation_units}
-    if any(f not in units for f in located):
-        return                            # charged to every TU with errors by plan._incomplete
     wanted = set(spec.translation_units)
-    for tu in analysis.translation_units:
-        if tu.file in wanted and tu.errors and tu.file not in located:
-            first = next((d.message for d in analysis.diagnostics if d.severity == "error" and not d.file), None)
-            why = f" ({first})" if first else ""
-            raise ParseError(f"clang could not read this translation unit the rule migrates{why}; nothing done",
-                             where=tu.file,
-                             hint="convert it to UTF-8 and check that it is readable (`codemod analyze` lists "
-                                  "its errors), or leave it out of migrate.translation_units")
+    broken = [tu for tu in analysis.translation_units if tu.file in wanted and tu.errors]
+    if not broken:
+        return
+    tu = broken[0]
+    units = {t.file for t in analysis.translation_units}
+    # errors of the unit, of a library header, or unlocated (an unreadable file); not those in
+    # toolkit or third-party headers (plan._incomplete: they do not stop a migration), nor another
+    # analysed unit's
+    errors = [d for d in analysis.diagnostics if d.severity == "error" and
+              (not d.file or (not d.file.startswith("/") and (d.file in wanted or d.file not in units)))]
+    if not errors:
+        return
+    located = [d for d in errors if d.file]
+    first = next((d for d in located if d.file == tu.file), located[0] if located else None)
+    more = f" (and {len(broken) - 1} more unit(s) the rule migrates)" if len(broken) > 1 else ""
+    if first is not None:
+        raise ParseError(f"{tu.errors} parse error(s) in this translation unit the rule migrates, first "
+                         f"{first.file}:{first.line}: {first.message}{more}; nothing done", where=tu.file,
+                         hint="fix them (`codemod analyze` lists them), or leave the unit out of "
+                              "migrate.translation_units")
+    said = next((d.message for d in errors if not d.file), None)
+    why = f" ({said})" if said else ""
+    raise ParseError(f"clang could not read this translation unit the rule migrates{why}{more}; nothing done",
+                     where=tu.file,
+                     hint="convert it to UTF-8 and check that it is readable (`codemod analyze` lists "
+                          "its errors), or leave it out of migrate.translation_units")
 
 
 def _regenerate(root: Path, target: str, spec, doc: dict | None, update: bool, stubs: str | None, kwargs: dict):
@@ -409,7 +432,7 @@ def _recover_and_lock(root: Path, write: bool, held: contextlib.ExitStack) -> No
     held.enter_context(journal.tree_lock(root))
     note = journal.recover(root)
     if note:
-        print(f"codemod: {note}", file=sys.stderr, flush=True)
+        print(printable_lines(f"codemod: {note}"), file=sys.stderr, flush=True)
     if not write:
         held.close()
 
@@ -427,19 +450,20 @@ def _run(args, root: Path) -> int:
                              + ", ".join(dirty[:3]) + (", ..." if len(dirty) > 3 else ""),
                              hint="commit or stash them so the migration can be reviewed and reverted "
                                   "on its own, or pass --allow-dirty")
-    progress = None if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
+    progress = None if args.quiet else (lambda m: print(printable_lines(m), file=sys.stderr, flush=True))
     chooser = None if answers is None else (lambda views: review(views, answers))
-    if args.build_log is None and (args.nvcc_time or args.jobs is not None or args.policy):
-        raise UsageError("--nvcc-time, -j and --policy need --build-log")
+    jobs = ninja_jobs(args)
+    if args.build_log is None and (args.nvcc_time or jobs is not None or args.policy):
+        raise UsageError("--nvcc-time, --ninja-jobs and --policy need --build-log")
     try:
         files, report, plan = compute(root, args.target, args.only, args.exclude, progress=progress,
                                       review=chooser, formatted=not args.no_format, build_log=args.build_log,
-                                      nvcc_times=args.nvcc_time, jobs=args.jobs, policy=args.policy,
+                                      nvcc_times=args.nvcc_time, jobs=jobs, policy=args.policy,
                                       update=args.update, regenerate=args.check)
     except PartlyMigrated as exc:
         if not args.check:
             raise
-        print(f"pending: {exc.render()}", file=sys.stderr)
+        print(f"pending: {printable(exc.render())}", file=sys.stderr)
         return 1
     if files and not args.check and not args.no_precheck:
         _precheck(root, files, plan, progress)
@@ -450,21 +474,25 @@ def _run(args, root: Path) -> int:
     if report_path:
         _write_output("--report", report_path, report)
     summary = _summary(files, plan, report_path)
+    if plan is not None and plan.prediction:
+        from ..analysis.pricing import prediction_line
+
+        print(f"apply: {prediction_line(plan.prediction)}", file=sys.stderr)
     if args.html:
         from ..report.html import render_apply_html
 
         _write_output("--html", args.html, render_apply_html(root, args.target, files, plan, summary))
     if args.check:
         done = report.splitlines()[0] if not files and report.startswith("already migrated") else "nothing to do"
-        print(summary if files else done, file=sys.stderr)
+        print(printable(summary if files else done), file=sys.stderr)
         return 1 if files else 0
     if args.write:
         stored = write_migration(root, files, plan, force=args.force)
         kept = f" Manifest (outside the tree): {stored}." if stored else ""
         if not files:
-            print(f"{summary}; nothing written" + (f".{kept}" if kept else ""), file=sys.stderr)
+            print(printable(f"{summary}; nothing written" + (f".{kept}" if kept else "")), file=sys.stderr)
             return 0
-        print(f"{summary}; written.{kept} Next: build, then `codemod verify {root}`.", file=sys.stderr)
+        print(printable(f"{summary}; written.{kept} Next: build, then `codemod verify {root}`."), file=sys.stderr)
         return 0
     if args.diff:
         diffs = [args.diff]
@@ -477,11 +505,15 @@ def _run(args, root: Path) -> int:
         _write_output("--diff", args.diff, diff)
         if plan is not None and plan.manifest:
             _write_output("--diff", manifest_beside(args.diff), plan.manifest)
-        print(f"{summary}; diff: {args.diff}" + (f". Next: {_apply_hint(top, *diffs)}" if files else ""),
+        if plan is not None and plan.prediction:
+            _write_output("--diff", what_if_beside(args.diff), json.dumps({"what_if": plan.prediction["what_if"]},
+                                                                          indent=1, sort_keys=True) + "\n")
+            summary += f"; what-if for `codemod impact --what-if`: {what_if_beside(args.diff)}"
+        print(printable(f"{summary}; diff: {args.diff}" + (f". Next: {_apply_hint(top, *diffs)}" if files else "")),
               file=sys.stderr)
     else:
-        sys.stdout.write(diff)
-        print(summary, file=sys.stderr)
+        sys.stdout.write(diff)  # NOTE: file contents as they are (CRLF kept): `git apply` reads it
+        print(printable(summary), file=sys.stderr)
     return 0
 
 
@@ -492,6 +524,11 @@ def _apply_hint(top: Path | None, *diffs: Path) -> str:
         return " && ".join(f"git apply {d}" for d in diffs) + " (from the library root)"
     return " && ".join(f"git -C {top} apply --check {d.resolve()} && git -C {top} apply {d.resolve()}"
                        for d in diffs)
+
+
+def what_if_beside(diff: Path) -> Path:
+    """Where `--diff FILE --build-log LOG` puts the priced what-if (`codemod impact LOG --what-if` reads it)."""
+    return diff.with_suffix(diff.suffix + ".what_if.json")
 
 
 def manifest_beside(diff: Path) -> Path:
@@ -512,9 +549,10 @@ def _precheck(root: Path, files: dict, plan, progress) -> None:
         also = f"; {BLACKWELL_ARCH} for the {len(blackwell)} kernel(s) whose body needs it" if blackwell else ""
         progress(f"apply: compiling the generated kernel strings with NVRTC (sm_90{also}, the name expressions "
                  "of a cover of the variants)")
-    problems, note = precheck(root, files, [(manifest_path(root, plan.spec.rule_id), plan.manifest)], blackwell)
+    problems, note = precheck(root, files, [(manifest_path(root, plan.spec.rule_id), plan.manifest)], blackwell,
+                              progress)
     if note:
-        print(f"note: {note}", file=sys.stderr)
+        print(printable_lines(f"note: {note}"), file=sys.stderr)
     if problems:
         raise ApplyError(f"{len(problems)} generated kernel string(s) do not compile under NVRTC; nothing "
                          "written:\n" + "\n".join(problems),
@@ -526,7 +564,8 @@ def _precheck(root: Path, files: dict, plan, progress) -> None:
     if progress:
         progress(f"apply: parsing the rule's {len(units)} translation unit(s) as migrated, for errors in "
                  f"{plan.spec.output_dir}/kernels.h, its sections and the rewritten lines")
-    errors = kernels_h_errors(root, plan.spec.output_dir, plan.spec.include_dirs, files, units=units)
+    errors = kernels_h_errors(root, plan.spec.output_dir, plan.spec.include_dirs, files, units=units,
+                              progress=progress)
     if errors:
         raise ApplyError(f"{plan.spec.output_dir}/kernels.h, its sections or the rewritten launches do not "
                          "compile where the rule's units include them; nothing written:\n" + "\n".join(errors[:20])

@@ -910,6 +910,8 @@ def _cmake(root: Path, plan: Plan, cs: ChangeSet, strings: list[str], cpp: str) 
         raise ApplyError(f"migrate/cmake/file: {path} is not a file under {root}",
                          hint="name the CMakeLists.txt that defines the target, relative to the library root")
     data = (root / path).read_bytes()
+    from .patch import _text
+    _text(data, path)  # a CMakeLists that is not UTF-8: one error naming its line, before any decode
     # After the library's last string-header line, else before its add_library(<target> ...).
     fn = cm["string_header_function"].encode() + b"("
     lines = [i for i in range(len(data)) if data.startswith(fn, i) and (i == 0 or data[i - 1:i] == b"\n")]

@@ -358,6 +358,8 @@ def _write_tmp(tmp: Path, data: bytes, mode: int | None) -> None:
         if mode is not None:
             os.fchmod(fd, stat.S_IMODE(mode) & 0o777)
         os.fsync(fd)
+    except OSError as exc:  # os.write/fsync name no file (a full disk): the error names the temp file
+        raise OSError(exc.errno, exc.strerror, str(tmp)) from None
     finally:
         os.close(fd)
 

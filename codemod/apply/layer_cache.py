@@ -12,6 +12,7 @@ from __future__ import annotations
 import posixpath
 import re
 
+from .. import nvrtc_options
 from ..errors import ApplyError
 from .layer import LayerEdit
 from .source import _walk, includes, node_text, parse
@@ -36,16 +37,15 @@ ENV_SUFFIXES = {"dir": "DIR", "max_size": "MAX_SIZE", "record": "RECORD", "log":
 # layer's -I); none writes a file or loads a PCH. The header is the same for every rule stacked on a
 # layer (generate._same_cache), so the list is the layer's, not one rule's: a rule option outside it
 # is an ApplyError (check_rule_options). The layer's PCH / -minimal options join when enabled.
-LIST_OPTIONS = ("-default-device", "--device-int128", "--use_fast_math", "-use_fast_math", "-lineinfo",
-                "--generate-line-info", "--extra-device-vectorization", "-extra-device-vectorization",
-                "--restrict", "-restrict", "--disable-warnings", "-w", "-O0", "-O1", "-O2", "-O3",
-                "-G", "--device-debug")       # TE's layer adds -G in debug builds
-LIST_OPTION_PREFIXES = ("--std=", "-std=", "--gpu-architecture=", "-arch=", "-D", "--define-macro=", "-U",
-                        "--undefine-macro=", "-I", "--include-path=", "--fmad=", "-fmad=", "--ftz=", "-ftz=",
-                        "--prec-div=", "-prec-div=", "--prec-sqrt=", "-prec-sqrt=", "--maxrregcount=",
-                        "-maxrregcount=", "-frandom-seed=")
-PCH_OPTIONS = ("-pch", "-pch-messages=false", "-pch-verbose=false")
-MINIMAL_OPTIONS = ("-minimal",)
+# The policy is codemod.nvrtc_options' (one allow-list, also `codemod warm`'s and the rule loader's);
+# the C++ check compares exact options and prefixes, so a valued option whose value is one digit
+# (-O0..-O3) is listed whole rather than as a prefix.
+_DIGIT_VALUED = {prefix for prefix, value in nvrtc_options.VALUED if value == r"[0-3]"}
+LIST_OPTIONS = tuple(sorted((nvrtc_options.FLAGS - set(nvrtc_options.LAYER_OPTIONS))
+                            | {prefix + str(n) for prefix in _DIGIT_VALUED for n in range(4)}))
+LIST_OPTION_PREFIXES = tuple(prefix for prefix, _ in nvrtc_options.VALUED if prefix not in _DIGIT_VALUED) \
+    + nvrtc_options.INCLUDE_PREFIXES
+PCH_OPTIONS, MINIMAL_OPTIONS = nvrtc_options.PCH_OPTIONS, nvrtc_options.MINIMAL_OPTIONS
 
 
 def list_options(pch: bool, minimal: bool) -> tuple[str, ...]:
@@ -69,7 +69,7 @@ def check_rule_options(options: dict, rule_id: str) -> None:
                              "(it may write or load a file, or is unknown to the layer)",
                              where=f"{rule_id}/migrate/options",
                              hint="remove `cache:` from nvrtc_layer, or add the option's kind to "
-                                  "LIST_OPTIONS in codemod/apply/layer_cache.py after checking NVRTC's docs")
+                                  "codemod/nvrtc_options.py after checking NVRTC's docs")
 
 
 _UNQUALIFIED_CALL = re.compile(r"(?<![\w:])(" + "|".join(PROGRAM_FUNCTIONS) + r")\s*\(")

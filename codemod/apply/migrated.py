@@ -43,8 +43,12 @@ def record(files: dict[str, tuple[str | None, str]], manifest: str) -> str:
 def write(root: Path, rule_id: str, text: str) -> Path:
     """Store the manifest outside the tree (whole or not at all); its path."""
     path = manifest_path(root, rule_id)
-    make_folder(path.parent, state_dir(root)[0])
-    atomic_write(path, text.encode())
+    try:
+        make_folder(path.parent, state_dir(root)[0])
+        atomic_write(path, text.encode())
+    except OSError as exc:  # disk full, read-only state folder: nothing of the tree written yet
+        raise ApplyError(f"cannot store the migration's manifest: {exc.strerror or exc}", where=str(path),
+                         hint="nothing written; free space or fix the folder, then write again") from None
     return path
 
 
@@ -180,7 +184,7 @@ def later_rules(root: Path, rule_id: str) -> frozenset[str]:
     for path in manifest_paths(root):
         try:
             doc = json.loads(path.read_text())
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             continue
         other = doc.get("rule") if isinstance(doc, dict) else None
         edited = doc.get("edited") if isinstance(doc, dict) else None

@@ -82,6 +82,9 @@ class Plan:
     outside_units: list[str] = field(default_factory=list)
     # apply --build-log with the rule's migrate.cmake.build_order (build_order.BuildOrder)
     build_order: object | None = None
+    # apply --build-log: the predicted build (analysis.impact of pricing.attach_impact: the what-if
+    # analyze prices for the same rule and log)
+    prediction: dict | None = None
     # translation unit -> the header its kernels' device code moves into (extract.Extraction)
     extractions: dict = field(default_factory=dict)
     # the migration manifest (JSON text, migrated.record): stored outside the tree
@@ -360,9 +363,9 @@ def check_selection(spec: MigrateSpec, only: list[str] | None, exclude: list[str
 
 
 def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str] | None = None,
-               exclude: list[str] | None = None, declined: dict[str, str] | None = None) -> Plan:
+               exclude: list[str] | None = None, declined: dict[str, str] | None = None, progress=None) -> Plan:
     """`only`/`exclude`: kernel ids or names from the command line; `declined`: kernel id -> why it
-    stays static (the --interactive review's answers)."""
+    stays static (the --interactive review's answers); `progress(message)`: a line per kernel."""
     by_id = {k.id: k for k in analysis.kernels}
     missing = [k for k in spec.kernels if k not in by_id]
     if missing:
@@ -384,7 +387,9 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
                                            else by_id[k].file for k in wanted], spec, spec.output_dir, extractions)
     plans: list[KernelPlan] = []
     bodies = _KernelBodies(root, analysis)
-    for kid in wanted:
+    for n, kid in enumerate(wanted, 1):
+        if progress:
+            progress(f"apply: planning [{n}/{len(wanted)}] {kid}")
         kernel = by_id[kid]
         sites = [sites_by_id[s] for s in kernel.sites if s in sites_by_id]
         if not kernel.is_template:

@@ -30,6 +30,12 @@ def render_report(plan: Plan, cs: ChangeSet, files: dict) -> str:
         lines += ["- none: every translation unit that includes a rewritten file was analyzed"]
     lines += ["", "## NVRTC-safety changes", ""]
     lines += [f"- {n}" for n in cs.notes] or ["- none"]
+    if plan.prediction:
+        from ..analysis.pricing import prediction_line
+
+        lines += ["", "## Predicted build", "", prediction_line(plan.prediction) + ". `codemod analyze --build-log` "
+                  "prices the same what-if, and `codemod impact LOG --what-if` replays it from the `.what_if.json` "
+                  "written beside the diff."]
     if plan.build_order is not None:
         lines += ["", "## Build order", ""] + build_order_lines(plan.build_order, plan.spec.cmake["file"],
                                                                   plan.outside_units)
@@ -61,7 +67,8 @@ def build_order_lines(bo, cmake_file: str, outside=()) -> list[str]:
     lines = [f"Predicted from {inputs}: ninja policy `{bo.policy}` ({bo.policy_source}), -j{bo.jobs} "
              f"({bo.jobs_source}); the recorded build took {bo.measured_wall_s} s and replays in "
              f"{bo.replayed_wall_s} s. Each TU's compile time after the migration: migrated TUs keep their "
-             "host phases (`device_removed`), the others their measured time.", ""]
+             "device phases scaled by the instantiation share left static, host phases kept "
+             "(`instantiation_share`, the what-if of the predicted build above), the others their measured time.", ""]
     if bo.with_s is not None:
         lines += ["| order | predicted wall s | critical step |", "|---|---:|---|",
                   f"| current source lists | {bo.without_s} | `{bo.critical_without}` |",

@@ -17,9 +17,12 @@ import difflib
 import os
 import posixpath
 import re
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 CHECK_UNIT = "codemod_kernels_h_first.cu"
+CACHE_KIND = "kernels-h-parse"   # check_cache folder
 _QUOTED = re.compile(r'^(\s*#\s*include\s*)"([^"]+)"', re.M)
 
 
@@ -51,14 +54,23 @@ def stub_headers_of(output_dir: str, files: dict) -> list[str]:
 
 
 def kernels_h_errors(root: Path, output_dir: str, include_dirs: list[str], files: dict,
-                     stub_headers: list[str] | None = None, units: list[str] | None = None) -> list[str]:
+                     stub_headers: list[str] | None = None, units: list[str] | None = None,
+                     progress=None) -> list[str]:
     """`unit: line:col: message` of each error clang reports inside `<output_dir>/kernels.h` or a
     section, or on a line the migration wrote in a library file, when
     `units` (paths under root; default: a unit that includes kernels.h first) are parsed with `files`
-    (path -> (old, new) text) over the tree. Empty when kernels.h is not among the files."""
+    (path -> (old, new) text) over the tree. Empty when kernels.h is not among the files.
+
+    A unit that parsed clean before with the same inputs is not parsed again: the key holds libclang's
+    identity, this module's source, the toolchain, the flags, the unit and the names of the
+    migration's files; the entry holds the hash of every file the parse included (for a migration
+    file: the text clang was given and the text it replaces), each checked before the entry is
+    reused, so an edit the unit does not include (the CMake file of a build-order edit) keeps it.
+    `progress(message)` gets the cache's count and a line per unit parsed."""
     import clang.cindex as ci
 
     from ..frontend.toolchain import make_toolchain
+    from . import check_cache
 
     top = root.resolve()
     header = f"{output_dir}/kernels.h"
@@ -71,6 +83,7 @@ def kernels_h_errors(root: Path, output_dir: str, include_dirs: list[str], files
         probe = make_toolchain([])
         stub_headers = missing_system_headers(top, probe.base_flags() + dirs, probe)
     tc = make_toolchain(list(stub_headers))
+    flags = tc.base_flags() + dirs
     unsaved_only = frozenset(os.path.normpath(top / path) for path, (_, new) in files.items()
                              if new is not None and not (top / path).is_file())
     unsaved = [(str(top / path), _absolute_includes(new, (top / path).parent, unsaved_only))
@@ -81,10 +94,31 @@ def kernels_h_errors(root: Path, output_dir: str, include_dirs: list[str], files
     stubs = {str(top / p) for p in stub_headers_of(output_dir, files)}
     written = {str(top / path): _written_lines(old, new) for path, (old, new) in files.items()
                if old is not None and new is not None}
-    out, index = [], ci.Index.create()
     ours = {name for name, _ in unsaved}
-    for unit in units:
-        tu = index.parse(str(top / unit), args=tc.base_flags() + dirs, unsaved_files=unsaved)
+    # what clang sees of each migration file, and what `written` derives from (its old text)
+    seen = {os.path.normpath(name): check_cache.key(text, files.get(os.path.relpath(name, top), (None, None))[0])
+            for name, text in unsaved}
+    # this module's source too: which diagnostics count is decided here
+    base_key = [check_cache.libclang_identity(), check_cache.sha_file(Path(__file__)), tc.fingerprint(), flags,
+                str(top), sorted(ours)]
+    shas: dict[str, str | None] = {}
+
+    def sha(name: str) -> str | None:
+        name = os.path.normpath(name)       # clang may spell an included path with `..`
+        if name in seen:
+            return seen[name]
+        if name not in shas:
+            shas[name] = check_cache.sha_file(Path(name))
+        return shas[name]
+
+    def cached(unit: str, k: str) -> bool:
+        entry = check_cache.get(CACHE_KIND, k)
+        return entry is not None and all(sha(name) == h for name, h in entry.get("closure", {}).items())
+
+    def parse(unit: str) -> tuple[list[str], list[str]]:
+        """(errors, the files the parse included, the unit first)."""
+        tu = ci.Index.create().parse(str(top / unit), args=flags, unsaved_files=unsaved)
+        out = []
         for d in tu.diagnostics:
             where = d.location.file.name if d.location.file is not None else ""
             # errors in kernels.h or a section, or on a line the migration wrote in a library file
@@ -94,4 +128,30 @@ def kernels_h_errors(root: Path, output_dir: str, include_dirs: list[str], files
                     or (d.severity >= ci.Diagnostic.Fatal and where in ours):
                 rel = os.path.relpath(where, top) if where else "?"
                 out.append(f"{unit}: {rel}:{d.location.line}:{d.location.column}: {d.spelling}")
-    return out
+        return out, sorted({str(top / unit)} | {inc.include.name for inc in tu.get_includes()})
+
+    keys = {unit: check_cache.key("kernels-h-parse", *base_key, unit) for unit in units}
+    todo = [u for u in units if not cached(u, keys[u])]
+    if progress:
+        progress(f"apply: {len(units)} unit(s) to parse as migrated, {len(units) - len(todo)} parsed clean "
+                 f"before with the same inputs (cache), {len(todo)} to parse")
+    errors: dict[str, list[str]] = {}
+    # NOTE: libclang parses with separate indexes in separate threads, and ctypes releases the GIL
+    # during the parse, so threads use every core.
+    with ThreadPoolExecutor(max_workers=max(1, min(len(todo), os.cpu_count() or 1))) as pool:
+        futures = {pool.submit(_timed, parse, unit): unit for unit in todo}
+        for n, fut in enumerate(as_completed(futures), 1):
+            unit = futures[fut]
+            (found, included), seconds = fut.result()
+            errors[unit] = found
+            if not found:
+                check_cache.put(CACHE_KIND, keys[unit], {"unit": unit, "closure": {name: sha(name) for name in included}})
+            if progress:
+                progress(f"apply: parse as migrated [{n}/{len(todo)}] {unit}: "
+                         f"{f'{len(found)} error(s)' if found else 'clean'} in {seconds:.2f} s")
+    return [e for unit in units for e in errors.get(unit, [])]
+
+
+def _timed(fn, *args):
+    started = time.perf_counter()
+    return fn(*args), time.perf_counter() - started

@@ -17,8 +17,16 @@ def _parser() -> Parser:
     return Parser(Language(tree_sitter_cuda.language()))
 
 
+# NOTE: apply asks for the trees of the same headers again and again (TE's activation rule: 2,265
+# parses of a few hundred distinct texts, a third of a warm run); a tree is a pure function of the
+# text and nothing edits it, so trees are kept per content.
+@lru_cache(maxsize=1024)
+def _tree(data: bytes):
+    return _parser().parse(data)
+
+
 def parse(data: bytes) -> Node:
-    return _parser().parse(data).root_node
+    return _tree(data).root_node
 
 
 def node_text(data: bytes, node: Node) -> str:
@@ -79,6 +87,11 @@ def _rtc_condition(n: Node, data: bytes) -> bool | None:
 
 
 def includes(data: bytes) -> list[Include]:
+    return list(_includes(data))
+
+
+@lru_cache(maxsize=1024)
+def _includes(data: bytes) -> tuple[Include, ...]:
     out = []
     for n in _walk(parse(data)):
         if n.type == "preproc_include":
@@ -86,13 +99,18 @@ def includes(data: bytes) -> list[Include]:
             text = data[path.start_byte:path.end_byte].decode()
             out.append(Include(text[1:-1], text.startswith("<"), n.start_byte, n.end_byte,
                                _rtc_guarded(n, data), path.start_byte + 1, path.end_byte - 1))
-    return sorted(out, key=lambda i: i.start)
+    return tuple(sorted(out, key=lambda i: i.start))
 
 
 def enumerators(data: bytes) -> set[str]:
     """The names of every enumerator a file declares."""
-    return {node_text(data, n.child_by_field_name("name")) for n in _walk(parse(data))
-            if n.type == "enumerator" and n.child_by_field_name("name") is not None}
+    return set(_enumerators(data))
+
+
+@lru_cache(maxsize=1024)
+def _enumerators(data: bytes) -> frozenset[str]:
+    return frozenset(node_text(data, n.child_by_field_name("name")) for n in _walk(parse(data))
+                     if n.type == "enumerator" and n.child_by_field_name("name") is not None)
 
 
 def device_variables(data: bytes) -> list[str]:

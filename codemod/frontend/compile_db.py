@@ -59,6 +59,9 @@ def load(db_path: Path) -> list[CompileEntry]:
     except RecursionError:
         raise ParseError("cannot read compile database: nested too deeply", where=name,
                          hint="pass a valid compile_commands.json or omit --compile-db") from None
+    except ValueError as exc:  # a number past Python's int-string limit (4,300 digits)
+        raise ParseError(f"cannot read compile database: {str(exc)[:80]}", where=name,
+                         hint="pass a valid compile_commands.json or omit --compile-db") from None
     if not isinstance(doc, list):
         raise ParseError(f"compile database is not a JSON list (found {type(doc).__name__})", where=name)
     return [_entry(k, e, name) for k, e in enumerate(doc)]

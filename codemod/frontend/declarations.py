@@ -57,7 +57,9 @@ class Declarations:
         """Every project declaration of the TU; the standard typedefs spelled as clang's canonical
         type (`int32_t` and `int` name one instantiation)."""
         system_typedefs = {}
-        for cur in child_cursors(self.tu.cursor):
+        top_level = child_cursors(self.tu.cursor)
+        self.loc.index_expansions(top_level)
+        for cur in top_level:
             if cur.kind in _DECL_KINDS and self.loc.declared_in_project(cur):
                 self._decl(cur)
             elif cur.kind == CK.TYPEDEF_DECL and cur.spelling in _STD_TYPEDEFS:

@@ -11,13 +11,14 @@ import re
 import json
 import os
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass
 from pathlib import Path
 
 from .. import __version__, strict_json
+from ..workers import process_pool
 from .compile_db import load as load_compile_db
-from .toolchain import WRAPPER_STUBS, Toolchain, cache_root, flags_from_compile_db, make_toolchain
+from .toolchain import WRAPPER_STUBS, Toolchain, cache_root, flags_from_compile_db, make_toolchain, private_dir
 
 CACHE_FORMAT = 4  # 4: shared parses carry cut_at (MEMBER_MARK)
 
@@ -269,8 +270,7 @@ def _run_jobs(job_list: list[ParseJob], root: Path, fp: str, jobs: int | None, u
     prefix PCHs are built by the workers first. Returns the facts in job order with a redone
     parse's TUs after the rest (the order the merge sees), and counts.
     """
-    cache_dir = cache_root() / "parse"
-    cache_dir.mkdir(parents=True, exist_ok=True)
+    cache_dir = private_dir(cache_root() / "parse")
     results: dict[str, dict] = {}
     redo: dict[str, list[ParseJob]] = {}
     queue: list[tuple] = []   # heap of (-cost, order, job, cache path)
@@ -355,7 +355,7 @@ def _run_jobs(job_list: list[ParseJob], root: Path, fp: str, jobs: int | None, u
             job, path = next_ready()
             finish(job, path, _run_job(job))
     elif queue:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        with process_pool(workers) as pool:
             running: dict = {}   # future -> (job, cache path), or the key of a PCH being built
 
             def start_pchs() -> None:

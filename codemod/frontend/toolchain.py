@@ -59,6 +59,24 @@ def cache_root() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "codemod"
 
 
+def private_dir(path: Path) -> Path:
+    """`path` and any missing parent created 0700 (chmod after mkdir: the umask may be wider). Cache
+    entries hold library source facts and compile results: other users of the machine have no
+    business reading or planting them."""
+    missing = []
+    p = path
+    while not p.exists():
+        missing.append(p)
+        p = p.parent
+    for d in reversed(missing):
+        try:
+            d.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        os.chmod(d, 0o700)
+    return path
+
+
 def _site_dirs() -> list[Path]:
     import site
 
@@ -163,7 +181,7 @@ class Toolchain:
 def make_toolchain(extra_stubs: list[str] | tuple[str, ...] = ()) -> Toolchain:
     resource = find_resource_dir()
     include = find_cuda_include()
-    root = cache_root() / "toolchain"
+    root = private_dir(cache_root() / "toolchain")
     # clang wants a CUDA install root with bin/ and nvvm/libdevice; the wheels have only include/.
     cuda_root = root / "cuda-root"
     (cuda_root / "bin").mkdir(parents=True, exist_ok=True)

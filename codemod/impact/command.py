@@ -5,8 +5,9 @@ from __future__ import annotations
 import sys
 
 from ..errors import UsageError
+from ..text import printable, printable_lines
 from .. import strict_json
-from .options import POLICIES, STEPS_LISTED
+from .options import POLICIES, STEPS_LISTED, add_deprecated_jobs, ninja_jobs
 
 
 def add_parser(sub) -> None:
@@ -26,8 +27,12 @@ def add_parser(sub) -> None:
                    help="what-if: the matching steps disappear (moved to NVRTC); repeatable")
     p.add_argument("--scale", action="append", default=[], metavar="GLOB=FACTOR",
                    help="what-if: multiply the matching steps' durations; repeatable")
-    p.add_argument("-j", "--jobs", type=int, metavar="N",
-                   help="replay with -j N (default: the recorded build's peak concurrency; 0 = unlimited)")
+    p.add_argument("--what-if", metavar="FILE",
+                   help="the what-if priced by `apply --build-log --diff F` (F.what_if.json) or `analyze "
+                        "--build-log --json F`: replays exactly the prediction those commands print")
+    p.add_argument("--ninja-jobs", type=int, metavar="N",
+                   help="replay with ninja -j N (default: the recorded build's peak concurrency; 0 = unlimited)")
+    add_deprecated_jobs(p)
     p.add_argument("--policy", choices=sorted(POLICIES), help="ninja scheduling policy (default: from the log version)")
     p.add_argument("--cores", type=int, metavar="N",
                    help="CPU contention model: processor sharing over N cores (default: off)")
@@ -69,14 +74,26 @@ def dumps(doc: dict) -> str:
 
 def run(args) -> int:
     from . import report_text
-    from .predict import analyse, limit_steps, load, parse_scale
+    from .predict import describe_what_if, limit_steps, load, parse_scale, predict, prediction_line, read_what_if
 
     if args.cores is not None and args.cores <= 0:
         raise UsageError(f"--cores must be positive, got {args.cores}")
     if not 0 <= args.contention <= MAX_CONTENTION:  # NOTE: also refuses NaN
         raise UsageError(f"--contention must be from 0 to {MAX_CONTENTION}, got {args.contention:g}")
-    if args.jobs is not None and args.jobs < 0:
-        raise UsageError(f"-j must be 0 (unlimited) or more, got {args.jobs}")
+    jobs = ninja_jobs(args)
+    if jobs is not None and jobs < 0:
+        raise UsageError(f"--ninja-jobs must be 0 (unlimited) or more, got {jobs}")
+    if args.against:
+        ignored = [flag for flag, given in (("--trace", args.trace), ("--what-if", args.what_if), ("--remove", args.remove),
+                                            ("--scale", args.scale), ("--ninja-jobs", jobs is not None),
+                                            ("--policy", args.policy), ("--cores", args.cores is not None),
+                                            ("--all-steps", args.all_steps)) if given]
+        if ignored:
+            # NOTE: refused rather than ignored: a run that exits 0 without the page asked for looks done
+            raise UsageError(f"--against compares two logs step by step; {', '.join(ignored)} "
+                             f"do{'es' if len(ignored) == 1 else ''} not apply to it",
+                             hint="write the comparison with --json FILE, or run `codemod impact LOG --html F` "
+                                  "on each log for its timeline")
     loaded = load(args.log, args.nvcc_time, args.build_ninja, args.build)
     quiet = args.json == "-"
     if args.against:
@@ -91,12 +108,19 @@ def run(args) -> int:
 
             _write(args.html, render_compare_html(doc))
         if not quiet:
-            sys.stdout.write(report_text.render_compare(doc, args.top))
+            sys.stdout.write(printable_lines(report_text.render_compare(doc, args.top)))
         return 0
     # the HTML report and the trace draw every step; the JSON lists STEPS_LISTED unless --all-steps
     every_row = args.all_steps or bool(args.html or args.trace)
-    doc = analyse(loaded, remove=args.remove, scale=parse_scale(args.scale), jobs=args.jobs,
-                  policy=args.policy, cores=args.cores, alpha=args.contention,
+    if args.what_if:
+        if args.remove or args.scale:
+            raise UsageError("--what-if is the whole what-if; --remove/--scale would change it",
+                             hint="use --what-if alone, or --remove/--scale alone")
+        what_if = read_what_if(args.what_if)
+    else:
+        what_if = {"remove": args.remove, "scale": parse_scale(args.scale)}
+        what_if["description"] = describe_what_if(what_if["remove"], what_if["scale"])
+    doc = predict(loaded, what_if, jobs=jobs, policy=args.policy, cores=args.cores, alpha=args.contention,
                   max_steps=None if every_row else STEPS_LISTED)
     if args.json:
         _write(args.json, dumps(doc if args.all_steps else limit_steps(doc, STEPS_LISTED)))
@@ -109,10 +133,13 @@ def run(args) -> int:
 
         _write(args.trace, strict_json.dumps(build_trace(doc), "trace", separators=(",", ":")) + "\n")
     if not quiet:
-        sys.stdout.write(report_text.render(doc, args.top))
+        sys.stdout.write(printable_lines(report_text.render(doc, args.top)))
+        opts = doc["options"]
+        sys.stdout.write(printable(prediction_line(doc["predicted_wall_s"], what_if["description"], opts["jobs"],
+                                                   opts["jobs_source"], opts["policy"])) + "\n")
         written = [f for f in (args.json, args.html, args.trace) if f]
         if written:
-            sys.stdout.write(f"wrote {', '.join(written)}\n")
-        elif not (args.remove or args.scale):
+            sys.stdout.write(printable(f"wrote {', '.join(written)}") + "\n")
+        elif not (args.remove or args.scale or args.what_if):
             sys.stdout.write("next: add --remove GLOB / --scale GLOB=F for a what-if, --html FILE for the report\n")
     return 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..cli import add_global_flags, fill_global_flags
 from ..errors import CodemodError
 from .command import _build, _run, add_build_arguments, add_run_arguments
 
@@ -16,7 +17,8 @@ def main(argv: list[str] | None = None) -> int:
     verb = argv.pop(0) if argv[:1] in (["build"], ["run"]) else "run"
     parser = argparse.ArgumentParser(prog=f"python -m codemod.parity{' build' if verb == 'build' else ''}")
     (add_build_arguments if verb == "build" else add_run_arguments)(parser)
-    args = parser.parse_args(argv)
+    add_global_flags(parser)
+    args = fill_global_flags(parser.parse_args(argv))
     try:
         return _build(args) if verb == "build" else _run(args)
     except CodemodError as exc:

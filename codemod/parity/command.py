@@ -125,7 +125,8 @@ def _run(args) -> int:
                     work=args.work.resolve(), out=args.json.resolve().parent,
                     seed=args.seed if args.seed is not None else int(time.time()), shards=args.shards,
                     reps=args.reps, nvcc=args.nvcc, arch=args.arch, skip_build=args.skip_build, timings=not args.no_timings,
-                    clear_pending=args.clear_pending_errors, commit=args.commit, label=args.label, log=sys.stderr)
+                    clear_pending=args.clear_pending_errors, commit=args.commit, label=args.label,
+                    log=None if args.quiet else sys.stderr)
     result = run_parity(cfg)
     args.json.write_text(strict_json.dumps(result, "parity result", indent=1, sort_keys=True) + "\n")
     if args.markdown:
@@ -160,6 +161,8 @@ def _read_json(path: Path, what: str, hint: str | None = None):
         raise ParseError(f"{what} is not JSON: {exc.msg}", where=f"{path}:{exc.lineno}", hint=hint) from None
     except RecursionError:
         raise ParseError(f"{what} is nested too deeply", where=str(path), hint=hint) from None
+    except ValueError as exc:  # a number past Python's int-string limit (4,300 digits)
+        raise ParseError(f"{what} is not JSON: {str(exc)[:80]}", where=str(path), hint=hint) from None
 
 
 def read_analysis(path: Path) -> dict:
@@ -184,7 +187,7 @@ def _report(args) -> int:
 
     try:
         result = json.loads(args.result.read_text())
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise UsageError(f"cannot read parity result {args.result}: {exc}") from None
     if not isinstance(result, dict) or result.get("schema") != "codemod-parity/1":
         raise UsageError(f"{args.result} is not a parity result (schema codemod-parity/1)")

@@ -6,7 +6,9 @@ With --sass, also compare each covered variant's SASS, nvcc (static) against NVR
 Exit codes: 0 everything compiled (host compile may be skipped, with the reason printed) and,
 with --sass, every compared variant is identical modulo names or its difference explained;
 1 a kernel variant or a host unit failed, or an unexplained SASS difference; 2 usage error,
-missing manifest, missing NVRTC (or, with --sass, missing nvcc / nvdisasm / cuobjdump).
+missing manifest, missing NVRTC (or, with --sass, missing nvcc / nvdisasm / cuobjdump), or the
+build environment stopped the host compile (a missing library header or package) while every
+NVRTC program compiled.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import time
 from pathlib import Path
 
 from ..errors import UsageError
+from ..text import printable, printable_lines
 from .. import strict_json
 from .nvrtc import ARCHS
 
@@ -59,7 +62,6 @@ def add_parser(sub) -> None:
                         "an unpatched checkout needs no build tree)")
     p.add_argument("--sass-flag", action="append", default=[], metavar="ARG",
                    help="with --sass: an extra nvcc flag for the static side, e.g. --sass-flag=-I<dir> (repeatable)")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     p.set_defaults(run=run)
 
 
@@ -94,7 +96,7 @@ def run(args) -> int:
     from .report import VerifyReport, render
 
     start = time.perf_counter()
-    progress = None if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    progress = None if args.quiet else (lambda msg: print(printable_lines(msg), file=sys.stderr, flush=True))
     root: Path = args.directory
     if not root.is_dir():
         raise UsageError(f"not a directory: {root}")
@@ -148,10 +150,10 @@ def run(args) -> int:
     if args.sass:
         sass_report = _run_sass(args, manifests, plan, results, tools, archs, root, jobs, progress)
         report.seconds = time.perf_counter() - start
-    print(render(report))
+    print(printable_lines(render(report, verbose=args.verbose)))
     if sass_report is not None:
         print()
-        print(sass.render(sass_report))
+        print(printable_lines(sass.render(sass_report)))
     if args.json:
         doc = report.to_json()
         if sass_report is not None:
@@ -163,7 +165,16 @@ def run(args) -> int:
 
         doc = report.to_json() | ({"sass": sass_report.to_json()} if sass_report is not None else {})
         args.html.write_text(render_verify_html(doc, root))
-    return 0 if report.ok and (sass_report is None or sass_report.ok) else 1
+    if report.ok and (sass_report is None or sass_report.ok):
+        return 0
+    generated_ok = all(p.ok for p in results) and (sass_report is None or sass_report.ok)
+    if generated_ok and host_report.status == "environment":
+        # NOTE: exit 2, not 1: nothing to fix in the generated code; the build environment is the input at fault
+        print(printable(f"codemod: error: the build environment stopped the host check (missing: "
+                        f"{', '.join(host_report.missing) or 'see the report'}); every NVRTC program compiled "
+                        f"({host_report.remedy})"), file=sys.stderr)
+        return 2
+    return 1
 
 
 def _run_sass(args, manifests, plan, results, tools, archs, root, jobs, progress):

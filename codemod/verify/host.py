@@ -5,6 +5,7 @@ own flags (its compile database; a CMake library is configured into a scratch bu
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -44,19 +45,75 @@ class HostResult:
 
 @dataclass
 class HostReport:
-    status: str                 # "passed", "failed", "skipped"
+    # "passed", "failed" (the generated or rewritten code), "skipped", or "environment": the build
+    # environment stopped the check (a library header or package missing, a CMake configure failing
+    # outside what the migration edited); `missing` names what it lacks, `remedy` the next step.
+    status: str
     reason: str = ""
     compiler: str = ""
     configure_seconds: float = 0.0
     results: list[HostResult] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    remedy: str = ""
 
     @property
     def ok(self) -> bool:
-        return self.status != "failed"
+        return self.status not in ("failed", "environment")
 
     def to_json(self) -> dict:
         return {"status": self.status, "reason": self.reason, "compiler": Path(self.compiler).name if self.compiler else "",
-                "configure_seconds": round(self.configure_seconds, 3), "units": [r.to_json() for r in self.results]}
+                "configure_seconds": round(self.configure_seconds, 3), "units": [r.to_json() for r in self.results],
+                "missing": self.missing, "remedy": self.remedy}
+
+
+# What a compiler or CMake says when the environment lacks a header or a package.
+_MISSING_HEADER = (re.compile(r"fatal error: ([^\s:]+\.[A-Za-z+]+): No such file or directory"),
+                   re.compile(r'cannot open source file "([^"]+)"'),
+                   # NOTE: the header right next to the words, so that "a.h:3: error: member 'x' not found"
+                   # (an error inside a header) is not read as a.h missing
+                   re.compile(r"(?i)(?:could not find|cannot find|cannot open|missing)(?: header| file| include)?"
+                              r"[:\s]+['\"<]?([\w./+-]+\.(?:h|hh|hpp|hxx|cuh))\b"),
+                   re.compile(r"(?i)\b([\w./+-]+\.(?:h|hh|hpp|hxx|cuh))['\">]?:?\s+(?:file\s+)?(?:was\s+)?"
+                              r"(?:not found|could not be found|no such file|is missing|missing)"))
+_MISSING_PACKAGE = (re.compile(r"Could NOT find (\w[\w-]*)"),
+                    re.compile(r'Could not find a package configuration file provided by "([^"]+)"'))
+_CMAKE_ERROR_AT = re.compile(r"CMake Error at ([^:\n]+):\d+")
+
+
+def missing_from_log(log: str) -> tuple[list[str], list[str]]:
+    """(headers, packages) a compile or configure log says are missing, in order of first mention."""
+    headers = [m.group(1) for rx in _MISSING_HEADER for m in rx.finditer(log)]
+    packages = [m.group(1) for rx in _MISSING_PACKAGE for m in rx.finditer(log)]
+    return list(dict.fromkeys(headers)), list(dict.fromkeys(packages))
+
+
+def _generated_names(manifests: list[Manifest]) -> set[str]:
+    """Paths (and their last parts) that the migration wrote or edited: a header missing among them is
+    the generated code's fault, not the environment's."""
+    names = set()
+    for m in manifests:
+        out = m.root / m.output_dir
+        files = [p.relative_to(m.root).as_posix() for p in out.rglob("*") if p.is_file()] if out.is_dir() else []
+        for rel in files + list(m.edited):
+            parts = rel.split("/")
+            names.update("/".join(parts[i:]) for i in range(len(parts)))
+    return names
+
+
+def environment_failure(log: str, manifests: list[Manifest]) -> tuple[list[str], str] | None:
+    """(what is missing, remedy) when a failed compile or configure is the environment's: headers or
+    packages the log names as missing, none of them part of what the migration wrote or edited."""
+    headers, packages = missing_from_log(log)
+    generated = _generated_names(manifests)
+    if any(h in generated or h.lstrip("./") in generated for h in headers):
+        return None
+    if headers or packages:
+        what = headers + [f"package {p}" for p in packages]
+        remedy = ("install the package that provides " + ", ".join(what) + ", or point the build at it "
+                  "(--cmake-arg=-D<PKG>_ROOT=DIR or --cmake-arg=-DCMAKE_CUDA_FLAGS=-I<dir> or --cmake-arg=-DCMAKE_CXX_FLAGS=-I<dir>; "
+                  "or --compile-db FILE of a build that has it); --no-host checks the kernel strings only")
+        return what, remedy
+    return None
 
 
 def find_nvcc(explicit: str | None = None) -> str | None:
@@ -185,8 +242,7 @@ def verify_host(manifests: list[Manifest], root: Path, jobs: int, compile_db: Pa
             configure_seconds = time.perf_counter() - start
             if not ok:
                 errors = log[log.find("CMake Error"):] if "CMake Error" in log else log
-                return HostReport("failed", compiler=compiler, configure_seconds=configure_seconds,
-                                  reason="CMake configure of the patched tree failed:\n" + _head(errors, 20))
+                return _configure_failure(errors, manifests, root, compiler, configure_seconds)
             compile_db = scratch / "build" / "compile_commands.json"
         units = load_units(compile_db)
         if not all_units:
@@ -195,6 +251,38 @@ def verify_host(manifests: list[Manifest], root: Path, jobs: int, compile_db: Pa
             return HostReport("skipped", compiler=compiler, configure_seconds=configure_seconds,
                               reason="no translation unit in the compile database is generated or includes a rewritten site")
         (scratch / "obj").mkdir()
+        if progress:
+            progress(f"verify: host: compiling {len(units)} unit(s) with the library's flags")
         results = compile_units(units, root, jobs, scratch / "obj", progress)
-    status = "passed" if all(r.ok for r in results) else "failed"
-    return HostReport(status, compiler=compiler, configure_seconds=configure_seconds, results=results)
+    failed = [r for r in results if not r.ok]
+    if not failed:
+        return HostReport("passed", compiler=compiler, configure_seconds=configure_seconds, results=results)
+    # every failed unit stopped at a header the environment lacks: not the generated code
+    found = [environment_failure(r.log_head, manifests) for r in failed]
+    if all(found):
+        missing = list(dict.fromkeys(m for what, _ in found for m in what))
+        return HostReport("environment", compiler=compiler, configure_seconds=configure_seconds, results=results,
+                          reason=f"{len(failed)} host unit(s) stopped at a missing library header: "
+                                 + ", ".join(missing), missing=missing, remedy=found[0][1])
+    return HostReport("failed", compiler=compiler, configure_seconds=configure_seconds, results=results)
+
+
+def _configure_failure(errors: str, manifests: list[Manifest], root: Path, compiler: str,
+                       seconds: float) -> HostReport:
+    """A failed CMake configure: the environment's (a header or package it names as missing, none of
+    them generated; else an error in a CMake file the migration did not edit) or the migration's."""
+    head = "CMake configure of the patched tree failed:\n" + _head(errors, 20)
+    edited = {f for m in manifests for f in m.edited}
+    at = [Path(f) for f in _CMAKE_ERROR_AT.findall(errors)]
+    in_edited = [f for f in at if (f.relative_to(root).as_posix() if f.is_absolute() and f.is_relative_to(root)
+                                   else f.as_posix()) in edited]
+    found = environment_failure(errors, manifests)
+    if found:
+        return HostReport("environment", compiler=compiler, configure_seconds=seconds, reason=head,
+                          missing=found[0], remedy=found[1])
+    if at and not in_edited:
+        return HostReport("environment", compiler=compiler, configure_seconds=seconds, reason=head,
+                          remedy=f"the error is in {at[0]}, which the migration did not edit: pass what the "
+                                 "library's configure needs with --cmake-arg, or --compile-db FILE of a configured "
+                                 "build; --no-host checks the kernel strings only")
+    return HostReport("failed", compiler=compiler, configure_seconds=seconds, reason=head)

@@ -99,13 +99,33 @@ class Manifest:
                               where=str(self.path), hint="re-run `codemod apply --write` on this tree") from None
 
 
+LEGACY_DEPTH = 4   # folders of an output_dir an older codemod's in-tree manifest is looked for under
+
+
 def find_manifests(root: Path) -> list[Path]:
     """Every manifest of the library at `root` (one per applied rule), in a stable order: those
     `codemod apply --write` keeps outside the tree (tool_state.manifest_path), then any an older
-    codemod wrote into the tree."""
-    skip = {".git", "build", "node_modules", ".codemod"}
-    found = [p for p in sorted(root.rglob(MANIFEST_NAME)) if not skip.intersection(p.relative_to(root).parts)]
-    return manifest_paths(root) + found
+    codemod wrote into the tree. NOTE: no recursive scan: a folder holding other trees (copies,
+    checkouts side by side) must not lend one of their manifests to `root`."""
+    return manifest_paths(root) + legacy_manifests(root)
+
+
+def legacy_manifests(root: Path) -> list[Path]:
+    """In-tree manifests of an older codemod: `<output_dir>/codemod_manifest.json` under `root`,
+    output_dir at most LEGACY_DEPTH folders deep, kept only where the manifest's own output_dir puts
+    it, that is, when it belongs to `root` and not to a tree below it."""
+    found = []
+    for depth in range(1, LEGACY_DEPTH + 1):
+        for path in sorted(root.glob("/".join(["*"] * depth) + "/" + MANIFEST_NAME)):
+            try:
+                doc = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+                found.append(path)   # damaged: load_manifest says why, naming it
+                continue
+            output_dir = doc.get("output_dir") if isinstance(doc, dict) else None
+            if not isinstance(output_dir, str) or Path(output_dir) == path.parent.relative_to(root):
+                found.append(path)   # a malformed one is reported by load_manifest too
+    return found
 
 
 def root_for(path: Path, root: Path) -> Path | None:
@@ -135,6 +155,8 @@ def parse_manifest(text: str, path: Path, root: Path | None = None, overlay: dic
         raise VerifyError(f"manifest is not JSON: {exc.msg}", where=f"{path}:{exc.lineno}") from None
     except RecursionError:
         raise VerifyError("manifest is nested too deeply", where=where) from None
+    except ValueError as exc:  # a number past Python's int-string limit (4,300 digits)
+        raise VerifyError(f"manifest is not JSON: {str(exc)[:80]}", where=where) from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         found = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
         raise VerifyError(f"expected schema {SCHEMA!r}, found {found!r}", where=where,

@@ -10,9 +10,10 @@ import posixpath
 import re
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from dataclasses import dataclass, field
 
+from ..workers import process_pool
 from .cover import greedy_cover
 from .manifest import KernelEntry, Manifest
 
@@ -281,7 +282,7 @@ def run_all(programs: list[Program], jobs: int, progress: Callable[[str], None] 
         return results  # type: ignore[return-value]
     # NOTE: spawn, not fork: each worker loads its own libnvrtc; forking a loaded NVRTC is not safe.
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(jobs, len(programs)), mp_context=context) as pool:
+    with process_pool(min(jobs, len(programs)), mp_context=context) as pool:
         futures = {pool.submit(run_program, programs[i]): i for i in order}
         for future in as_completed(futures):
             index = futures[future]

@@ -65,10 +65,10 @@ def _cell(result: ProgramResult | None) -> str:
     target = f" as {result.target}" if result.target else ""   # the rule's arch_targets chose it
     if result.ok:
         return f"ok {result.seconds:.2f} s{target}"
-    return f"FAIL ({len(result.failures) + (1 if result.unisolated else 0)}){target}"
+    return f"FAIL ({len(result.failures) + (1 if result.unisolated else 0)}) {result.seconds:.2f} s{target}"
 
 
-def render(report: VerifyReport) -> str:
+def render(report: VerifyReport, verbose: bool = False) -> str:
     lines = []
     rows: dict[tuple[str, str], dict[str, ProgramResult]] = {}
     for result in report.programs:
@@ -84,10 +84,20 @@ def render(report: VerifyReport) -> str:
     for row in table:
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
 
+    if verbose and report.programs:
+        lines.append("")
+        lines.append("NVRTC programs, slowest first (wall s, CPU s):")
+        for p in sorted(report.programs, key=lambda p: (-p.seconds, p.kernel, p.arch, p.config)):
+            config = "" if p.config == "default" else f" ({p.config})"
+            lines.append(f"  {p.seconds:8.2f} {p.cpu_seconds:8.2f}  {p.kernel}{config} {p.arch}: {p.variants} variant(s) "
+                         + ("ok" if p.ok else "FAILED"))
+
     host = report.host
     lines.append("")
     if host.status == "skipped":
         lines.append(f"host code: skipped: {host.reason}")
+    elif host.status == "environment" and not host.results:
+        lines.append(f"host code: NOT CHECKED, the build environment stopped it: {host.reason.splitlines()[0].rstrip(':')}")
     elif not host.results:
         lines.append(f"host code: FAILED: {host.reason.splitlines()[0].rstrip(':')}")
     else:
@@ -98,7 +108,7 @@ def render(report: VerifyReport) -> str:
             lines.append(f"  {r.file.ljust(width)}  {'ok' if r.ok else 'FAIL'} {r.seconds:.1f} s")
 
     failures = [(p, f) for p in report.programs for f in p.failures]
-    if failures or not host.ok:
+    if failures or host.status == "failed":
         lines.append("")
         lines.append("failures:")
     # The same failure usually repeats for every arch, option set and variant: print each log once.
@@ -131,10 +141,23 @@ def render(report: VerifyReport) -> str:
         reason = host.reason.splitlines()
         lines.append(f"- host: {reason[0]}")
         lines.extend("    " + line for line in reason[1:])
-    for r in host.results:
-        if not r.ok:
-            lines.append(f"- host {r.file}: compile failed")
-            lines.extend("    " + line for line in r.log_head.splitlines())
+    if host.status == "failed":
+        for r in host.results:
+            if not r.ok:
+                lines.append(f"- host {r.file}: compile failed")
+                lines.extend("    " + line for line in r.log_head.splitlines())
+    if host.status == "environment":
+        lines.append("")
+        lines.append("build environment (not the generated code):")
+        if host.missing:
+            lines.append(f"- missing: {', '.join(host.missing)}")
+        if host.results:
+            lines.extend(f"- host {r.file}: stopped at a missing header" for r in host.results if not r.ok)
+            first = next(r for r in host.results if not r.ok)
+            lines.extend("    " + line for line in first.log_head.splitlines())
+        else:
+            lines.extend("    " + line for line in host.reason.splitlines()[1:])
+        lines.append(f"- remedy: {host.remedy}")
     for note in report.notes:
         lines.append(f"note: {note}")
     lines.append("")
@@ -149,9 +172,17 @@ def summary(report: VerifyReport) -> str:
     kernels = (f"verify: {report.kernels} kernel(s), {checked} of {report.variants_total} variants ({how}), "
                f"{len(report.programs)} NVRTC program(s) for {', '.join(report.archs)}")
     nvrtc = f"{len(failed)} FAILED" if failed else "all compiled"
+    lacking = ", ".join(report.host.missing) or "see above"
     host = {"passed": f"host: {len(report.host.results)} unit(s) compiled", "skipped": "host: skipped",
-            "failed": "host: FAILED"}[report.host.status]
-    line = f"{kernels}: {nvrtc}; {host}; {report.seconds:.1f} s"
-    if not report.ok:
+            "failed": "host: FAILED", "environment": f"host: not checked (build environment: {lacking})"
+            }[report.host.status]
+    slowest = max(report.programs, key=lambda p: p.seconds, default=None)
+    slow = f" (slowest {slowest.kernel} {slowest.arch} {slowest.seconds:.1f} s)" if slowest and len(report.programs) > 1 else ""
+    line = f"{kernels}: {nvrtc}{slow}; {host}; {report.seconds:.1f} s"
+    generated_ok = not failed and report.host.status != "failed"
+    if generated_ok and report.host.status == "environment":
+        line += (". The generated code compiled with NVRTC; the host check needs the build environment fixed "
+                 "(see `build environment` above) and `codemod verify` rerun")
+    elif not report.ok:
         line += ". Fix the generated code (or the rule) and rerun `codemod verify`"
     return line

@@ -4,8 +4,8 @@ processes of a training run load them instead of compiling."""
 
 from __future__ import annotations
 
-import json
 import os
+import re
 import tempfile
 import threading
 import time
@@ -13,7 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import nvrtc_options, strict_json
 from ..errors import CodemodError, UsageError
+from ..text import printable, printable_lines
 from . import nvrtc, rtc_cache
 
 
@@ -33,10 +35,24 @@ class Program:
     line: int
 
 
+# NOTE: a list is data from a shared path (docs/rtc_cache.md): bounded before it is parsed. TE's
+# programs make a few thousand lines of under 2 KB each.
+MAX_LIST_BYTES = 64 << 20
+MAX_LINE_BYTES = 1 << 20
+MAX_LIST_ENTRIES = 100_000
+MAX_STRING = 4096          # a key, file name, header name, name expression or option
+MAX_ITEMS = 4096           # headers, names or options of one program
+FIELDS = ("key", "nvrtc", "filename", "source", "headers", "names", "options")
+_DIGEST = re.compile(r"[0-9a-f]{32}")
+# NVRTC's major.minor, then the size and modification time of its library file (rtc_cache.nvrtc_identity)
+_VERSION = re.compile(r"[0-9]{1,3}\.[0-9]{1,3}(?: [0-9]{1,20} [0-9]{1,20}\.[0-9]{9})?")
+
+
 def _source(folder: Path, digest: str, where: str) -> bytes:
     path = folder / digest
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_LIST_BYTES + 1)
     except OSError:
         raise WarmError(f"{where}: source {digest} is missing from {folder}",
                         hint="copy the list together with its .sources folder") from None
@@ -45,32 +61,114 @@ def _source(folder: Path, digest: str, where: str) -> bytes:
     return data
 
 
-def read_list(path: Path) -> list[Program]:
-    """The recorded programs, one per key, in list order."""
+def _string(value, what: str, where: str, pattern: re.Pattern | None = None) -> str:
+    if not isinstance(value, str):
+        raise WarmError(f"{where}: {what} must be a string, found {type(value).__name__}")
+    if len(value) > MAX_STRING:
+        raise WarmError(f"{where}: {what} is longer than {MAX_STRING} characters")
+    if pattern is not None and not pattern.fullmatch(value):
+        raise WarmError(f"{where}: {what} {printable(value, 60)!r} is not what the layer records")
+    if printable(value) != value:
+        raise WarmError(f"{where}: {what} {printable(value, 60)!r} holds a control character")
+    return value
+
+
+def _strings(value, what: str, where: str) -> list[str]:
+    if not isinstance(value, list):
+        raise WarmError(f"{where}: {what} must be a list, found {type(value).__name__}")
+    if len(value) > MAX_ITEMS:
+        raise WarmError(f"{where}: more than {MAX_ITEMS} {what}")
+    return [_string(v, what, where) for v in value]
+
+
+def parse_entry(line: str, where: str) -> dict:
+    """One recorded program, checked against the schema: exactly FIELDS, bounded strings, digests
+    of 32 hex digits, options from the allow-list (codemod.nvrtc_options)."""
     try:
-        lines = path.read_text().splitlines()
+        e = strict_json.loads(line)
+    except ValueError as exc:
+        raise WarmError(f"{where}: not a recorded program: {exc}") from None
+    if not isinstance(e, dict):
+        raise WarmError(f"{where}: not a recorded program (a JSON object with {', '.join(FIELDS)})")
+    if set(e) != set(FIELDS):
+        missing, extra = sorted(set(FIELDS) - set(e)), sorted(set(e) - set(FIELDS))
+        said = [f"missing {', '.join(missing)}"] if missing else []
+        said += [f"unknown {', '.join(printable(x, 40) for x in extra[:4])}"] if extra else []
+        raise WarmError(f"{where}: not a recorded program ({'; '.join(said)})")
+    _string(e["key"], "key", where, _DIGEST)
+    _string(e["nvrtc"], "nvrtc version", where, _VERSION)
+    _string(e["filename"], "file name", where)
+    _string(e["source"], "source digest", where, _DIGEST)
+    if not isinstance(e["headers"], list) or len(e["headers"]) > MAX_ITEMS:
+        raise WarmError(f"{where}: headers must be a list of at most {MAX_ITEMS} [name, digest] pairs")
+    for h in e["headers"]:
+        if not isinstance(h, list) or len(h) != 2:
+            raise WarmError(f"{where}: headers must be [name, digest] pairs")
+        _string(h[0], "header name", where)
+        _string(h[1], "header digest", where, _DIGEST)
+    _strings(e["names"], "names", where)
+    if not isinstance(e["options"], list) or len(e["options"]) > MAX_ITEMS:
+        raise WarmError(f"{where}: options must be a list of at most {MAX_ITEMS} strings")
+    bad = nvrtc_options.refused(e["options"])
+    if bad:
+        raise WarmError(f"{where}: option(s) not allowed: {nvrtc_options.describe(bad)}",
+                        hint="a recorded list holds the rule's and the layer's options only "
+                             "(codemod.nvrtc_options); record the list again")
+    _strings(e["options"], "options", where)
+    return e
+
+
+def _lines(path: Path):
+    """(line number, text) of the list, bounded in size, line length and count."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_LIST_BYTES + 1)
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-    folder = Path(str(path) + ".sources")
-    programs, seen = [], set()
-    for i, line in enumerate(lines, 1):
-        if not line.strip():
+    if len(data) > MAX_LIST_BYTES:
+        raise WarmError(f"{path}: larger than {MAX_LIST_BYTES >> 20} MiB, not a recorded list")
+    count = 0
+    for i, raw in enumerate(data.split(b"\n"), 1):
+        if not raw.strip():
             continue
         where = f"{path}:{i}"
+        if len(raw) > MAX_LINE_BYTES:
+            raise WarmError(f"{where}: line longer than {MAX_LINE_BYTES >> 10} KiB")
+        count += 1
+        if count > MAX_LIST_ENTRIES:
+            raise WarmError(f"{path}: more than {MAX_LIST_ENTRIES} programs, not a recorded list")
         try:
-            e = json.loads(line)
-            fields = (e["key"], e["nvrtc"], e["filename"], e["source"], e["headers"], e["names"], e["options"])
-        except (ValueError, KeyError, TypeError):
-            raise WarmError(f"{where}: not a recorded program (JSON with key, nvrtc, filename, source, headers, "
-                            "names, options)") from None
-        if fields[0] in seen:
-            continue
-        seen.add(fields[0])
-        programs.append(Program(key=fields[0], nvrtc=fields[1], filename=fields[2],
-                                source=_source(folder, fields[3], where),
-                                headers=[(n, _source(folder, h, where)) for n, h in fields[4]],
-                                names=list(fields[5]), options=list(fields[6]), line=i))
-    return programs
+            yield i, raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise WarmError(f"{where}: not UTF-8") from None
+
+
+def read_list(path: Path) -> list[Program]:
+    """The recorded programs, one per key, in list order; every line checked first."""
+    folder = Path(str(path) + ".sources")
+    entries, seen = [], set()
+    for i, line in _lines(path):
+        e = parse_entry(line, f"{path}:{i}")
+        if e["key"] not in seen:
+            seen.add(e["key"])
+            entries.append((i, e))
+    return [Program(key=e["key"], nvrtc=e["nvrtc"], filename=e["filename"],
+                    source=_source(folder, e["source"], f"{path}:{i}"),
+                    headers=[(n, _source(folder, h, f"{path}:{i}")) for n, h in e["headers"]],
+                    names=list(e["names"]), options=list(e["options"]), line=i) for i, e in entries]
+
+
+def check_includes(programs: list[Program], include_dirs, list_path: Path) -> None:
+    """An -I folder must be one of the NVRTC's own header folders (the layer passes those): any other
+    makes NVRTC read code from wherever the list says."""
+    own = {os.path.realpath(d) for d in include_dirs}
+    for p in programs:
+        for o in p.options:
+            folder = nvrtc_options.include_dir(o)
+            if folder is not None and os.path.realpath(folder) not in own:
+                raise WarmError(f"{list_path}:{p.line}: option {printable(o, 80)} is not allowed: not a folder of "
+                                "the toolkit headers this NVRTC uses",
+                                hint="record the list with the toolkit the training processes use")
 
 
 def key_of(p: Program) -> str:
@@ -88,6 +186,7 @@ def warm(list_path: Path, cache_dir: Path, jobs: int | None = None, library: Pat
     """Compile every recorded program missing from `cache_dir`; the counts and times."""
     programs = read_list(list_path)
     lib = nvrtc.load(library)
+    check_includes(programs, lib.include_dirs, list_path)
     version = rtc_cache.nvrtc_identity(lib.path, lib.version)
     for p in programs:
         where = f"{list_path}:{p.line}"
@@ -131,11 +230,9 @@ def warm(list_path: Path, cache_dir: Path, jobs: int | None = None, library: Pat
             "compile_s_sum": round(sum(seconds), 3), "nvrtc": version, "cache_dir": str(cache_dir)}
 
 
-# What the layer adds after a program's own options (templates/apply/layer/rtc_cache.h.j2), in this
-# order: with `nvrtc_layer.cache.pch`, then with `.minimal`. A recorded list holds them already.
-PCH_OPTIONS = ("-pch", "-pch-messages=false", "-pch-verbose=false")
-MINIMAL_OPTIONS = ("-minimal",)
-LAYER_OPTIONS = PCH_OPTIONS + MINIMAL_OPTIONS
+# What the layer adds after a program's own options: codemod.nvrtc_options (one copy).
+PCH_OPTIONS, MINIMAL_OPTIONS, LAYER_OPTIONS = (nvrtc_options.PCH_OPTIONS, nvrtc_options.MINIMAL_OPTIONS,
+                                               nvrtc_options.LAYER_OPTIONS)
 
 
 class PchFolders:
@@ -195,13 +292,11 @@ def add_parser(sub) -> None:
 
 
 def _run(args) -> int:
-    from .. import strict_json
-
     result = warm(args.list, args.cache_dir, args.jobs)
     if args.json:
         args.json.write_text(strict_json.dumps(result, indent=1) + "\n")
     for f in result["failed"]:
-        print(f"failed: {', '.join(f['names'])} ({f['key']}):\n{f['log']}")
+        print(printable(f"failed: {', '.join(f['names'])} ({f['key']}):") + "\n" + printable_lines(f["log"]))
     print(f"{result['programs']} programs: {result['present']} already cached, {result['compiled']} compiled, "
           f"{len(result['failed'])} failed ({result['wall_s']} s) into {result['cache_dir']}")
     return 1 if result["failed"] else 0

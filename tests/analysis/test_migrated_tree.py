@@ -5,6 +5,8 @@ build time (`string_code_*.h`) are stubbed with their one declaration, so a seco
 import shutil
 from pathlib import Path
 
+import pytest
+
 from codemod.analysis.analyze import analyze
 from codemod.apply.command import compute
 from codemod.apply.patch import write_all
@@ -19,6 +21,7 @@ def test_string_header_stub_declares_its_symbol():
     assert "char" not in stub_text("cudnn.h")
 
 
+@pytest.mark.slow
 def test_patched_tree_has_no_parse_errors(tmp_path):
     root = tmp_path / "lib"
     shutil.copytree(GOLDEN / "input", root)

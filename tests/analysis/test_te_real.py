@@ -16,6 +16,9 @@ import pytest
 from codemod.analysis.analyze import analyze
 from codemod.rule import Rule, load_rule
 
+# TE's headers (the sdist download) or a TE checkout: the slow set (pytest -m slow)
+pytestmark = pytest.mark.slow
+
 SDIST_JSON = "https://pypi.org/pypi/transformer-engine-torch/json"
 SDIST_VERSION = "2.20.2"  # pinned: the fan-out below is that release's
 

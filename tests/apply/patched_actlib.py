@@ -13,14 +13,24 @@ from codemod.apply.plan import symbol_for
 from codemod.tool_state import manifest_path
 
 
+# rule text -> (files, plan) of the golden input: the migration is the same for every copy of the
+# tree (its manifest and files name no absolute path: the golden expected ones are committed), so
+# it is computed once per rule per session.
+_COMPUTED: dict[str, tuple] = {}
+
+
 def patch_actlib(work: Path, rule_text: str | None = None) -> tuple[Path, Path, dict]:
     """(patched tree, folder of string headers, manifest); `rule_text` replaces the golden rule."""
     root = work / "input"
     shutil.copytree(GOLDEN / "actlib" / "input", root)
     rule = work / "rule.yaml"
-    rule.write_text(rule_text if rule_text is not None else (GOLDEN / "actlib" / "activation.yaml").read_text())
-    files, _, plan = compute(root, str(rule))
-    write_migration(root, files, plan)
+    text = rule_text if rule_text is not None else (GOLDEN / "actlib" / "activation.yaml").read_text()
+    rule.write_text(text)
+    if text not in _COMPUTED:
+        files, _, plan = compute(root, str(rule))
+        _COMPUTED[text] = (files, plan)
+    files, plan = _COMPUTED[text]
+    write_migration(root, dict(files), plan)
     manifest = json.loads(manifest_path(root, "activation").read_text())
     strings = work / "strings"
     strings.mkdir()

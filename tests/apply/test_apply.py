@@ -62,6 +62,7 @@ def test_injected_failure_leaves_tree_unchanged(actlib_copy):
     assert _tree_digest(actlib_copy) == before
 
 
+@pytest.mark.slow
 def test_check_write_then_idempotent(actlib_copy):
     assert main(["apply", "--target", RULE, str(actlib_copy), "--check", "--quiet"]) == 1
     assert main(["apply", "--target", RULE, str(actlib_copy), "--write", "--quiet"]) == 0
@@ -102,6 +103,7 @@ def test_rule_naming_missing_kernel_is_refused(tmp_path):
         compute(root, str(tmp_path / "r.yaml"))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(any(shutil.which(t) is None for t in ("nvcc", "cmake", "ninja")),
                     reason="needs nvcc, cmake and ninja")
 @pytest.mark.parametrize("legacy", ["OFF", "ON"])

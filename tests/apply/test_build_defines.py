@@ -161,6 +161,7 @@ def test_without_include_first_the_split_head_kernel_fails_the_precheck(tmp_path
     assert "reduce" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(any(shutil.which(t) is None for t in ("nvcc", "cmake", "ninja")),
                     reason="needs nvcc, cmake and ninja")
 def test_patched_buildlib_builds_and_passes_the_builds_value(tmp_path):

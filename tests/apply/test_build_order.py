@@ -119,6 +119,7 @@ def test_the_longest_predicted_tus_move_to_the_front(actlib_git, build_log):
     assert "| listed TUs first | 108.0 | `CMakeFiles/actlib.dir/dequantize/dequantize.cu.o` |" in report
 
 
+@pytest.mark.slow
 def test_the_diff_applies_and_a_second_apply_is_a_no_op(actlib_git, build_log, tmp_path):
     log, csv = build_log
     args = ["apply", "--target", RULE, str(actlib_git), "--build-log", str(log), "--nvcc-time", str(csv), "-q"]
@@ -248,6 +249,7 @@ add_library(t SHARED ${a})
     assert cmake_lists.add_library(cmds, "t").line == 5
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(any(shutil.which(t) is None for t in ("nvcc", "cmake")), reason="needs nvcc and cmake")
 def test_cmake_writes_the_listed_objects_first(actlib_git, build_log, tmp_path):
     """What ninja will see: in the configured build.ninja the listed TUs' compile edges come first,

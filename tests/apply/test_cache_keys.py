@@ -18,7 +18,7 @@ from codemod.apply.golden import GOLDEN
 from .patched_actlib import patch_actlib
 
 HERE = Path(__file__).resolve().parent
-pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (host compile of the stubs)")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (host compile of the stubs)")]
 
 
 OWN_KERNEL, OWN_OPTION = "actlib::cast_fp8_kernel", "-default-device"

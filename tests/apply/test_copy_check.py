@@ -46,6 +46,7 @@ def test_an_unchanged_copy_compiles_and_a_changed_header_stops_the_build(tmp_pat
     assert _compile(tmp_path, "").returncode == 0
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (host compile of kernels.cpp)")
 def test_a_changed_kernel_parameter_stops_the_build(tmp_path):
     """kernels.h declares the static kernels again and its factories take their parameter lists

@@ -16,7 +16,7 @@ import pytest
 from .patched_actlib import patch_actlib
 
 HERE = Path(__file__).resolve().parent
-pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (host compile of the stubs)")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (host compile of the stubs)")]
 
 VARIANT = "&::actlib::reduce_dbias_kernel<__half>"
 

@@ -111,6 +111,7 @@ def test_normlib_golden_patch_matches_expected():
     assert '#include "src/kernel_traits.h"' in patch
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("legacy", ["OFF", "ON"])
 def test_patched_normlib_builds(tmp_path, legacy):
     """The patched normlib compiles and links (nvcc, sm_90), with and without the static kernels."""

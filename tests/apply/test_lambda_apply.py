@@ -100,6 +100,7 @@ def test_a_lambda_is_migrated_whole_or_not_at_all():
     assert any("with a, which stays static" in s.reason for s in skipped)
 
 
+@pytest.mark.slow
 @needs_build
 @pytest.mark.parametrize("legacy", ["OFF", "ON"])
 def test_patched_routerlib_builds(tmp_path, legacy):

@@ -72,6 +72,7 @@ def test_a_missing_anchor_is_refused_with_its_name(tmp_path, cut, message):
     assert message in str(e.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("legacy", ["OFF", "ON"])
 def test_patched_layerlib_builds(tmp_path, legacy):
     """The patched layerlib (layer extended, union specialized) compiles and links with nvcc, sm_90."""

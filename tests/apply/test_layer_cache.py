@@ -94,7 +94,7 @@ def test_warm_refusals(tmp_path, capsys):
     lst.write_text("{not json\n")
     assert main(["warm", str(lst), "--cache-dir", str(tmp_path / "c")]) == 2
     assert f"{lst}:1: not a recorded program" in capsys.readouterr().err
-    lst.write_text(json.dumps({"key": "k", "nvrtc": "13.0", "filename": "a.cu", "source": "0" * 32, "headers": [],
+    lst.write_text(json.dumps({"key": "1" * 32, "nvrtc": "13.0", "filename": "a.cu", "source": "0" * 32, "headers": [],
                                "names": ["&a"], "options": []}) + "\n")
     assert main(["warm", str(lst), "--cache-dir", str(tmp_path / "c")]) == 2
     assert "is missing from" in capsys.readouterr().err

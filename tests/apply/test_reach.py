@@ -214,6 +214,7 @@ def test_device_code_using_host_code_of_the_unit_is_refused(tmp_path, capsys):
     assert "0 kernels migrated" in report or "row_amax_kernel" not in report.split("## Left static")[0]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(any(shutil.which(t) is None for t in ("nvcc", "cmake", "ninja")),
                     reason="needs nvcc, cmake and ninja")
 @pytest.mark.parametrize("legacy", ["OFF", "ON"])
@@ -261,6 +262,7 @@ NESTED_LAUNCH = '''  TULIB_TYPE_SWITCH(in->dtype, IType,
   )  // IType'''
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(any(shutil.which(t) is None for t in ("nvcc", "cmake", "ninja")),
                     reason="needs nvcc, cmake and ninja")
 def test_a_kernel_variable_launch_tree_sitter_misreads_is_rewritten_at_the_analysis_position(tmp_path, capsys):

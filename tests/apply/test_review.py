@@ -79,6 +79,7 @@ def test_answers_from_stdin_choose_the_change_sets(actlib_git, capsys, monkeypat
     assert f"- `actlib::unary_kernel`: {NOT_REVIEWED}\n" in text
 
 
+@pytest.mark.slow
 def test_terminal_help_then_accept_all_writes_everything(tmp_path, capsys, monkeypatch):
     root = tmp_path / "input"
     shutil.copytree(GOLDEN / "actlib" / "input", root)
@@ -134,7 +135,9 @@ def test_only_and_exclude_reasons_in_the_report(actlib_git, tmp_path):
     assert "- `actlib::cast_fp8_kernel`: not selected with --only\n" in report
 
 
-@pytest.mark.parametrize("subset", [list(c) for n in range(4) for c in itertools.combinations(TRIO, n)],
+# NOTE: the pairs (3 s each) run with -m slow; none, each single kernel and all three stay in the fast set
+@pytest.mark.parametrize("subset", [pytest.param(list(c), marks=[pytest.mark.slow] if n == 2 else [])
+                                    for n in range(4) for c in itertools.combinations(TRIO, n)],
                          ids=lambda s: "+".join(k.split("::")[1] for k in s) or "none")
 def test_every_subset_of_change_sets_applies(actlib_git, tmp_path, subset):
     files, _, plan = compute(actlib_git, RULE, exclude=[k for k in KERNELS if k not in subset])
@@ -154,6 +157,7 @@ def test_every_subset_of_change_sets_applies(actlib_git, tmp_path, subset):
     assert (actlib_git / "CMakeLists.txt").read_text().count("rtc/activation") == 0   # nothing written
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(any(shutil.which(t) is None for t in ("nvcc", "cmake", "ninja")),
                     reason="needs nvcc, cmake and ninja")
 def test_partial_migration_builds(tmp_path):

@@ -299,6 +299,7 @@ def test_warm_refuses_another_nvrtc(drivers, tmp_path, capsys):
     assert "recorded with NVRTC 9.9" in err and "Traceback" not in err and len(err.strip().splitlines()) <= 2
 
 
+@pytest.mark.slow
 def test_real_nvrtc_compiles_once_then_loads(tmp_path):
     """The patched layer over the real NVRTC (the wheel): the first process compiles with NVRTC and
     stores ELF cubins; a second process loads them (`hit`, no compile) and launches."""
@@ -373,6 +374,7 @@ def pch_driver(tmp_path_factory):
     return _build(root, work, "pch")
 
 
+@pytest.mark.slow
 def test_pch_options_in_the_key_and_a_folder_per_header_set(pch_driver, tmp_path):
     """With `pch: true` NVRTC gets -pch (messages off) and -pch-dir=<a folder of this process for the
     program's set of headers>; the options are in the key (a second process loads, the recorded key is
@@ -398,6 +400,7 @@ def test_pch_options_in_the_key_and_a_folder_per_header_set(pch_driver, tmp_path
     assert run.event_counts("compile") == 2 and run.event_counts("hit") == 2
 
 
+@pytest.mark.slow
 def test_pch_never_fails_a_variant(pch_driver, tmp_path):
     """A compile that fails with the PCH options is compiled again without them; no folder for the PCH
     (TMPDIR unusable): compiled without them. A program that fails either way still fails."""
@@ -413,6 +416,7 @@ def test_pch_never_fails_a_variant(pch_driver, tmp_path):
     assert out[0].startswith("r error")
 
 
+@pytest.mark.slow
 def test_pch_off_switch(pch_driver, tmp_path):
     """`<prefix>_PCH=0`: the programs go to NVRTC without the PCH options (another key: entries
     compiled with them are not loaded)."""
@@ -424,6 +428,7 @@ def test_pch_off_switch(pch_driver, tmp_path):
     assert [b"-pch " in c for c in cubins].count(True) == 1
 
 
+@pytest.mark.slow
 def test_pch_real_nvrtc_headers_of_other_content(tmp_path):
     """The real NVRTC checks a PCH against the options and the program's leading directives, not the
     content of in-memory headers: programs alike but for a header's content, compiled one after the
@@ -453,6 +458,7 @@ def test_pch_real_nvrtc_headers_of_other_content(tmp_path):
         assert rtc_cache.decode(entries[p.key], p.key)["cubin"] == r.cubin, p.headers
 
 
+@pytest.mark.slow
 def test_pch_warm_compiles_as_the_layer(tmp_path):
     """`codemod warm` on a list recorded with -pch compiles in one process, as the layer: a PCH folder
     per set of headers, so programs alike but for a header's content get the cubins of PCH-less
@@ -491,6 +497,7 @@ def minimal_drivers(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_minimal_reaches_nvrtc_and_the_key(minimal_drivers, tmp_path):
     """`minimal: true`: NVRTC gets -minimal after the program's own options, after the PCH options with
     `pch: true` too (the order of warm.LAYER_OPTIONS); it is in the key (the recorded key is Python's,
@@ -513,6 +520,7 @@ def test_minimal_reaches_nvrtc_and_the_key(minimal_drivers, tmp_path):
         assert run.event_counts("compile") == 2 and run.event_counts("hit") == 2
 
 
+@pytest.mark.slow
 def test_minimal_off_switch(minimal_drivers, tmp_path):
     """`<prefix>_MINIMAL=0`: NVRTC does not get -minimal (another key: the entry compiled with it is not
     loaded); with pch and minimal, each switch leaves the other's options."""
@@ -529,6 +537,7 @@ def test_minimal_off_switch(minimal_drivers, tmp_path):
     assert "-minimal" in got["&b"] and "-pch" not in got["&b"]
 
 
+@pytest.mark.slow
 def test_an_nvrtc_before_12_4_gets_no_minimal_and_keeps_the_pch(minimal_drivers, tmp_path):
     """-minimal is an NVRTC 12.4 option: an earlier NVRTC (the mock rejects it there) does not get
     it, so no variant pays a rejected compile and the PCH options stay; a program failing anyway
@@ -550,6 +559,7 @@ def test_an_nvrtc_before_12_4_gets_no_minimal_and_keeps_the_pch(minimal_drivers,
         assert len(run.compiles()) == (4 if pch else 3) and run.event_counts("hit") == 2
 
 
+@pytest.mark.slow
 def test_a_program_that_needs_what_minimal_omits_still_compiles(minimal_drivers, tmp_path):
     """A program using a runtime API type fails with -minimal: it is compiled again without the
     options the layer added (the PCH ones too), whose result stands; the process's next variants
@@ -565,6 +575,7 @@ def test_a_program_that_needs_what_minimal_omits_still_compiles(minimal_drivers,
         assert "-pch" not in got["&p"] and ("-minimal" in got["&p"]) == (name == "minimal")
 
 
+@pytest.mark.slow
 def test_without_minimal_nvrtc_never_gets_it(drivers, pch_driver, tmp_path):
     """`minimal` off (the golden rule; `pch: true` alone): no -minimal, whatever the environment says
     (with neither, a failed compile is not compiled again: test_failed_compile_remembered_in_process)."""
@@ -577,6 +588,7 @@ def test_without_minimal_nvrtc_never_gets_it(drivers, pch_driver, tmp_path):
         assert run.compiles() == ["&a", "&m"]
 
 
+@pytest.mark.slow
 def test_minimal_real_nvrtc(tmp_path):
     """The layer with pch and minimal over the real NVRTC (the wheel): cubins equal NVRTC's without the
     layer's options (-frandom-seed=1), and a program using a runtime API type, which the real NVRTC
@@ -612,6 +624,7 @@ def test_minimal_real_nvrtc(tmp_path):
         assert rtc_cache.decode(entries[p.key], p.key)["cubin"] == r.cubin
 
 
+@pytest.mark.slow
 def test_minimal_warm_compiles_as_the_layer(tmp_path):
     """`codemod warm` on a list recorded with the PCH options and -minimal (real NVRTC): a program that
     fails with them is compiled again without them, as the layer does, instead of failing."""

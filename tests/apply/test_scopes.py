@@ -72,6 +72,7 @@ def test_a_name_from_the_global_scope_is_looked_up_as_one():
     assert substitute("a::x", table.get) == "a::x"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(any(shutil.which(t) is None for t in ("nvcc", "cmake", "ninja")),
                     reason="needs nvcc, cmake and ninja")
 def test_patched_scopelib_builds(tmp_path):

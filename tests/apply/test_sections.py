@@ -123,6 +123,7 @@ def test_a_migrated_tree_with_sections_checks_clean(tmp_path):
     assert main(["apply", "--target", RULE, str(root), "--check", "--quiet"]) == 0
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(any(shutil.which(t) is None for t in ("nvcc", "cmake", "ninja")),
                     reason="needs nvcc, cmake and ninja")
 @pytest.mark.parametrize("legacy", ["OFF", "ON"])

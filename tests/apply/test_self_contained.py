@@ -3,6 +3,8 @@ every rewritten header includes it, possibly before the headers declaring what i
 
 from __future__ import annotations
 
+import pytest
+
 from codemod.apply.command import compute
 from codemod.apply.golden import GOLDEN
 from codemod.apply.self_contained import kernels_h_errors
@@ -25,6 +27,7 @@ def test_the_golden_kernels_h_is_self_contained_and_a_name_it_cannot_see_is_caug
     assert errors and any("DeclaredElsewhere" in e for e in errors), errors
 
 
+@pytest.mark.slow
 def test_a_unit_reaching_kernels_h_through_a_rewritten_header_is_parsed_with_it(tmp_path):
     """The rule's units, parsed as migrated: kernels.h sits in a folder apply creates, which the
     rewritten header's include goes through (its path is made absolute for clang)."""

@@ -106,6 +106,7 @@ def test_the_program_with_the_module_pointer_passes_the_precheck(tmp_path, capsy
         capsys.readouterr().err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("legacy", ["OFF", "ON"])
 def test_patched_sharedlib_builds(tmp_path, legacy):
     """The patched sharedlib (layer with global_address, stubs copying the table) compiles and links

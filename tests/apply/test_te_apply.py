@@ -15,7 +15,7 @@ from codemod.apply.generate import made_in_loops
 from codemod.cli import main
 
 TE = os.environ.get("TE_SOURCE_DIR")
-pytestmark = pytest.mark.skipif(not TE, reason="TE_SOURCE_DIR is not set (a full TransformerEngine checkout)")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not TE, reason="TE_SOURCE_DIR is not set (a full TransformerEngine checkout)")]
 
 
 def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess:

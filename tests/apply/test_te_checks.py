@@ -20,6 +20,9 @@ from codemod.cli import main
 
 from .target_checks import run_checks
 
+# TE checkouts: the slow set (pytest -m slow)
+pytestmark = pytest.mark.slow
+
 RULES = Path(__file__).resolve().parents[2] / "rules"
 MIGRATING = sorted(p.stem for p in RULES.glob("*.yaml") if "migrate" in (yaml.safe_load(p.read_text()) or {}))
 # the checkout each rule migrates: TE d0067d0, or the parent of TE's own normalization migration

@@ -15,7 +15,7 @@ import pytest
 from codemod.cli import main
 
 SOURCE = os.environ.get("TE_NORM_SOURCE_DIR")
-pytestmark = pytest.mark.skipif(not SOURCE, reason="TE_NORM_SOURCE_DIR is not set")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not SOURCE, reason="TE_NORM_SOURCE_DIR is not set")]
 
 
 def test_all_twelve_kernels_migrate_with_the_layer_extended(tmp_path):

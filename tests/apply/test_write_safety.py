@@ -161,11 +161,13 @@ def _start_paused(root: Path, step: str, *extra) -> subprocess.Popen:
     return proc
 
 
+# NOTE: every step is stopped in-process by test_a_stop_at_every_write_step_...; of the real kill -9s,
+# the commit runs in the fast set, the other four with -m slow
 @pytest.mark.parametrize("step, committed", [
-    ("backup util/vectorized_pointwise.h", False),
-    ("journal", False),
-    ("temp rtc/activation/kernels.h", False),
-    ("replace util/vectorized_pointwise.h", False),
+    pytest.param("backup util/vectorized_pointwise.h", False, marks=pytest.mark.slow),
+    pytest.param("journal", False, marks=pytest.mark.slow),
+    pytest.param("temp rtc/activation/kernels.h", False, marks=pytest.mark.slow),
+    pytest.param("replace util/vectorized_pointwise.h", False, marks=pytest.mark.slow),
     ("commit", True),
 ])
 def test_kill_9_mid_write_then_the_next_apply_recovers(tmp_path, states, step, committed, capsys):

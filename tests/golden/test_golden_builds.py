@@ -20,6 +20,9 @@ CASES = ["actlib", "castlib", "routerlib"]
 BUILD_CASES = [*CASES, "normlib"]
 TOOLS = ("nvcc", "cmake", "ninja")
 
+# every golden library built with CMake and nvcc: the slow set (pytest -m slow)
+pytestmark = pytest.mark.slow
+
 
 def _missing_tools() -> list[str]:
     return [tool for tool in TOOLS if shutil.which(tool) is None]

@@ -128,7 +128,7 @@ def test_trace_export(at_repo, tmp_path):
 
 def test_build_ninja_graph(capsys):
     rc = main(["impact", str(GOLDEN / "sched" / "ninja_1.13.2.ninja_log"), "--build-ninja",
-               str(GOLDEN / "sched" / "build.ninja"), "-j", "2", "--json", "-"])
+               str(GOLDEN / "sched" / "build.ninja"), "--ninja-jobs", "2", "--json", "-"])
     assert rc == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["inputs"]["graph_source"] == "build.ninja"

@@ -92,6 +92,7 @@ def test_unknown_scalar_is_refused():
         _plan(profile)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 def test_generated_driver_compiles(tmp_path):
     src = tmp_path / "driver.cu"

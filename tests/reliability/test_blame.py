@@ -63,12 +63,13 @@ def test_member_marks():
     assert _member_marks(diags[:1] + diags[2:], ["a.cu", "b.cu"])[1] is None
 
 
-def test_apply_leaves_kernels_of_an_incomplete_analysis_static(cli, broken, tmp_path):
+def test_apply_stops_on_a_parse_error_in_a_unit_it_migrates(cli, broken, tmp_path):
+    """A unit of migrate.translation_units with parse errors may have lost instantiations: apply
+    stops naming it and its first error, and writes nothing (it used to leave all 7 kernels static
+    and exit 0 having migrated nothing; issue 33)."""
     diff = tmp_path / "m.diff"
-    code, out, err = cli("apply", broken, "--target", ACTLIB_RULE, "-q", "--no-precheck", "--diff", diff)
-    assert code == 0, err
-    assert "0 kernels migrated, 7 left static" in err
-    report = (tmp_path / "m.diff.report.md").read_text()
-    assert report.count("activation/relu.cu (migrate/translation_units) has parse errors") == 7
-    assert "activation/relu.cu:8: expected ';' after namespace name" in report
-    assert diff.read_text() == ""
+    err = cli.fails("apply", broken, "--target", ACTLIB_RULE, "-q", "--no-precheck", "--diff", diff,
+                    says=("activation/relu.cu", "parse error(s) in this translation unit the rule migrates",
+                          "activation/relu.cu:8: expected ';' after namespace name", "nothing done"))
+    assert "leave the unit out of migrate.translation_units" in err
+    assert not diff.exists() and not (tmp_path / "m.diff.report.md").exists()

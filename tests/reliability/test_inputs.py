@@ -80,7 +80,7 @@ def test_contention_out_of_range_refused(cli, alpha):
 
 
 def test_negative_jobs_refused(cli):
-    cli.fails("impact", LOG, "-j", "-3", says=("-j",))
+    cli.fails("impact", LOG, "--ninja-jobs", "-3", says=("--ninja-jobs",))
 
 
 def test_unreadable_log_is_a_directory(cli, tmp_path):

@@ -89,6 +89,7 @@ def _tree(root: Path, side: str) -> Path:
     return root / side
 
 
+@pytest.mark.slow
 def test_the_chain_builds_three_trees_and_runs_one_test_build_against_two_libraries(tmp_path):
     trees = [_tree(tmp_path, s) for s in ("orig", "migr", "hand")]
     driver = _driver(tmp_path)
@@ -173,6 +174,7 @@ def test_pair_builds_migrated_and_hand_at_once_and_nothing_else(tmp_path):
     assert (work / "res" / "build-hand.json").is_file() and (tmp_path / "out" / "norm_results.tgz").is_file()
 
 
+@pytest.mark.slow
 def test_without_a_hand_tree_the_tests_build_starts_with_the_migrated_library(tmp_path):
     trees = [_tree(tmp_path, s) for s in ("orig", "migr")]
     # The original builds longer: the tests must not wait for it.

@@ -4,7 +4,6 @@ every kernel string compiles under NVRTC for sm_90, sm_100a and sm_120, with and
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -35,6 +34,7 @@ def patched_actlib(tmp_path: Path, lib) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_every_golden_kernel_compiles_for_every_arch(patched_actlib, tmp_path, capsys):
     out = tmp_path / "verify.json"
     rc = main(["verify", str(patched_actlib), "--no-host", "-q", "--json", str(out)])
@@ -57,8 +57,7 @@ def test_every_golden_kernel_compiles_for_every_arch(patched_actlib, tmp_path, c
         assert widest <= checked <= len(kernel["variants"])
 
 
-@pytest.mark.skipif(not os.environ.get("CODEMOD_SLOW_TESTS"),
-                    reason="minutes on 2 cores; set CODEMOD_SLOW_TESTS=1 (tests/apply builds the patched tree too)")
+@pytest.mark.slow  # minutes on 2 cores: the slow set (pytest -m slow), which CI runs
 def test_golden_host_code_compiles(patched_actlib, capsys):
     from codemod.verify.host import find_nvcc
     from tests.golden.test_golden_builds import _nvrtc_root

@@ -15,6 +15,7 @@ needs_toolchain = pytest.mark.skipif(find_nvcc() is None or shutil.which("cmake"
                                      reason="host compile needs nvcc and cmake")
 
 
+@pytest.mark.slow
 @needs_toolchain
 def test_host_units_compile_with_library_flags(minilib, tmp_path, capsys):
     out = tmp_path / "verify.json"
@@ -26,6 +27,7 @@ def test_host_units_compile_with_library_flags(minilib, tmp_path, capsys):
     assert sorted(u["file"] for u in host["units"]) == ["ops/launch.cu", "rtc/scale/scale_stub.cpp"]
 
 
+@pytest.mark.slow
 @needs_toolchain
 def test_host_failure_names_the_unit(minilib, capsys):
     stub = minilib / "rtc/scale/scale_stub.cpp"

@@ -5,7 +5,6 @@ sm_100a), including programs that are deliberately different and must be reporte
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -195,6 +194,7 @@ ALL_KERNELS = SHARED_FREE + ["actlib::unary_grad_kernel", "actlib::dgated_act_ke
                              "actlib::quantize_block_kernel"]
 
 
+@pytest.mark.slow
 def test_golden_kernels_identical_on_sm90_and_sm100a(patched_actlib, tmp_path, capsys):
     """The element-wise kernels (no shared memory) give byte-identical SASS, encodings included,
     from nvcc and NVRTC; fast math on and off."""
@@ -214,6 +214,7 @@ def test_golden_kernels_identical_on_sm90_and_sm100a(patched_actlib, tmp_path, c
     assert "verify --sass:" in out and "0 different (unexplained)" in out
 
 
+@pytest.mark.slow
 def test_shared_memory_kernel_difference_is_named(patched_actlib, tmp_path, capsys):
     """cast_fp8_kernel stages a tile in shared memory: where its SASS differs, the cause is the
     width of shared addresses (nvcc 32-bit, NVRTC 64-bit) and nothing else in the PTX."""
@@ -227,6 +228,7 @@ def test_shared_memory_kernel_difference_is_named(patched_actlib, tmp_path, caps
     assert all("32-bit shared pointers" in v["detail"] for v in different)
 
 
+@pytest.mark.slow
 def test_a_different_program_is_reported_different(patched_actlib, tmp_path, capsys):
     """Fast math on the static side only: the element-wise kernels' SASS must differ (FTZ forms),
     unexplained, and verify exits 1."""
@@ -243,6 +245,7 @@ def test_a_different_program_is_reported_different(patched_actlib, tmp_path, cap
     assert "UNEXPLAINED" in out and doc["ok"] is False
 
 
+@pytest.mark.slow
 def test_a_real_difference_in_a_shared_memory_kernel_is_not_explained_away(patched_actlib, tmp_path, capsys):
     """The shared-pointer-width explanation holds only when the rest of the PTX agrees: with fast
     math on the static side only, cast_fp8_kernel's gelu variant is a code difference."""
@@ -255,8 +258,7 @@ def test_a_real_difference_in_a_shared_memory_kernel_is_not_explained_away(patch
     assert (gelu["status"], gelu["classification"], gelu["explained"]) == ("different", "code", False)
 
 
-@pytest.mark.skipif(not os.environ.get("CODEMOD_SLOW_TESTS"),
-                    reason="about 2 minutes on 2 cores; set CODEMOD_SLOW_TESTS=1")
+@pytest.mark.slow  # minutes on 2 cores: the slow set (pytest -m slow), which CI runs
 def test_every_golden_kernel_on_sm90_sm100a_sm120(patched_actlib, tmp_path, capsys):
     """Every kernel, every arch: the element-wise kernels identical; the only unexplained ones are
     cast_fp8_kernel's plain cast on Blackwell, where the tile loop is unrolled differently
@@ -300,6 +302,7 @@ def test_function_local_shared_variable_of_a_renamed_kernel():
     assert sass.shared_width_names(static, rtc, "_Z3kPl", "_Z3kPx") == ["_ZZ3kPlE4tile"]
 
 
+@pytest.mark.slow
 def test_a_build_define_reaches_the_static_side_as_the_nvrtc_side(tmp_path, capsys):
     """`verify --sass --define NAME=VALUE`: nvcc compiles the static instantiation with the build's
     value too (it compiled the header's default, so a define that changes code read as a SASS
@@ -516,6 +519,7 @@ def traplib(tmp_path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_a_moved_error_line_is_source_location_end_to_end(traplib, capsys):
     """check_kernel<1> is a printf(__FILE__, __LINE__, __func__) trap: nvcc and NVRTC differ only in
     the line (the migration inserted two above it), the file's spelling and __func__'s. With the
@@ -539,6 +543,7 @@ def test_a_moved_error_line_is_source_location_end_to_end(traplib, capsys):
     assert rc == 1 and (trap["classification"], trap["explained"]) == ("code", False)
 
 
+@pytest.mark.slow
 def test_a_release_builds_ndebug_reaches_nvrtc_and_the_comparison(tmp_path, capsys):
     """buildlib's rounding kernel asserts (`migrate.options.defined_macros: [NDEBUG]`): a Release
     build's static kernel has no assert, and NVRTC compiles it out too when given NDEBUG

@@ -50,9 +50,12 @@ def triple_chevron_launch(ix, cur, scope, branches) -> bool:
 def chevron_texts(text: str, off: int) -> tuple[list[str], list[str]] | None:
     """The `<<<grid, block, shmem, stream>>>` and `(args)` texts of the launch whose callee starts
     at `off`, normalized; None when they cannot be read."""
-    i = text.find("<<<", off)
+    # NOTE: `<<<` is looked for up to the statement's `;` only: a launch spelled in a macro's body
+    # has none after it, and a search to the end of the file per launch was quadratic in TU size.
+    semi = text.find(";", off)
+    i = text.find("<<<", off, len(text) if semi < 0 else semi)
     j = text.find(">>>", i + 3) if i >= 0 else -1
-    if i < 0 or j < 0 or text.find(";", off, i) >= 0:
+    if i < 0 or j < 0:
         return None
     config = split_top_level("(" + text[i + 3:j] + ")", "(", ")", 0)
     k = j + 3
