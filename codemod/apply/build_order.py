@@ -12,7 +12,8 @@ from pathlib import Path
 from ..errors import ApplyError, RuleError
 from . import cmake_lists
 from .changeset import ChangeSet, Edit
-from .generate import added_banner, render
+from .generate import render
+from .stacking import mark
 
 # Emit the edit only when the replay predicts the wall to fall by at least this share: below it the
 # gain is inside the run-to-run noise of a real build (docs/results/te_build.md: 2-3% on one machine).
@@ -188,13 +189,13 @@ def plan(root: Path, spec, analysis, kernel_ids: set[str], build_log: Path, nvcc
     return bo
 
 
-def add_edit(spec, bo: BuildOrder, cs: ChangeSet, version: str) -> None:
+def add_edit(spec, bo: BuildOrder, cs: ChangeSet) -> None:
     """The CMake block, inserted at the start of the add_library(<target> ...) line, under the
-    banner the other CMake blocks carry."""
+    comment naming the rule's migration that the other CMake blocks carry."""
     if not bo.emitted:
         return
     path, at = spec.cmake["file"], bo.at_byte
-    text = render("build_order.cmake.j2", banner=added_banner(spec.rule_id, version), sources=[dict(path=i.path, seconds=i.seconds) for i in bo.listed],
+    text = render("build_order.cmake.j2", marker=mark(spec.rule_id), sources=[dict(path=i.path, seconds=i.seconds) for i in bo.listed],
                   log=bo.log, without_s=bo.without_s, with_s=bo.with_s, jobs=bo.jobs,
                   list_variable=list_variable(spec), variable=bo.variable)
     cs.edits.append(Edit(path, at, at, text, "build order: longest predicted TUs first"))

@@ -158,7 +158,7 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
         plan.build_order = build_order.plan(root, spec, analysis, {kp.kernel.id for kp in plan.kernels}, build_log,
                                             list(nvcc_times), jobs, policy, cmake)
         plan.prediction = analysis.impact
-        build_order.add_edit(spec, plan.build_order, cs, version)
+        build_order.add_edit(spec, plan.build_order, cs)
     # formatted before the manifest records each file's hash
     style = target_style(root, formatted)
     edited = apply_edits(root, cs)

@@ -43,6 +43,7 @@ class Extraction:
     removed: list[tuple[int, int]] = field(default_factory=list)   # byte ranges cut from the .cu
     include_at: int = 0                              # where the .cu includes the header
     moved: list[str] = field(default_factory=list)   # names moved, in file order
+    guard: str = ""                                  # the new header's include guard
 
     @property
     def include_line(self) -> str:
@@ -158,12 +159,13 @@ def _items(data: bytes, root: Node, kernel_starts: set[int]) -> tuple[list[Item]
     return items, chains
 
 
-def extract(root, unit: str, kernels: set[str], rule_id: str,
+def extract(root, unit: str, kernels: set[str], rule_id: str, guard: str,
             arguments: set[str] = frozenset()) -> Extraction:
     """Move the definitions of `kernels` (unqualified names) defined in `unit` and their
     device-side dependencies into `header_path(unit)`; `arguments`: identifiers of the variants'
     template arguments (a device function passed as `OP` must be visible to the NVRTC program
-    too). Raises Refused."""
+    too); `guard`: the new header's include guard, in the target's convention (the stubs test it:
+    kernels.h declares a unit's kernels only where their device code was included). Raises Refused."""
     data = (root / unit).read_bytes()
     header = header_path(unit)
     if (root / header).exists():
@@ -217,7 +219,7 @@ def extract(root, unit: str, kernels: set[str], rule_id: str,
     include_at = _line_end(data, incs[-1].end - 1)
     if any(it.start < include_at for it in moved):
         raise Refused(f"device code of {unit} starts before its last #include; move the includes up")
-    text = _header_text(data, unit, header, moved, items, chains, incs, rule_id)
+    text = _header_text(data, unit, header, moved, items, chains, incs, rule_id, guard)
     removed = []
     for it in moved:
         s, e = _line_start(data, it.start), _line_end(data, it.end - 1)
@@ -225,19 +227,13 @@ def extract(root, unit: str, kernels: set[str], rule_id: str,
             e += 1
         removed.append((s, e))
     return Extraction(unit, header, text, removed, include_at,
-                      [it.name or data[it.node.start_byte:it.node.end_byte].decode().split("\n")[0] for it in moved])
-
-
-def header_guard(header: str) -> str:
-    """The include guard of an extracted header (the stubs test it: kernels.h declares a unit's
-    kernels only where their device code was included)."""
-    return "".join(c.upper() if c.isalnum() else "_" for c in header) + "_"
+                      [it.name or data[it.node.start_byte:it.node.end_byte].decode().split("\n")[0] for it in moved],
+                      guard)
 
 
 def _header_text(data: bytes, unit: str, header: str, moved: list[Item], items: list[Item], chains: dict,
-                 incs: list[Item], rule_id: str) -> str:
-    guard = header_guard(header)
-    out = [f"// Device code moved from {posixpath.basename(unit)} by codemod (rule {rule_id}):",
+                 incs: list[Item], rule_id: str, guard: str) -> str:
+    out = [f"// Device code moved from {posixpath.basename(unit)} for the NVRTC migration of the {rule_id} kernels:",
            f"// {posixpath.basename(unit)} includes this header for its static kernels and the NVRTC",
            "// programs include it too. It is the library's source from now on; edit it here.",
            f"#ifndef {guard}", f"#define {guard}", ""]

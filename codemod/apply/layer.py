@@ -37,7 +37,7 @@ class Feature:
 FEATURES: dict[str, Feature] = {f.name: f for f in [
     Feature("compile_headers", "", (), None, None,
             "compile(label, name, code, filename, options, headers): NVRTC options and in-memory headers per program"),
-    Feature("function_for", "codemod_function", (), "layer/function_for.h.j2", "layer/function_for.cpp.j2",
+    Feature("function_for", "rtc_function", (), "layer/function_for.h.j2", "layer/function_for.cpp.j2",
             "the CUfunction of a compiled kernel on the current device (for the features below)", "private"),
     Feature("set_function_attribute", "set_function_attribute", ("function_for",),
             "layer/set_function_attribute.h.j2", "layer/set_function_attribute.cpp.j2",
@@ -174,8 +174,8 @@ def _line_start(data: bytes, at: int) -> int:
     return data.rfind(b"\n", 0, at) + 1
 
 
-def extend(root: Path, layer: dict, stub_features: dict[str, bool], render: Callable[..., str],
-           banner: str) -> tuple[list[LayerEdit], list[str], list[str]]:
+def extend(root: Path, layer: dict, stub_features: dict[str, bool], render: Callable[..., str]
+           ) -> tuple[list[LayerEdit], list[str], list[str]]:
     """(edits, features added, features already present) for the rule's `nvrtc_layer`."""
     cfg = layer["extend"]
     if "source" not in layer:
@@ -200,7 +200,7 @@ def extend(root: Path, layer: dict, stub_features: dict[str, bool], render: Call
     if missing:
         raise ApplyError(f"class {cls_name} has no {', '.join(missing)}: nvrtc_layer.extend fits a kernel-manager "
                          "layer (docs/apply.md, the NVRTC layer)", where=header)
-    ctx = dict(banner=banner, manager=cls_name, header_type=header_type, driver_call=cfg["driver_call"],
+    ctx = dict(manager=cls_name, header_type=header_type, driver_call=cfg["driver_call"],
                check_macro=cfg["check_macro"])
 
     want = required(stub_features, cfg.get("features", []))
@@ -268,8 +268,8 @@ def _compile_headers(header, hdata, hroot, cls, decl, src, sdata, sroot, cls_nam
     helpers_at = _before_comments(sdata, definition)
     edits.append(LayerEdit(src, helpers_at, helpers_at, render("layer/compile_helpers.cpp.j2", **ctx),
                            "helpers appending the options and headers"))
-    for callee, helper, first in (("nvrtcCreateProgram", "codemod_create_program", "extra_headers"),
-                                  ("nvrtcCompileProgram", "codemod_compile_program", "extra_options")):
+    for callee, helper, first in (("nvrtcCreateProgram", "create_program_with_headers", "extra_headers"),
+                                  ("nvrtcCompileProgram", "compile_program_with_options", "extra_options")):
         fn = calls[callee][0].child_by_field_name("function")
         args = calls[callee][0].child_by_field_name("arguments")
         edits.append(LayerEdit(src, fn.start_byte, fn.end_byte, helper, f"{callee} with the extra {first}"))

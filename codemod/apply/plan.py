@@ -614,8 +614,10 @@ def _one_spelling_per_type(root: Path, spec: MigrateSpec, kernel: Kernel, source
 def _extractions(root: Path, spec: MigrateSpec, kernels: list[Kernel], sites_by_id: dict) -> tuple[dict, dict]:
     """(unit -> Extraction, unit -> why not) for the wanted kernels defined in translation units:
     one header per unit holding all of them and their device-side dependencies (extract.py)."""
-    from .extract import Refused, extract
+    from .extract import Refused, extract, header_path
+    from .target_names import guard_convention
 
+    guards = guard_convention(root, spec.library)
     by_unit: dict[str, list[Kernel]] = {}
     for k in kernels:
         if not k.file.endswith(HEADER_SUFFIXES):
@@ -626,7 +628,8 @@ def _extractions(root: Path, spec: MigrateSpec, kernels: list[Kernel], sites_by_
                      for v in sites_by_id[sid].variants for a in v.get("args", [])
                      for ident in re.findall(r"[A-Za-z_]\w*", str(a))}
         try:
-            done[unit] = extract(root, unit, {k.name for k in ks}, spec.rule_id, arguments)
+            done[unit] = extract(root, unit, {k.name for k in ks}, spec.rule_id,
+                                 guards.guard(header_path(unit)), arguments)
         except Refused as exc:
             refused[unit] = str(exc)
     return done, refused

@@ -120,14 +120,14 @@ def checked(groups: list[dict], header: str, prelude: str, checks: list[dict]) -
             length, h = copy_hash("\n".join(lines))
             name = first_name(t)
             checks.append(dict(file=header, symbol=symbol_for(header), length=length, hash=h, name=name,
-                               what=f"what {prelude} copies"))
+                               what=f"what {prelude} copies", copy=prelude))
     return groups
 
 
 def grouped_checks(checks: list[dict]) -> list[dict]:
     """One static_assert per header and kind of copy (and per COPIES_PER_CHECK copies): its copies'
     (length, hash) and a message naming what changed (the declaration, or the kind when the header
-    has several)."""
+    has several) and the file holding the copy to change with it."""
     groups: dict[tuple, dict] = {}
     for c in checks:
         key = (c["symbol"], c["what"])
@@ -140,7 +140,9 @@ def grouped_checks(checks: list[dict]) -> list[dict]:
             g["names"].append(c["name"])
     for (_, what, _), g in groups.items():
         names = g["names"]
-        g["message"] = f"{g['copies'][0]['file']} changed {names[0] if len(names) == 1 else what}"
+        first = g["copies"][0]
+        g["message"] = (f"{first['file']} changed {names[0] if len(names) == 1 else what}: "
+                        f"update {first['copy']}")
     return list(groups.values())
 
 

@@ -131,7 +131,7 @@ def section_path(output_dir: str, header: str, headers: list[str]) -> str:
 
 def layout(root: Path, plan, spellings: set[str], stubs_includes: list[str]) -> Layout:
     """The sections of the stubs: each spelling (a type or function argument as kernels.h's
-    `CODEMOD_SPELLING` writes it) and each kernel whose spelled names kernels.h cannot see, placed
+    `<PREFIX>_RTC_SPELLING` writes it) and each kernel whose spelled names kernels.h cannot see, placed
     with the header that declares them. `stubs_includes`: the library headers kernels.h includes
     (the rule's stub_includes, and what rtc_stubs.h includes: the layer header, the error header)."""
     spec = plan.spec

@@ -25,7 +25,7 @@ def module_symbol(qualified: str, listed_names: list[str]) -> str:
     name = qualified.lstrip(":")
     short = name.rsplit("::", 1)[-1]
     twins = {q.lstrip(":") for q in listed_names if q.lstrip(":").rsplit("::", 1)[-1] == short}
-    return "codemod_shared_" + (short if len(twins) <= 1 else name.replace("::", "_"))
+    return "rtc_shared_" + (short if len(twins) <= 1 else name.replace("::", "_"))
 
 
 def listed(raw: dict) -> dict[str, list[str]]:

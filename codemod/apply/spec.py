@@ -39,6 +39,7 @@ class MigrateSpec:
     raw: dict = field(default_factory=dict)
     repo_root: str = "."        # the repository root as seen from the library root
     docs: dict = field(default_factory=dict)
+    library: str = ""           # the rule's `library` key (include guards without a convention to follow)
 
     def repo_path(self, path: str) -> str:
         """A path relative to `repo_root` as a path relative to the library root (`../../docs/x`)."""
@@ -198,4 +199,5 @@ def migrate_spec(rule: Rule) -> MigrateSpec:
                  "build_defines": list(m.get("options", {}).get("build_defines", [])),
                  "defined_macros": list(m.get("options", {}).get("defined_macros", []))},
         cmake=m["cmake"], include_dirs=list(rule.raw.get("analyze", {}).get("include_dirs", [])),
-        license=m.get("license"), raw=m, repo_root=m.get("repo_root", "."), docs=dict(m.get("docs", {})))
+        license=m.get("license"), raw=m, repo_root=m.get("repo_root", "."), docs=dict(m.get("docs", {})),
+        library=str(rule.raw.get("library", "")))

@@ -23,7 +23,7 @@ class ZeroLengthEdit:
     field: str
     line: int
     param_at: int          # before the template parameter list's `>`
-    param_text: str        # `, bool CodemodHas_pad = (...) != 0`
+    param_text: str        # `, bool HasNonEmpty_pad = (...) != 0`
     special_at: int        # after the class template's `;`
     special_ctx: dict      # the specialization template's context
 
@@ -141,7 +141,7 @@ def find(data: bytes) -> tuple[list[ZeroLengthEdit], list[Skipped]]:
         defs: dict[str, str] = {}
         for alias, node in aliases.items():
             defs[alias] = _substitute(node, data, defs)
-        flag = f"CodemodHas{field_name if field_name.startswith('_') else '_' + field_name}"
+        flag = f"HasNonEmpty{field_name if field_name.startswith('_') else '_' + field_name}"
         if flag in {p[1] for p in params}:
             continue          # done by an earlier apply: the specialization follows the template
         semi = t.next_sibling

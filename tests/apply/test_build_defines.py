@@ -77,7 +77,7 @@ def test_a_build_define_reaches_the_stubs_the_manifest_and_verify(tmp_path, caps
     assert main(["apply", "--target", str(RULE), str(root), "--write", "-q", "--no-precheck"]) == 0, \
         capsys.readouterr().err
     cpp = (root / "rtc" / "quant" / "kernels.cpp").read_text()
-    assert '"-DBUILDLIB_NUM_PASSES=" CODEMOD_BUILD_VALUE(BUILDLIB_NUM_PASSES)' in cpp
+    assert '"-DBUILDLIB_NUM_PASSES=" BUILDLIB_RTC_BUILD_VALUE(BUILDLIB_NUM_PASSES)' in cpp
     assert "#ifndef BUILDLIB_NUM_PASSES\n#error" in cpp
     path = manifest_path(root, "quant")
     doc = json.loads(path.read_text())

@@ -85,8 +85,8 @@ def _rule(tmp_path: Path, **cmake) -> str:
 
 
 EXPECTED_BLOCK = """\
-# Added by codemod 9.9.9 from rule activation.
-# Build order: ninja (up to 1.13) starts compile steps of equal priority in the order of the
+# NVRTC migration of the activation kernels: build order.
+# Ninja (up to 1.13) starts compile steps of equal priority in the order of the
 # target's source list. These 2 translation units are predicted to compile longest after the
 # NVRTC migration (seconds, from actlib.ninja_log); listed first, longest first, they are predicted to
 # take the build from 130.0 s to 108.0 s at -j2. Objects link in this order too.
@@ -112,7 +112,7 @@ def test_the_longest_predicted_tus_move_to_the_front(actlib_git, build_log):
     assert [(t.path, t.seconds, t.migrated) for t in bo.listed] == [
         ("util/rtc.cpp", 100.0, False), ("dequantize/dequantize.cu", 30.0, False)]
     old, new = files["CMakeLists.txt"]
-    start = new.index("# Added by codemod 9.9.9 from rule activation.\n# Build order")
+    start = new.index("# NVRTC migration of the activation kernels: build order.\n")
     assert new[start:new.index("\n", new.index("add_library(actlib SHARED")) + 1] == EXPECTED_BLOCK
     assert "| 1 | `util/rtc.cpp` | 100.0 | 100.0 |  |" in report
     assert "| current source lists | 130.0 | `CMakeFiles/actlib.dir/util/rtc.cpp.o` |" in report

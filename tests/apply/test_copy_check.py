@@ -27,7 +27,7 @@ def _compile(tmp_path, header_text: str) -> subprocess.CompletedProcess:
     check = "namespace lib::stubs {\n" + holds + "}\n" + render(
         "copy_check.h.j2", namespace="lib::rtc", holds="::lib::stubs::holds", copy_checks=grouped_checks([
         dict(file="common.h", symbol="string_code_common_h", length=length, hash=h, name="is_fp8",
-             what="what rtc/prelude/common.h copies")]))
+             what="what rtc/prelude/common.h copies", copy="rtc/prelude/common.h")]))
     src = tmp_path / "check.cpp"
     src.write_text(_string_header("string_code_common_h", header_text) + check + "int main() { return 0; }\n")
     return subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-include", "initializer_list", str(src)],
@@ -40,7 +40,7 @@ def test_an_unchanged_copy_compiles_and_a_changed_header_stops_the_build(tmp_pat
     assert _compile(tmp_path, "// moved to the end\n" + HEADER).returncode == 0       # elsewhere in it: fine
     r = _compile(tmp_path, HEADER.replace("std::false_type", "std::true_type"))
     assert r.returncode != 0
-    assert "common.h changed is_fp8: re-run codemod apply" in r.stderr
+    assert "common.h changed is_fp8: update rtc/prelude/common.h" in r.stderr
     assert _compile(tmp_path, "#").returncode != 0                                       # shorter than the copy
     # the analysis' stub of a string header CMake has not made yet is an empty string: let through
     assert _compile(tmp_path, "").returncode == 0
@@ -72,7 +72,7 @@ def test_a_changed_kernel_parameter_stops_the_build(tmp_path):
     header.write_text(text.replace(old, old.replace("size_t n)", "int n)"), 1))
     r = build()
     assert r.returncode != 0
-    assert "util/vectorized_pointwise.h changed a kernel kernels.h declares: re-run codemod apply" in r.stderr, \
+    assert "util/vectorized_pointwise.h changed a kernel kernels.h declares: update rtc/activation/kernels.h" in r.stderr, \
         r.stderr[-3000:]
 
 
@@ -82,20 +82,20 @@ def test_spellings_stringized_as_generated():
     keeps the block out of clang-format's reach (generate._spellings_kept)."""
     from codemod.apply.generate import _spellings_kept
 
-    kept = ("CODEMOD_SPELLING(type_arg, __half)\nCODEMOD_SPELLING(\n    type_arg,\n"
+    kept = ("LIB_RTC_SPELLING(type_arg, __half)\nLIB_RTC_SPELLING(\n    type_arg,\n"
             "    ::lib::Traits<__nv_bfloat16, float,\n                  float>)\n")
     names = {"__half", "::lib::Traits<__nv_bfloat16, float, float>"}
-    assert _spellings_kept(kept, names)
-    assert not _spellings_kept(kept.replace("Traits<__nv", "Traits<\n    __nv"), names)
-    assert not _spellings_kept(kept, names | {"float"})
+    assert _spellings_kept(kept, "LIB_RTC_SPELLING", names)
+    assert not _spellings_kept(kept.replace("Traits<__nv", "Traits<\n    __nv"), "LIB_RTC_SPELLING", names)
+    assert not _spellings_kept(kept, "LIB_RTC_SPELLING", names | {"float"})
 
 
 def test_many_copies_of_one_header_are_split_over_several_assertions():
     """gcc stops a constant evaluation after 2^25 operations: TE's common.h with 12 prelude copies
     in one static_assert failed to compile (kernels.cpp). At most six copies per assertion."""
     checks = [dict(file="common.h", symbol="string_code_common_h", length=10, hash=i, name=f"n{i}",
-                   what="prelude declarations") for i in range(13)]
+                   what="prelude declarations", copy="rtc/prelude/common.h") for i in range(13)]
     groups = grouped_checks(checks)
     assert [len(g["copies"]) for g in groups] == [6, 6, 1]
     assert [c["hash"] for g in groups for c in g["copies"]] == list(range(13))
-    assert groups[2]["message"] == "common.h changed n12"
+    assert groups[2]["message"] == "common.h changed n12: update rtc/prelude/common.h"

@@ -40,14 +40,14 @@ def test_features_already_present_are_not_added_again(tmp_path):
     root = tmp_path / "input"
     shutil.copytree(CASE / "input", root)
     write_all(root, compute(root, str(CASE / "rule.yaml"))[0])
-    edits, added, present = layer.extend(root, _layer_cfg(), {"occupancy": True, "cooperative": True}, render, "x")
+    edits, added, present = layer.extend(root, _layer_cfg(), {"occupancy": True, "cooperative": True}, render)
     assert edits == [] and added == []
     assert present == ["compile_headers", "function_for", "set_function_attribute", "occupancy", "launch_cooperative"]
 
 
 def test_only_what_the_stubs_call_is_added():
     edits, added, _ = layer.extend(CASE / "input", _layer_cfg(), {"occupancy": False, "cooperative": False},
-                                   render, "x")
+                                   render)
     assert added == ["compile_headers", "function_for", "set_function_attribute"]
     assert not any("launch_cooperative" in e.text or "cuOccupancy" in e.text for e in edits)
 
@@ -68,7 +68,7 @@ def test_a_missing_anchor_is_refused_with_its_name(tmp_path, cut, message):
             p = root / name
             p.write_text(p.read_text().replace("kernel_cache_", "kernels_"))
     with pytest.raises(ApplyError) as e:
-        layer.extend(root, _layer_cfg(), {"occupancy": True, "cooperative": True}, render, "x")
+        layer.extend(root, _layer_cfg(), {"occupancy": True, "cooperative": True}, render)
     assert message in str(e.value)
 
 

@@ -48,8 +48,8 @@ def test_arguments_are_named_from_the_scope_that_spells_them(tmp_path, capsys):
     assert main(["apply", "--target", str(RULE), str(root), "--diff", str(tmp_path / "p.diff"), "-q"]) == 0, \
         capsys.readouterr().err
     patch = (tmp_path / "p.diff").read_text()
-    assert "CODEMOD_SPELLING(type_arg, ::scopelib::quant::fp::inner::Config<0, false>)" in patch
-    assert "CODEMOD_SPELLING(fn_arg, &::scopelib::quant::fp::detail::identity)" in patch
+    assert "SCOPELIB_RTC_SPELLING(type_arg, ::scopelib::quant::fp::inner::Config<0, false>)" in patch
+    assert "SCOPELIB_RTC_SPELLING(fn_arg, &::scopelib::quant::fp::detail::identity)" in patch
     assert "::scopelib::inner::" not in patch and "::scopelib::detail::" not in patch
 
 
@@ -136,7 +136,7 @@ def test_a_function_argument_declared_only_where_a_caller_includes_it_reaches_th
     patch = (tmp_path / "p.diff").read_text()
     # with ops.cuh after launch.cuh, kernels.h cannot spell `&...::square` (the precheck refused
     # this before the sections): ops.cuh's section does, included at the end of ops.cuh
-    spelling = "CODEMOD_SPELLING(fn_arg, &::scopelib::quant::fp::detail::square)"
+    spelling = "SCOPELIB_RTC_SPELLING(fn_arg, &::scopelib::quant::fp::detail::square)"
     section = patch[patch.index("+++ b/rtc/quant/kernels.h\n"):]
     section = section[:section.index("diff --git")]
     if ops_first:

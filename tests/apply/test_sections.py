@@ -41,11 +41,11 @@ def test_each_part_goes_where_what_it_names_is_declared():
     kernels_h = files[f"{OUT}/kernels.h"][1]
     dequant = files[f"{OUT}/kernels_dequant.h"][1]
     blocks = files[f"{OUT}/kernels_blocks.h"][1]
-    assert "CODEMOD_SPELLING(type_arg, ::latelib::Empty)" in kernels_h
-    assert "CODEMOD_SPELLING(fn_arg, &::latelib::relu)" in kernels_h
-    assert "CODEMOD_SPELLING(type_arg, ::latelib::quant::DequantParam)" in dequant
-    assert "CODEMOD_SPELLING(fn_arg, &::latelib::quant::dequant)" in dequant
-    assert "CODEMOD_SPELLING(type_arg, ::latelib::quant::Rounding<1>)" in blocks
+    assert "LATELIB_RTC_SPELLING(type_arg, ::latelib::Empty)" in kernels_h
+    assert "LATELIB_RTC_SPELLING(fn_arg, &::latelib::relu)" in kernels_h
+    assert "LATELIB_RTC_SPELLING(type_arg, ::latelib::quant::DequantParam)" in dequant
+    assert "LATELIB_RTC_SPELLING(fn_arg, &::latelib::quant::dequant)" in dequant
+    assert "LATELIB_RTC_SPELLING(type_arg, ::latelib::quant::Rounding<1>)" in blocks
     assert "RtcKernel<const IType*, ScaleBlock, float*, size_t>" in blocks
     assert "auto block_scale_kernel() {" in blocks
     assert "auto block_scale_kernel();" in kernels_h and "ScaleBlock" not in kernels_h
@@ -53,7 +53,7 @@ def test_each_part_goes_where_what_it_names_is_declared():
         assert sum(text.count(name) for text in (kernels_h, dequant, blocks)) >= 1
         assert name not in kernels_h
     spellings = [line for text in (kernels_h, dequant, blocks) for line in text.splitlines()
-                 if line.startswith("CODEMOD_SPELLING(")]
+                 if line.startswith("LATELIB_RTC_SPELLING(")]
     assert len(spellings) == len(set(spellings))
     # each header includes its own section at its end, hidden from NVRTC
     for header, section in (("quant/dequant.cuh", "kernels_dequant.h"), ("quant/blocks.cuh", "kernels_blocks.h")):
@@ -71,14 +71,14 @@ def test_the_units_compile_with_the_sections_and_a_misplaced_spelling_is_caught(
     units = list(plan.spec.translation_units)
     assert kernels_h_errors(root, OUT, plan.spec.include_dirs, files, [], units=units) == []
     old, text = files[f"{OUT}/kernels.h"]
-    early = text.replace("#undef CODEMOD_SPELLING",
-                         "CODEMOD_SPELLING(type_arg, ::latelib::quant::DequantParam)\n#undef CODEMOD_SPELLING", 1)
+    early = text.replace("#undef LATELIB_RTC_SPELLING",
+                         "LATELIB_RTC_SPELLING(type_arg, ::latelib::quant::DequantParam)\n#undef LATELIB_RTC_SPELLING", 1)
     errors = kernels_h_errors(root, OUT, plan.spec.include_dirs, {**files, f"{OUT}/kernels.h": (old, early)}, [],
                               units=units)
     assert errors and all(f"{OUT}/kernels.h:" in e for e in errors), errors   # `latelib::quant` not declared yet
     old, text = files[f"{OUT}/kernels_dequant.h"]
-    broken = text.replace("#undef CODEMOD_SPELLING",
-                          "CODEMOD_SPELLING(type_arg, ::latelib::quant::ScaleBlock)\n#undef CODEMOD_SPELLING", 1)
+    broken = text.replace("#undef LATELIB_RTC_SPELLING",
+                          "LATELIB_RTC_SPELLING(type_arg, ::latelib::quant::ScaleBlock)\n#undef LATELIB_RTC_SPELLING", 1)
     errors = kernels_h_errors(root, OUT, plan.spec.include_dirs, {**files, f"{OUT}/kernels_dequant.h": (old, broken)},
                               [], units=units)
     assert errors and f"{OUT}/kernels_dequant.h:" in errors[0] and "ScaleBlock" in errors[0], errors

@@ -52,7 +52,7 @@ def test_sharedlib_golden_patch_matches_expected():
     assert "sharedlib::group_scale_kernel reads `sharedlib::g_groups`, which a static kernel writes" in report
     # the launch passes the launching unit's variable; the program points at the module's copy
     assert "rtc_scale::group_scale_kernel<T, SQUARED>(::sharedlib::g_groups).launch(grid, 256, 0, stream)" in patch
-    assert '+__device__ void* codemod_shared_g_groups = &::sharedlib::g_groups;' in patch
+    assert '+__device__ void* rtc_shared_g_groups = &::sharedlib::g_groups;' in patch
     assert "copy_shared(variant.label(), shared, shared_count, stream);" in patch
     assert "launch_erased(*variant_, shared_.data(), shared_count_, grid, block" in patch
     assert "update_groups_kernel<T><<<1, kMaxGroups, 0, stream>>>(scales, groups);\n" in patch   # the writer stays

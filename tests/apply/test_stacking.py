@@ -21,13 +21,13 @@ DOCS = """\
 
    :Description: A.
 
-.. Added by codemod 0.1.0 from rule scaled.
+.. NVRTC migration of the scaled kernels: the option keeping their build-time instantiations.
 
 .. envvar:: NVTE_BUILD_LEGACY_STATIC_SCALED
 
    :Description: scaled.
 
-.. Added by codemod 0.1.0 from rule router.
+.. NVRTC migration of the router kernels: the option keeping their build-time instantiations.
 
 .. envvar:: NVTE_BUILD_LEGACY_STATIC_ROUTER
 
@@ -40,15 +40,15 @@ Section
 
 def test_a_docs_entry_goes_past_the_later_rules_entries_only():
     lines = DOCS.splitlines(keepends=True)
-    first = lines.index(".. Added by codemod 0.1.0 from rule scaled.\n")
+    first = lines.index(".. NVRTC migration of the scaled kernels: the option keeping their build-time instantiations.\n")
     assert stacking.docs_entry_line(lines, first, frozenset()) == first                # a fresh apply: first
-    router = lines.index(".. Added by codemod 0.1.0 from rule router.\n")
+    router = lines.index(".. NVRTC migration of the router kernels: the option keeping their build-time instantiations.\n")
     assert stacking.docs_entry_line(lines, first, frozenset({"scaled"})) == router
     assert stacking.docs_entry_line(lines, first, frozenset({"scaled", "router"})) == lines.index("Section\n")
     assert stacking.docs_entry_line(lines, first, frozenset({"router"})) == first     # scaled is not later
 
 
-BLOCK = ("\n# Added by codemod 0.1.0 from rule {r}.\n# NVRTC migration of the {r} kernels.\noption(LEGACY_{r}\n"
+BLOCK = ("\n# NVRTC migration of the {r} kernels: kernel strings and their in-memory headers.\noption(LEGACY_{r}\n"
          "       \"Also build the {r} kernels statically\" OFF)\nforeach(rtc_file IN ITEMS\n        a/{r}.cu)\n"
          "  make_string_header_from_file(${{rtc_file}} ${{rtc_symbol}})\nendforeach()\n")
 LIB_LINE = "target_include_directories(lib PRIVATE \"${CMAKE_CURRENT_BINARY_DIR}/string_headers\")\n"
@@ -65,27 +65,29 @@ def test_a_cmake_block_goes_past_the_later_rules_blocks_and_before_the_librarys_
 
 
 def test_blocks_each_rule_appends_go_before_the_first_later_rules_block():
-    options = "install(lib)\n" + "".join(f"\n# Added by codemod 0.1.0 from rule {r}.\ntarget_sources(lib PRIVATE {r}.cpp)\n"
+    options = "install(lib)\n" + "".join(f"\n# NVRTC migration of the {r} kernels: the stubs' source and the options they see.\n"
+                                         f"target_sources(lib PRIVATE {r}.cpp)\n"
                                          for r in ("router", "scaled", "fp4"))
     starts = stacking.cmake_options_starts(options)
     assert [r for _, r in starts] == ["router", "scaled", "fp4"]
-    without = options.replace("\n# Added by codemod 0.1.0 from rule scaled.\ntarget_sources(lib PRIVATE scaled.cpp)\n", "")
+    scaled = ("\n# NVRTC migration of the scaled kernels: the stubs' source and the options they see.\n"
+              "target_sources(lib PRIVATE scaled.cpp)\n")
+    without = options.replace(scaled, "")
     at = stacking.before_first(without, stacking.cmake_options_starts(without), len(without), frozenset({"fp4"}))
-    assert without[:at] + "\n# Added by codemod 0.1.0 from rule scaled.\ntarget_sources(lib PRIVATE scaled.cpp)\n" \
-        + without[at:] == options
+    assert without[:at] + scaled + without[at:] == options
     assert stacking.before_first(without, starts, len(without), frozenset()) == len(without)
 
 
 def test_std_names_integer_names_and_the_sentence_find_their_rules():
-    utils = ("#ifdef __CUDACC_RTC__\n// <cstdint> names NVRTC lacks (codemod, rule router).\nusing int8_t = signed char;\n"
+    utils = ("#ifdef __CUDACC_RTC__\n// <cstdint> names NVRTC lacks (NVRTC migration of the router kernels).\nusing int8_t = signed char;\n"
              "#endif  // __CUDACC_RTC__\n\nnamespace te {\nnamespace detail {\nint lib;\n"
-             "\n// std names NVRTC lacks, for device code (codemod, rule router).\ntemplate <class T> struct is_same;\n\n"
-             "\n// std names NVRTC lacks, for device code (codemod, rule scaled).\ntemplate <class T> bool is_same_v;\n\n"
+             "\n// std names NVRTC lacks, for device code (NVRTC migration of the router kernels).\ntemplate <class T> struct is_same;\n\n"
+             "\n// std names NVRTC lacks, for device code (NVRTC migration of the scaled kernels).\ntemplate <class T> bool is_same_v;\n\n"
              "}  // namespace detail\n}  // namespace te\n")
     assert [r for _, r in stacking.integer_starts(utils)] == ["router"]
     starts = stacking.std_names_starts(utils)
     assert [r for _, r in starts] == ["router", "scaled"]
-    assert utils[starts[1][0]:].startswith("\n// std names NVRTC lacks, for device code (codemod, rule scaled).")
+    assert utils[starts[1][0]:].startswith("\n// std names NVRTC lacks, for device code (NVRTC migration of the scaled kernels).")
     line = "   :Description: Disable NVRTC. The router kernels fall back to their build-time instantiations only. " \
            "The scaled kernels fall back to their build-time instantiations only.\n"
     end = len(line.rstrip("\n"))
@@ -99,8 +101,9 @@ def test_later_rules_come_from_the_other_manifests(actlib_git):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"rule": rule, "edited": {"CMakeLists.txt": {"before": before, "after": ""}}}))
     store("first", "plain\n")
-    store("second", "# Added by codemod 0.1.0 from rule first.\n")
-    store("third", "# Added by codemod 0.1.0 from rule first.\n# Added by codemod 0.1.0 from rule second.\n")
+    store("second", "# NVRTC migration of the first kernels: kernel strings.\n")
+    store("third", "# NVRTC migration of the first kernels: kernel strings.\n"
+                   "# NVRTC migration of the second kernels: kernel strings.\n")
     assert migrated.later_rules(actlib_git, "first") == {"second", "third"}
     assert migrated.later_rules(actlib_git, "second") == {"third"}
     assert migrated.later_rules(actlib_git, "third") == frozenset()
@@ -141,8 +144,8 @@ def test_te_rules_stacked_each_checks_clean(tmp_path):
 def test_a_later_rule_asking_for_another_disk_cache_is_refused_not_ignored(tmp_path):
     """The first rule applied writes the layer's cache header; a later rule whose nvrtc_layer.cache
     differs (here: without -minimal) would leave its setting unapplied, so apply stops and names the
-    difference. The same settings under another rule's banner pass."""
-    from codemod.apply.generate import _same_cache, banner, render
+    difference. The same settings pass, whichever rule asks."""
+    from codemod.apply.generate import _same_cache, render
     from codemod.errors import ApplyError
 
     from codemod.apply import layer_cache
@@ -152,13 +155,13 @@ def test_a_later_rule_asking_for_another_disk_cache_is_refused_not_ignored(tmp_p
                                     "manager": "::te::rtc::KernelManager::instance()",
                                     "cache": {"env_prefix": "NVTE_RTC_CACHE", "default_dir": "te/rtc", "pch": True,
                                               "minimal": minimal}})
-        return render("layer/rtc_cache.h.j2", banner=banner(rule), guard="UTIL_RTC_CACHE_H_",
+        return render("layer/rtc_cache.h.j2", banner="The NVRTC layer's disk cache.", guard="UTIL_RTC_CACHE_H_",
                       layer_source="util/rtc.cpp", namespace="te::rtc", env=cfg["env"], default_dir="te/rtc",
                       pch=True, minimal=minimal, list_options=cfg["list_options"],
                       list_option_prefixes=cfg["list_option_prefixes"])
 
     (tmp_path / "util").mkdir()
-    # as apply writes it: the target's license header above the banner
+    # as apply writes it: the target's license header on top
     (tmp_path / "util" / "rtc_cache.h").write_text("/* Copyright (c) the target. */\n" + header("first", True))
     _same_cache(tmp_path, "util/rtc_cache.h", header("second", True), "second")
     with pytest.raises(ApplyError) as err:
@@ -166,4 +169,4 @@ def test_a_later_rule_asking_for_another_disk_cache_is_refused_not_ignored(tmp_p
     assert "earlier rule with other settings than rule second's nvrtc_layer.cache" in str(err.value)
     assert "first difference" in str(err.value)
     (tmp_path / "util" / "rtc_cache.h").write_text("// the layer's own cache header\n")
-    _same_cache(tmp_path, "util/rtc_cache.h", header("second", False), "second")     # not codemod's: left alone
+    _same_cache(tmp_path, "util/rtc_cache.h", header("second", False), "second")     # the layer's own: left alone

@@ -23,7 +23,7 @@ def test_all_definitions_compile_under_nvrtc():
         pytest.skip(f"NVRTC not available: {exc.render()}")
     texts, rest = stdshim.definitions(sorted(stdshim.DEFINITIONS))
     assert rest == []
-    shim = render("shim.j2", banner="test", name="type_traits", include="cuda/std/type_traits",
+    shim = render("shim.j2", name="type_traits", include="cuda/std/type_traits",
                   definitions=texts, std_names=[], global_names=[])
     assert "#include" not in shim
     src = """#include <type_traits>
@@ -49,7 +49,7 @@ def test_minimal_cstdint_needs_no_libcu_include():
     names = ["uint8_t", "uint16_t", "uint32_t", "uint64_t", "int8_t", "int16_t", "int32_t", "int64_t"]
     texts, rest = stdshim.definitions(names)
     assert rest == []
-    shim = render("shim.j2", banner="test", name="cstdint", include="cuda/std/cstdint", definitions=texts,
+    shim = render("shim.j2", name="cstdint", include="cuda/std/cstdint", definitions=texts,
                   std_names=[], global_names=[], defined_global=names)
     assert "#include" not in shim and "using ::std::uint64_t;" in shim
     try:

@@ -73,21 +73,21 @@ def test_deduced_arguments_are_passed_explicitly(te_patch):
                              ("kernels_quantize_4over6_nvfp4.h",
                               "type_arg, ::transformer_engine::dispatch::nvfp4::quantize_4over6_kernel::Config<")):
         part = text[text.index(f"+++ b/{rtc}/{section}\n"):]
-        assert f"+CODEMOD_SPELLING({spelled}" in part[:part.index("diff --git")]
+        assert f"+NVTE_RTC_SPELLING({spelled}" in part[:part.index("diff --git")]
     kernels_h = text[text.index(f"+++ b/{rtc}/kernels.h\n"):]
     kernels_h = kernels_h[:kernels_h.index("diff --git")]
     assert "DequantizeParam" not in kernels_h and "Config<" not in kernels_h and "identity" not in kernels_h
     assert '+#include "../../activation/rtc/kernels_quantize_4over6_nvfp4.h"' in text
     # the stubs hand NVRTC the Philox rounds the host compile saw, not a copy of the default
-    assert '"-DNVTE_BUILD_NUM_PHILOX_ROUNDS=" CODEMOD_BUILD_VALUE(NVTE_BUILD_NUM_PHILOX_ROUNDS)' in text
+    assert '"-DNVTE_BUILD_NUM_PHILOX_ROUNDS=" NVTE_RTC_BUILD_VALUE(NVTE_BUILD_NUM_PHILOX_ROUNDS)' in text
     # kernels.h names an NVFP4 kernel's parameter types in the kernel's namespace (nvfp4_scale_t)
     assert re.search(r"using quantize_transpose_nvfp4_kernel_rtc =\s*::transformer_engine::rtc::stubs::RtcKernel<", text)
     # the grouped MXFP8 kernels read the tensor maps their static writers fill (shared_variables):
     # the launch passes the launching unit's, the layer gains global_address
     assert "update_tma_descriptors`: not listed" in left_static
     assert "SHAPE_REP>(::transformer_engine::dispatch::common::g_tensor_maps)" in text
-    assert ("+__device__ void *codemod_shared_g_tensor_maps =\n"
-            "+    &::transformer_engine::dispatch::common::g_tensor_maps;") in text
+    assert "+__device__ void *rtc_shared_g_tensor_maps = &::transformer_engine::dispatch::common::g_tensor_maps;" \
+        in text
     assert "CUdeviceptr KernelManager::global_address(" in text
     # the one grouped FP8 kernel the rule leaves static, with the reason
     assert "group_quantize_kernel::group_cast_fp8_same_shape_full_tile_kernel`: not listed" in left_static
@@ -227,7 +227,7 @@ def test_kernel_strings_only_in_kernels_cpp_and_its_checks_hold(te_patch):
                                    "Param p, const int N, const size_t num_aligned_elements)", 1))
     proc = build()
     assert proc.returncode != 0
-    assert "util/vectorized_pointwise.h changed a kernel kernels.h declares: re-run codemod apply" in proc.stderr
+    assert "util/vectorized_pointwise.h changed a kernel kernels.h declares: update activation/rtc/kernels.h" in proc.stderr
 
 
 def test_rewritten_units_compile(te_patch):

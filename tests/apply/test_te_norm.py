@@ -39,7 +39,7 @@ def test_all_twelve_kernels_migrate_with_the_layer_extended(tmp_path):
     rtc_cpp = text[text.index("diff --git a/transformer_engine/common/util/rtc.cpp"):]
     rtc_cpp = rtc_cpp[:rtc_cpp.index("\ndiff --git") if "\ndiff --git" in rtc_cpp else None]
     added = "\n".join(line for line in rtc_cpp.splitlines() if line.startswith("+"))
-    assert "codemod_create_program(extra_headers," in added and "codemod_compile_program(extra_options," in added
+    assert "create_program_with_headers(extra_headers," in added and "compile_program_with_options(extra_options," in added
     removed = [line for line in rtc_cpp.splitlines() if line.startswith("-") and not line.startswith("---")]
     assert all(any(k in line for k in ("KernelManager::compile(", "filename)", "nvrtc", "include_names));", "lock_guard"))
                for line in removed), removed

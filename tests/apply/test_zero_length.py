@@ -40,7 +40,7 @@ def _edited(data: bytes) -> str:
     edits, skipped = zero_length.find(data)
     assert not skipped and len(edits) == 1
     e = edits[0]
-    special = render("zero_length.h.j2", banner="test", **e.special_ctx)
+    special = render("zero_length.h.j2", **e.special_ctx)
     return (data[:e.param_at] + e.param_text.encode() + data[e.param_at:e.special_at]
             + special.encode() + data[e.special_at:]).decode()
 
@@ -48,7 +48,7 @@ def _edited(data: bytes) -> str:
 def test_found_with_the_flag_spelled_through_the_member_aliases():
     edits, skipped = zero_length.find(SOURCE)
     assert skipped == [] and [(e.class_name, e.field, e.line) for e in edits] == [("pair_t", "_pad", 7)]
-    assert edits[0].param_text == (", bool CodemodHas_pad = ((sizeof(A) > sizeof(maybe_t<B, Fused>) ? "
+    assert edits[0].param_text == (", bool HasNonEmpty_pad = ((sizeof(A) > sizeof(maybe_t<B, Fused>) ? "
                                    "sizeof(A) - sizeof(maybe_t<B, Fused>) : 0) != 0)")
     text = _edited(SOURCE)
     assert "union pair_t<A, B, Fused, false> {" in text
