@@ -111,23 +111,30 @@ def _check_ancestors(folder: Path) -> None:
                              hint="set XDG_STATE_HOME to a folder of your own")
 
 
+def private_dir(path: Path) -> Path:
+    """`path` and any missing parent created 0700 (chmod after mkdir: the umask may be narrower). Cache
+    entries and state hold library source facts and compile results: other users of the machine have
+    no business reading or planting them."""
+    missing = []
+    p = path
+    while not os.path.lexists(p):
+        missing.append(p)
+        p = p.parent
+    for d in reversed(missing):
+        try:
+            d.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        os.chmod(d, 0o700)
+    return path
+
+
 def make_folder(folder: Path, state: Path) -> Path:
     """mkdir -p of `folder` (the state folder or a folder below it), each new level mode 0700 and
     each level from `state` down checked: check_folder, and below `state` no symlink."""
     if folder != state and not folder.is_relative_to(state):
         raise StateError("not inside codemod's state folder", where=str(folder))
-    missing = []
-    here = folder
-    while not os.path.lexists(here):
-        missing.append(here)
-        if here == state and here.parent.exists():
-            break
-        here = here.parent
-    for d in reversed(missing):
-        try:
-            d.mkdir(mode=0o700)
-        except FileExistsError:
-            pass
+    private_dir(folder)
     for d in (state, *[state.joinpath(*folder.relative_to(state).parts[:i + 1])
                        for i in range(len(folder.relative_to(state).parts))]):
         check_folder(d)

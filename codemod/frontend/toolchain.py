@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UsageError
+from ..tool_state import private_dir  # noqa: F401  (the cache folders' maker; callers import it here)
 from . import compile_db
 
 # Headers clang's CUDA wrapper includes unconditionally that CUDA >= 13 (or a runtime-only
@@ -57,24 +58,6 @@ def cache_root() -> Path:
     if env:
         return Path(env)
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "codemod"
-
-
-def private_dir(path: Path) -> Path:
-    """`path` and any missing parent created 0700 (chmod after mkdir: the umask may be wider). Cache
-    entries hold library source facts and compile results: other users of the machine have no
-    business reading or planting them."""
-    missing = []
-    p = path
-    while not p.exists():
-        missing.append(p)
-        p = p.parent
-    for d in reversed(missing):
-        try:
-            d.mkdir(mode=0o700)
-        except FileExistsError:
-            continue
-        os.chmod(d, 0o700)
-    return path
 
 
 def _site_dirs() -> list[Path]:
