@@ -226,16 +226,21 @@ def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: li
     stats["tus"] = len(tus)
     tu_set = set(tus)
     entries, entry_info = _entry_points(functions, rules, tu_set)
+    explicit = _explicit_instantiations(global_uses, functions, kernels_raw, rules, tu_set)
+    entry_info.update({label: info for label, info, _ in explicit})
     entry_file = {name: fn["file"] for name, fn in entry_info.items()}
     inst = Instantiator(functions, typedefs, tu_set, entry_file, _includes_of(root, rules), _merge_classes(facts_list))
     inst.add_tables(global_uses)
     inst.ev.sizes = {t: n for facts in facts_list for t, n in facts.get("type_sizes", {}).items()}
     inst.add_registrations(global_uses)
-    inst.run(entries)
-    classifier = AxisClassifier(functions, entries)
+    seeds = [(u["function"], inst.explicit_env(functions[u["function"]], u["targs"]), label)
+             for label, _, u in explicit if u.get("function")]
+    inst.run(entries, seeds)
+    classifier = AxisClassifier(functions, {**entries, **{usr: label for usr, _, label in seeds}})
     canon, kid = _canonical_kernels(kernels_raw)
     sites, diags, kernel_tuples = _sites(functions, kernels_raw, canon, kid, inst, classifier)
     sites += _table_sites(global_uses, kid)
+    sites += _explicit_kernel_sites(explicit, kernels_raw, canon, kid, inst, kernel_tuples)
     kernels = _kernels(kernels_raw, canon, kid, sites, kernel_tuples, entry_file)
     eps, tu_models = _entry_and_tu_models(facts_list, entry_info, kernel_tuples, kid, entry_file, diags)
     for usr in sorted(inst.truncated):
@@ -268,6 +273,52 @@ def _entry_points(functions: dict, rules: list[Rule], tu_set: set[str]) -> tuple
             entries[usr] = fn["qualname"]
             entry_info[fn["qualname"]] = fn
     return entries, entry_info
+
+
+def _explicit_instantiations(global_uses: list[dict], functions: dict, kernels_raw: dict, rules: list[Rule],
+                             tu_set: set[str]) -> list[tuple[str, dict, dict]]:
+    """Explicit instantiation definitions in the TUs (`template void f<A, B>(...);`, `template
+    __global__ void k<A>(...);`), each an entry point named `f<A, B>` in the TU that spells it:
+    (label, entry facts, the recorded use). A host template's is matched by the rules' entry-point
+    regex on its name; a kernel's is always one (the TU compiles it whatever calls it)."""
+    patterns = [r.entry_regex() for r in rules] or [re.compile(r".*")]
+    out, seen = [], set()
+    for u in global_uses:
+        if u.get("kind") != "explicit_instantiation" or u["file"] not in tu_set:
+            continue
+        target = functions.get(u.get("function")) if u.get("function") else kernels_raw.get(u.get("kernel"))
+        if target is None or u.get("function") and not any(p.search(target["name"]) for p in patterns):
+            continue
+        label = f"{target['qualname']}<{', '.join(u['targs'])}>"
+        if (label, u["file"]) in seen:
+            continue
+        seen.add((label, u["file"]))
+        out.append((label, {**target, "qualname": label, "file": u["file"], "line": u["line"], "explicit": True}, u))
+    return out
+
+
+def _explicit_kernel_sites(explicit: list, kernels_raw: dict, canon: dict, kid: dict, inst: Instantiator,
+                           kernel_tuples: dict) -> list[Site]:
+    """`template __global__ void k<A, 4>(...);`: a use of the kernel whose one variant is the
+    spelled arguments (then the kernel's defaults), compiled by the TU that spells it."""
+    sites = []
+    for label, _, u in explicit:
+        kusr = u.get("kernel")
+        if kusr is None:
+            continue
+        kusr = canon.get(kusr, kusr)
+        k = kernels_raw[kusr]
+        env = inst.explicit_env({"tparams": k["params"]}, u["targs"])
+        t = tuple(strip_type(env[p["name"]]) if p["kind"] == "type" else env[p["name"]] for p in k["params"])
+        kernel_tuples[kusr][t].add(label)
+        axes = [Axis(param=p["name"], kind=p["kind"], arg=a, binding="constant", discoverable=False,
+                     reason="spelled in an explicit instantiation", domain=[v])
+                for p, a, v in zip(k["params"], list(u["targs"]) + [""] * len(k["params"]), t)]
+        sites.append(Site(id=f"{u['file']}:{u['line']}:{u['col']}", kind="use", api="explicit_instantiation",
+                          kernel=kid[kusr], kernels=[kid[kusr]], function="(namespace scope)", file=u["file"],
+                          line=u["line"], col=u["col"], axes=axes, instantiations=1, entry_points=[label],
+                          variants=[{"kernel": kid[kusr], "args": list(t), "entry_points": [label]}]))
+    return sites
 
 
 def _canonical_kernels(kernels_raw: dict) -> tuple[dict[str, str], dict[str, str]]:
@@ -471,7 +522,7 @@ def _table_sites(global_uses: list[dict], kid: dict) -> list[Site]:
     """Kernel pointers stored in namespace-scope tables are host uses too."""
     sites = []
     for u in global_uses:
-        if u.get("kernel") in kid:
+        if u.get("api") == "table" and u.get("kernel") in kid:
             sites.append(Site(id=f"{u['file']}:{u['line']}:{u['col']}", kind="use", api="table", kernel=kid[u["kernel"]],
                               function="(namespace scope)", file=u["file"], line=u["line"], col=u["col"], via=u["var"],
                               in_macro_body=u.get("in_macro_body", False), note=f"entry of table '{u['var']}'"))

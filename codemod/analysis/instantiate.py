@@ -380,9 +380,20 @@ class Instantiator:
             if p["name"] not in cenv and p.get("default_text") is not None:
                 cenv[p["name"]] = self.ev.evaluate(p["default_text"], {**env, **cenv}, {})
 
-    def run(self, entries: dict[str, str]) -> None:
-        """entries: function usr -> entry point name."""
+    def explicit_env(self, fn: dict, targs: list[str]) -> dict:
+        """The environment an explicit instantiation (`template void f<A, B>(...);`) gives a
+        function template: its arguments in order, then the defaults."""
+        cenv = {p["name"]: self.ev.evaluate(a, {}, {}) for p, a in zip(fn["tparams"], targs)}
+        self._bind_defaults(fn["tparams"], cenv, {})
+        for p in fn["tparams"]:
+            cenv.setdefault(p["name"], UNKNOWN)
+        return cenv
+
+    def run(self, entries: dict[str, str], seeds: list[tuple[str, dict, str]] = ()) -> None:
+        """entries: function usr -> entry point name; seeds: (function usr, environment, entry
+        point name) of explicit instantiations, walked from their bound environment."""
         work = [(usr, {}, {name}) for usr, name in entries.items()]
+        work += [(usr, dict(env), {name}) for usr, env, name in seeds]
         # A function reached again in an environment it has had, by new entry points, passes
         # them on to the same callee environments: those are bound once.
         calls: dict[tuple, list[tuple[str, dict]]] = {}
@@ -406,7 +417,9 @@ class Instantiator:
             if bound is None:
                 bound = calls[(usr, k)] = self._calls(usr, env)
             for callee, cenv in bound:
-                work.append((callee, cenv, self._relabel(callee, ents)))
+                labels = self._relabel(callee, ents)
+                if labels:
+                    work.append((callee, cenv, labels))
 
     def _relabel(self, callee: str, ents: set[str]) -> set[str]:
         """Labels passed to `callee`: re-attributed to the callee's TU when it is defined in the
@@ -414,7 +427,12 @@ class Instantiator:
         fn = self.functions.get(callee)
         cfile = fn["file"] if fn is not None else None
         if cfile not in self.tu_files:
-            return set(ents)
+            if fn is None or not fn["is_template"]:
+                return set(ents)
+            # NOTE: a template whose definition the caller's TU does not include is only
+            # declared there (`template <typename T> void f_cuda(P &);` in a binding .cpp): that
+            # TU instantiates nothing; the TUs with its explicit instantiations do.
+            return {e for e in ents if self._sees(e, cfile)}
         out = set()
         for e in ents:
             entry = label_entry(e)
@@ -424,6 +442,12 @@ class Instantiator:
             else:   # back in the entry point's own TU: the plain label again
                 out.add(entry if self.entry_files.get(entry) == cfile else f"{entry}{TU_MARK}{cfile}")
         return out
+
+    def _sees(self, label: str, cfile: str | None) -> bool:
+        """Whether the TU compiling `label`'s walk includes `cfile` (True when that TU is unknown)."""
+        entry, _, tu = label.partition(TU_MARK)
+        tu = tu or self.entry_files.get(entry)
+        return tu is None or cfile is None or tu == cfile or cfile in self.includes(tu)
 
     def _calls(self, usr: str, env: dict) -> list[tuple[str, dict]]:
         """(callee, callee environment) of every live call in a function under `env`."""

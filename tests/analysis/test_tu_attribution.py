@@ -45,7 +45,9 @@ def test_instantiations_are_charged_to_the_tu_that_compiles_them(tmp_path):
     a = _analyze(tmp_path, FILES)
     kernels = {k.name: k for k in a.kernels}
     assert kernels["scale_kernel"].tus == {"b.cu": 2}
-    assert kernels["scale_kernel"].entry_points == ["api_scale_double", "api_scale_float"]
+    # the explicit instantiations in b.cu are roots of their own (named with their arguments)
+    assert kernels["scale_kernel"].entry_points == ["api_scale_double", "api_scale_float",
+                                                    "launch_scale<double>", "launch_scale<float>"]
     assert kernels["plain_kernel"].tus == {"d.cu": 1}
     assert set(kernels["plain_kernel"].entry_points) == {"api_plain", "launch_plain"}
     assert kernels["fill_kernel"].tus == {"e.cu": 1}

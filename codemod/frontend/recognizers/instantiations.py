@@ -1,0 +1,193 @@
+"""Explicit instantiation lists: `template void f<T, U>(P &, cudaStream_t);` of a host launcher
+and `template __global__ void k<T, 4>(T *, int);` of a kernel, spelled at namespace scope of a
+TU's main file. They are what the TU compiles, so they are roots of the walk and domains.
+
+NOTE: libclang exposes no cursor for an explicit instantiation of a function template, so the
+main file's tokens are read (clang's lexer: comments and strings are not tokens) with the
+namespaces around them; the named template is then looked up among the TU's declarations by
+qualified name and, between overloads, by parameter count and spelled parameter types.
+"""
+
+from __future__ import annotations
+
+import clang.cindex as ci
+
+from ..cursors import CK, child_cursors, qualname
+from ..source_text import normalize
+
+_OPEN, _CLOSE = "([{", ")]}"
+
+
+def explicit_instantiations(ix) -> None:
+    """Record every explicit instantiation definition of the main files (`ix.globals_uses`, kind
+    `explicit_instantiation`) and queue the host function templates they name for the walk."""
+    for path in sorted(ix.mains):
+        f = ix.tu.get_file(path) if _has_file(ix.tu, path) else None
+        if f is None:
+            continue
+        text = ix.files.get(path)
+        start = ci.SourceLocation.from_offset(ix.tu, f, 0)
+        end = ci.SourceLocation.from_offset(ix.tu, f, len(text))
+        toks = [(t.spelling, t.location.line, t.location.column, t.kind) for t in
+                ix.tu.get_tokens(extent=ci.SourceRange.from_locations(start, end))]
+        for stmt in _statements(toks):
+            got = _parse(stmt["tokens"])
+            if got is None:
+                continue
+            name, targs, params, is_kernel = got
+            target = _lookup(ix, stmt["namespace"], name, params, is_kernel)
+            use = {"kind": "explicit_instantiation", "name": name, "targs": targs, "params": params,
+                   "file": ix.files.rel(path), "line": stmt["line"], "col": stmt["col"], "namespace": stmt["namespace"]}
+            if target is None:
+                use["unresolved"] = True
+            elif target.get("kernel"):
+                use["kernel"] = target["usr"]
+            else:
+                use["function"] = ix.queue_function(target["cursor"])
+            ix.globals_uses.append(use)
+
+
+def _has_file(tu, path: str) -> bool:
+    try:
+        return tu.get_file(path) is not None
+    except ci.TranslationUnitLoadError:
+        return False
+
+
+def _statements(toks: list) -> list[dict]:
+    """`template <not '<'> ... ;` statements at namespace scope (not `extern template`), with the
+    namespace they are spelled in."""
+    out, ns_stack, depth, i = [], [], 0, 0
+    while i < len(toks):
+        s = toks[i][0]
+        if s == "namespace" and i + 1 < len(toks):
+            j, parts = i + 1, []
+            while j < len(toks) and toks[j][0] not in ("{", ";", "="):
+                if toks[j][0] != "::":
+                    parts.append(toks[j][0])
+                j += 1
+            if j < len(toks) and toks[j][0] == "{":
+                ns_stack.append((depth, parts))
+                depth += 1
+                i = j + 1
+                continue
+        if s == "{":
+            depth += 1
+        elif s == "}":
+            depth -= 1
+            if ns_stack and ns_stack[-1][0] == depth:
+                ns_stack.pop()
+        elif (s == "template" and depth == len(ns_stack) and i + 1 < len(toks) and toks[i + 1][0] != "<"
+              and (i == 0 or toks[i - 1][0] != "extern")):
+            j = i + 1
+            while j < len(toks) and toks[j][0] != ";" and toks[j][0] != "{":
+                j += 1
+            if j < len(toks) and toks[j][0] == ";":
+                out.append({"tokens": [t[0] for t in toks[i + 1 : j]], "line": toks[i][1], "col": toks[i][2],
+                            "namespace": "::".join(p for _, parts in ns_stack for p in parts)})
+            i = j
+        i += 1
+    return out
+
+
+def _parse(tokens: list[str]):
+    """(qualified name, template argument texts, parameter type texts, is a kernel) of
+    `[__global__] ret name<targs>(params)`, or None for a class or a form without `<...>`."""
+    is_kernel = "__global__" in tokens
+    for k, t in enumerate(tokens):
+        if t == "<" and k > 0 and tokens[k - 1][:1].isalpha() or t == "<" and k > 0 and tokens[k - 1][:1] == "_":
+            if tokens[k - 1] == "operator" or k >= 2 and tokens[k - 2] in ("struct", "class", "union"):
+                return None
+            close = _balanced(tokens, k, "<", ">")
+            if close is None or close + 1 >= len(tokens) or tokens[close + 1] != "(":
+                return None
+            pclose = _balanced(tokens, close + 1, "(", ")")
+            if pclose is None:
+                return None
+            name = [tokens[k - 1]]
+            m = k - 2
+            while m >= 1 and tokens[m] == "::" and (tokens[m - 1][:1].isalpha() or tokens[m - 1][:1] == "_"):
+                name.insert(0, tokens[m - 1])
+                m -= 2
+            targs = [normalize(" ".join(a)) for a in _split(tokens[k + 1 : close])]
+            params = [normalize(" ".join(_param_type(p))) for p in _split(tokens[close + 2 : pclose])]
+            return "::".join(name), targs, [p for p in params if p != "void"], is_kernel
+    return None
+
+
+def _balanced(tokens: list[str], k: int, op: str, cl: str) -> int | None:
+    depth = 0
+    for j in range(k, len(tokens)):
+        t = tokens[j]
+        if t == op or t in _OPEN:
+            depth += 1
+        elif t == cl or t in _CLOSE:
+            depth -= 1
+            if depth == 0:
+                return j if t == cl else None
+        elif t == ">>" and op == "<":
+            depth -= 2
+            if depth <= 0:
+                return j if depth == 0 else None
+    return None
+
+
+def _split(tokens: list[str]) -> list[str]:
+    """Comma-separated texts at depth 0."""
+    out, cur, depth = [], [], 0
+    for t in tokens:
+        if t in ("<", *_OPEN):
+            depth += 1
+        elif t in (">", *_CLOSE):
+            depth -= 1
+        elif t == ">>":
+            depth -= 2
+        if t == "," and depth == 0:
+            out.append(cur)
+            cur = []
+        else:
+            cur.append(t)
+    if cur:
+        out.append(cur)
+    return [c for c in out if c]
+
+
+_TYPE_WORDS = {"const", "volatile", "unsigned", "signed", "long", "short", "int", "char", "float", "double",
+               "bool", "void", "auto", "__restrict__", "struct", "class", "typename"}
+
+
+def _param_type(tokens: list[str]) -> list[str]:
+    """A parameter declaration's type tokens: its name (a trailing identifier after a type) dropped."""
+    if len(tokens) >= 2 and (tokens[-1][:1].isalpha() or tokens[-1][:1] == "_") and tokens[-1] not in _TYPE_WORDS \
+            and tokens[-2] != "::":
+        return tokens[:-1]
+    return tokens
+
+
+def _lookup(ix, namespace: str, name: str, params: list[str], is_kernel: bool) -> dict | None:
+    """The function template (host) or kernel template the instantiation names: by qualified
+    name seen from `namespace`, then by parameter count, then by spelled parameter types."""
+    scopes = namespace.split("::") if namespace else []
+    wanted = {"::".join(scopes[:n] + [name]) for n in range(len(scopes) + 1)}
+    cands = []
+    if is_kernel:
+        for usr, k in ix.kernels.items():
+            if k.get("is_template") and k["qualname"] in wanted:
+                ps = [q["type"] for q in k.get("fn_params", [])]
+                cands.append({"usr": usr, "kernel": True, "params": ps, "nparams": len(ps)})
+    else:
+        for usr, cur in ix.defs.items():
+            if cur.kind == CK.FUNCTION_TEMPLATE and qualname(cur) in wanted:
+                ps = [p.type.spelling for p in child_cursors(cur) if p.kind == CK.PARM_DECL]
+                cands.append({"usr": usr, "cursor": cur, "params": ps, "nparams": len(ps)})
+    if len(cands) > 1:
+        fit = [c for c in cands if c["nparams"] == len(params)]
+        cands = fit or cands
+    if len(cands) > 1:
+        same = [c for c in cands if [_bare(p) for p in c["params"]] == [_bare(p) for p in params]]
+        cands = same or cands
+    return cands[0] if cands else None
+
+
+def _bare(text: str) -> str:
+    return normalize(text).replace(" ", "")
