@@ -1,0 +1,92 @@
+"""Count the `__global__` kernels nvcc emitted into compiled objects: the independent number that
+`codemod analyze`'s instantiation count is checked against.
+
+    python scripts/count_kernel_symbols.py [--json OUT.json] OBJECT...
+
+OBJECT is a `.cubin` or an object with embedded device code (`nvcc -c`). `cuobjdump -elf` lists
+each device ELF's symbol table; a kernel is a `FUNC GLOBAL ... ENTRY` symbol (a `__global__`
+function; device functions are not entries). Kernels are counted per object by mangled name and
+per architecture (an object built for several archs holds one ELF each, and each arch's count is
+the same kernels). cuobjdump comes from PATH or the `nvidia-cuda-cuobjdump` wheel.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+_ENTRY = re.compile(r"\bFUNC\s+GLOBAL\s+\S+\s+ENTRY\s+\S+\s+(\S+)\s*$")
+
+
+def cuobjdump() -> str | None:
+    found = shutil.which("cuobjdump")
+    if found:
+        return found
+    try:
+        import nvidia.cu13  # the CUDA 13 wheels' namespace package
+
+        for base in nvidia.cu13.__path__:
+            cand = Path(base) / "bin" / "cuobjdump"
+            if cand.is_file():
+                return str(cand)
+    except ImportError:
+        pass
+    return None
+
+
+def entries_by_arch(elf_dump: str) -> dict[str, set[str]]:
+    """`cuobjdump -elf` text -> arch -> mangled kernel names (arch `?` when the dump names none,
+    as for a bare .cubin)."""
+    out: dict[str, set[str]] = {}
+    arch = "?"
+    for line in elf_dump.splitlines():
+        m = re.match(r"^arch = (sm_\w+)", line.strip())
+        if m:
+            arch = m.group(1)
+            continue
+        m = _ENTRY.search(line)
+        if m:
+            out.setdefault(arch, set()).add(m.group(1))
+    return out
+
+
+def count(objects: list[Path], tool: str) -> dict:
+    per_object = {}
+    for obj in objects:
+        dump = subprocess.run([tool, "-elf", str(obj)], capture_output=True, text=True, check=True).stdout
+        archs = entries_by_arch(dump)
+        per_object[obj.name] = {"per_arch": {a: len(v) for a, v in sorted(archs.items())},
+                                "kernels": max((len(v) for v in archs.values()), default=0),
+                                "names": sorted(set().union(*archs.values())) if archs else []}
+    names = set().union(*(set(o["names"]) for o in per_object.values())) if per_object else set()
+    return {"tool": "cuobjdump -elf: FUNC GLOBAL ENTRY symbols", "objects": per_object,
+            "total_per_object_sum": sum(o["kernels"] for o in per_object.values()),
+            "distinct_kernels": len(names)}
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("objects", nargs="+", type=Path)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args(argv)
+    tool = cuobjdump()
+    if tool is None:
+        print("cuobjdump not found: put the CUDA toolkit's bin on PATH or install nvidia-cuda-cuobjdump", file=sys.stderr)
+        return 2
+    got = count(args.objects, tool)
+    for name, o in got["objects"].items():
+        print(f"{name}: {o['kernels']} kernels {o['per_arch']}")
+    print(f"total {got['total_per_object_sum']} (distinct mangled names {got['distinct_kernels']})")
+    if args.json:
+        slim = {**got, "objects": {k: {kk: vv for kk, vv in v.items() if kk != "names"} for k, v in got["objects"].items()}}
+        args.json.write_text(json.dumps(slim, indent=1, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
