@@ -25,6 +25,7 @@ from .axes import AxisClassifier, classify
 from ..text import utf8_name
 from .crosscheck import crosscheck
 from .instantiate import DEFAULT, UNKNOWN, Instantiator, expansions, label_entry, label_tu, strip_type
+from .uncounted import uncounted_launches
 from .unreached import unreached_kernels
 
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")
@@ -229,7 +230,8 @@ def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: li
     explicit = _explicit_instantiations(global_uses, functions, kernels_raw, rules, tu_set)
     entry_info.update({label: info for label, info, _ in explicit})
     entry_file = {name: fn["file"] for name, fn in entry_info.items()}
-    inst = Instantiator(functions, typedefs, tu_set, entry_file, _includes_of(root, rules), _merge_classes(facts_list))
+    includes = _includes_of(root, rules)
+    inst = Instantiator(functions, typedefs, tu_set, entry_file, includes, _merge_classes(facts_list))
     inst.add_tables(global_uses)
     inst.ev.sizes = {t: n for facts in facts_list for t, n in facts.get("type_sizes", {}).items()}
     inst.add_registrations(global_uses)
@@ -250,6 +252,7 @@ def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: li
     cross, scanned = _crosscheck(facts_list, sites, kernels_raw, kernels, scans)
     diags += cross
     unreached = unreached_kernels(root, kernels_raw, canon, kid, functions, set(inst.envs), sites, scanned)
+    diags += uncounted_launches(kernels, sites, unreached, tu_models, includes)
     tu_models.sort(key=lambda t: (-t.instantiations, t.file))
     sites.sort(key=lambda s: (s.file, s.line, s.col))
     diags = _dedupe(_third_party(diags))

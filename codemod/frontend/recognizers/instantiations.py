@@ -28,8 +28,8 @@ def explicit_instantiations(ix) -> None:
         text = ix.files.get(path)
         start = ci.SourceLocation.from_offset(ix.tu, f, 0)
         end = ci.SourceLocation.from_offset(ix.tu, f, len(text))
-        toks = [(t.spelling, t.location.line, t.location.column, t.kind) for t in
-                ix.tu.get_tokens(extent=ci.SourceRange.from_locations(start, end))]
+        toks = _outside_directives([(t.spelling, t.location.line, t.location.column) for t in
+                                    ix.tu.get_tokens(extent=ci.SourceRange.from_locations(start, end))], text)
         for stmt in _statements(toks):
             got = _parse(stmt["tokens"])
             if got is None:
@@ -52,6 +52,20 @@ def _has_file(tu, path: str) -> bool:
         return tu.get_file(path) is not None
     except ci.TranslationUnitLoadError:
         return False
+
+
+def _outside_directives(toks: list, text: str) -> list:
+    """The tokens not in a preprocessor directive (a `#define` body is not code of the file)."""
+    lines = text.split("\n")
+    skip: set[int] = set()
+    for k, (s, line, col) in enumerate(toks):
+        if s == "#" and (k == 0 or toks[k - 1][1] != line):
+            n = line
+            while n <= len(lines) and lines[n - 1].rstrip().endswith("\\"):
+                skip.add(n)
+                n += 1
+            skip.add(n)
+    return [t for t in toks if t[1] not in skip]
 
 
 def _statements(toks: list) -> list[dict]:

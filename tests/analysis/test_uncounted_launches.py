@@ -1,0 +1,49 @@
+"""A family whose launches are found but whose instantiations are not is an error naming the
+launch (CM1006, exit 1), never "0 instantiations" with exit 0: the launcher is a template
+defined in a header and instantiated only by a list the analysis cannot read (a macro spells it)."""
+
+from pathlib import Path
+
+from codemod.analysis.analyze import analyze
+from codemod.cli import main
+
+FILES = {
+    "launch.cuh": "#pragma once\n"
+                  "template <typename T, bool kFlag> __global__ void scale_kernel(T *p, int n) { if (kFlag) p[0] = n; }\n"
+                  "template <typename T> void launch_scale(T *p, int n, bool flag, cudaStream_t s) {\n"
+                  "  if (flag) scale_kernel<T, true><<<1, 32, 0, s>>>(p, n);\n"
+                  "  else scale_kernel<T, false><<<1, 32, 0, s>>>(p, n);\n"
+                  "}\n",
+    # the instantiation list is spelled by a macro: no recognizer reads it
+    "scale_f32.cu": '#include "launch.cuh"\n'
+                    "#define INSTANTIATE_SCALE(T) template void launch_scale<T>(T *, int, bool, cudaStream_t);\n"
+                    "INSTANTIATE_SCALE(float)\n",
+}
+
+
+def _tree(root: Path) -> Path:
+    for rel, text in FILES.items():
+        (root / rel).write_text(text)
+    return root
+
+
+def test_launches_without_instantiations_are_an_error_naming_the_launch(tmp_path):
+    a = analyze(_tree(tmp_path), [], use_cache=False)
+    errs = [d for d in a.diagnostics if d.id == "CM1006"]
+    assert [(d.severity, d.file, d.line) for d in errs] == [("error", "launch.cuh", 4)]
+    assert "scale_kernel" in errs[0].message and "scale_f32.cu" in errs[0].message
+    assert a.totals["errors"] == 1
+
+
+def test_the_cli_exits_nonzero(tmp_path, capsys):
+    assert main(["analyze", str(_tree(tmp_path)), "--no-cache"]) == 1
+    assert "CM1006" in capsys.readouterr().out
+
+
+def test_a_recognised_instantiation_list_is_counted(tmp_path):
+    _tree(tmp_path)
+    (tmp_path / "scale_f32.cu").write_text('#include "launch.cuh"\n'
+                                           "template void launch_scale<float>(float *, int, bool, cudaStream_t);\n")
+    a = analyze(tmp_path, [], use_cache=False)
+    assert not [d for d in a.diagnostics if d.id == "CM1006"]
+    assert {t.file: t.instantiations for t in a.translation_units} == {"scale_f32.cu": 2}
