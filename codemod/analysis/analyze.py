@@ -367,6 +367,11 @@ def _sites(functions: dict, kernels_raw: dict, canon: dict, kid: dict, inst: Ins
                         expansions=sum(len(expansions(c)) for c in s["copies"]), branches=branches)
             reached = fn["usr"] in inst.envs
             kusrs = list(dict.fromkeys(canon.get(u, u) for u in (s.get("kernels") or ([s["kernel"]] if s.get("kernel") else []))))
+            wrapper = s.get("param") is not None and not kusrs and not s.get("lambda")
+            if wrapper:   # a launch wrapper's kernel parameter: the kernels its callers pass
+                kusrs = sorted(u for u in inst.param_kernels(fn, s["param"]) if u in kernels_raw)
+                if not kusrs and s.get("param_only"):
+                    continue   # an API call on a template-typed parameter no caller binds to a kernel
             if not kusrs:
                 site.note = s.get("unresolved") or "kernel not resolved"
                 diags.append(Diagnostic("CM1001", "warning", f"launch through an unresolved kernel expression ({site.note}); "
@@ -394,13 +399,17 @@ def _sites(functions: dict, kernels_raw: dict, canon: dict, kid: dict, inst: Ins
                 site.entry_points = sorted({*site.entry_points, *(e for ents in tuples.values() for e in ents)})
                 if s.get("table"):
                     src_sites = [t for t in inst.tables.get(s["via"], []) if t.get("kernel") == kusr]
+                elif wrapper:
+                    src_sites = [v for _, v in inst.passing_sites(fn["usr"], s["param"], kusr)]
                 elif s.get("via"):
                     src_sites = [v for v in fn["sites"].values()
                                  if v["kind"] == "variable" and v.get("var") == s["via"] and v.get("lambda") == s.get("lambda")
                                  and canon.get(v.get("kernel")) == kusr]
                 else:
                     src_sites = [s]
-                site.axes += _axes(fn, s, k, kusr, src_sites, tuples, branches, sibling_args, classifier)
+                site.axes += _axes(fn, s, k, kusr, src_sites, tuples, branches, sibling_args, classifier,
+                                   callers=dict((id(v), f) for f, v in inst.passing_sites(fn["usr"], s["param"], kusr))
+                                   if wrapper else None)
                 if reached and UNKNOWN in {v for t in tuples for v in t}:
                     diags.append(Diagnostic("CM1003", "warning", f"some template arguments of {kid[kusr]} could not be "
                                             "determined statically", s["file"], s["line"], s["col"]))
@@ -470,10 +479,11 @@ def _generic_lambda(fn: dict, s: dict, inst: Instantiator, kernels_raw: dict, ca
 
 
 def _axes(fn: dict, s: dict, k: dict, kusr: str, src_sites: list[dict], tuples: dict, branches: list[str],
-          sibling_args: dict, classifier: AxisClassifier) -> list[Axis]:
+          sibling_args: dict, classifier: AxisClassifier, callers: dict | None = None) -> list[Axis]:
     """One axis per template parameter of kernel `k` at site `s`: the spelled argument, where its
     values come from (`src_sites`: the site, the variable assignments or table entries that name
-    the kernel), its domain and its binding class."""
+    the kernel, or the calls passing it to a launch wrapper, whose functions `callers` gives by
+    `id(site)`), its domain and its binding class."""
     axes = []
     for i, p in enumerate(k["params"]):
         args = sorted({(src.get("targs") or [])[i] for src in src_sites if i < len(src.get("targs") or [])})
@@ -485,7 +495,7 @@ def _axes(fn: dict, s: dict, k: dict, kusr: str, src_sites: list[dict], tuples: 
             stargs = src.get("targs") or []
             for c in src["copies"]:
                 if i < len(stargs):
-                    sources |= classifier.origins(stargs[i], fn, c.get("bindings", {}))
+                    sources |= classifier.origins(stargs[i], (callers or {}).get(id(src), fn), c.get("bindings", {}))
                     continue
                 # deduced from the launch arguments: inherit the origins of their types
                 for j, (kp, at) in enumerate(zip(k.get("fn_params", []), c.get("arg_types") or [])):
@@ -495,7 +505,8 @@ def _axes(fn: dict, s: dict, k: dict, kusr: str, src_sites: list[dict], tuples: 
         if not sources:
             sources = frozenset({("constant", DEFAULT)} if p.get("default")
                                 else {("unresolved", "not deducible from the launch")})
-        varies = len(sibling_args.get((fn["usr"], kusr, i), ())) > 1 or len(args) > 1
+        varies = len(args) > 1 or any(len(sibling_args.get((f["usr"], kusr, i), ())) > 1
+                                      for f in ([fn] if not callers else callers.values()))
         site_branches = list(branches)
         if s.get("table"):
             site_branches.append(f"the index into '{s['via']}'")
@@ -503,6 +514,8 @@ def _axes(fn: dict, s: dict, k: dict, kusr: str, src_sites: list[dict], tuples: 
             conds = sorted({b for src in src_sites for c in src["copies"] for b in c.get("branches", [])})
             site_branches.append(f"which kernel is passed to the generic lambda '{s['lambda']['name']}'"
                                  + (f" ({'; '.join(conds)})" if conds else ""))
+        elif callers and len(args) > 1:
+            site_branches.append(f"which kernel is passed to the launch wrapper's parameter '{s['via']}'")
         elif s.get("via") and len(args) > 1:
             site_branches.append(f"which kernel '{s['via']}' holds (conditional initialization)")
         binding, disc, reason = classify(sources, domain, varies, site_branches)

@@ -57,6 +57,11 @@ def expansions(copy: dict) -> list[dict]:
     return views
 
 
+# A launch wrapper's kernel parameter I in an environment: `@argI` -> "usr<US>targ<US>targ".
+ARG = "@arg"
+US = "\x1f"
+
+
 def _key(env: dict) -> tuple:
     return tuple(sorted(env.items()))
 
@@ -320,6 +325,7 @@ class Instantiator:
         self.envs: dict[str, dict[tuple, list]] = defaultdict(dict)
         self.truncated: set[str] = set()
         self.tables: dict[str, list[dict]] = defaultdict(list)  # namespace-scope kernel tables
+        self._passing: dict | None = None   # (wrapper usr, argument index) -> passing sites
 
     def add_tables(self, global_uses: list[dict]) -> None:
         for u in global_uses:
@@ -455,16 +461,75 @@ class Instantiator:
         if fn is None:
             return []
         out = []
+        passed = self._passed(fn)
         for site in fn["sites"].values():
             if site["kind"] != "call":
                 continue
+            kernels_passed = passed.get(site.get("call_at"))
             for copy in (v for c in site["copies"] for v in expansions(c)):
                 if not self.live(copy, env):
                     continue
                 for callee in self._pick_callees(site, copy):
-                    out.append((callee["usr"], self.bind(callee, site, copy, env)))
+                    cenv = self.bind(callee, site, copy, env)
+                    if not kernels_passed:
+                        out.append((callee["usr"], cenv))
+                        continue
+                    for extra in self._kernel_args(kernels_passed, env):
+                        out.append((callee["usr"], {**cenv, **extra}))
                 for usr in self.registry_edges(site):
                     out.append((usr, {}))
+        return out
+
+    # -- launch wrappers (recognizers/wrappers.py) ----------------------------------------------
+    def _passed(self, fn: dict) -> dict[str, list[dict]]:
+        """call position -> the kernels passed in that call (passing sites, `wrapper_arg`)."""
+        out: dict[str, list[dict]] = defaultdict(list)
+        for s in fn["sites"].values():
+            if s["kind"] == "variable" and s.get("wrapper_arg") is not None:
+                out[s["call_at"]].append(s)
+        return out
+
+    def _kernel_args(self, passing: list[dict], env: dict) -> list[dict]:
+        """The environments' additions a call passing kernels makes: `@argI` -> the kernel and its
+        template arguments evaluated here (`usr<US>arg<US>arg`), one environment per combination."""
+        options: dict[int, set[str]] = defaultdict(set)
+        for s in passing:
+            i = s["wrapper_arg"]
+            if s.get("from_param") is not None:
+                got = env.get(f"{ARG}{s['from_param']}")
+                if got:
+                    options[i].add(got)
+                continue
+            for copy in (v for c in s["copies"] for v in expansions(c)):
+                if self.live(copy, env):
+                    b = copy.get("bindings", {})
+                    options[i].add(US.join([s["kernel"], *(self.ev.evaluate(t, env, b) for t in s.get("targs") or [])]))
+        combos: list[dict] = [{}]
+        for i, values in sorted(options.items()):
+            combos = [{**c, f"{ARG}{i}": v} for c in combos for v in sorted(values)]
+        return combos
+
+    def passing_sites(self, callee: str, index: int, kernel: str) -> list[tuple[dict, dict]]:
+        """(caller, passing site) of every call that passes `kernel` as argument `index` of `callee`."""
+        if self._passing is None:
+            self._passing = defaultdict(list)
+            for fn in self.functions.values():
+                calls = {s.get("call_at"): s for s in fn["sites"].values() if s["kind"] == "call"}
+                for s in fn["sites"].values():
+                    if s["kind"] == "variable" and s.get("wrapper_arg") is not None and s.get("kernel"):
+                        for c in calls.get(s["call_at"], {}).get("callees", ()):
+                            self._passing[(c, s["wrapper_arg"])].append((fn, s))
+        return [(f, s) for f, s in self._passing.get((callee, index), []) if s["kernel"] == kernel]
+
+    def param_kernels(self, fn: dict, index: int) -> dict[str, list[tuple[list[str], set]]]:
+        """The kernels a wrapper's parameter `index` holds: kernel usr -> [(spelled arguments,
+        entry labels)] over the wrapper's environments."""
+        out: dict[str, list] = defaultdict(list)
+        for env, ents in self.envs.get(fn["usr"], {}).values():
+            got = env.get(f"{ARG}{index}")
+            if got:
+                usr, *args = got.split(US)
+                out[usr].append((args, ents))
         return out
 
     def live(self, copy: dict, env: dict) -> bool:
@@ -488,6 +553,17 @@ class Instantiator:
         else:
             sources = [site]
         params = kernel["params"]
+        if site.get("param") is not None and not site.get("kernel") and not site.get("lambda"):
+            # a launch wrapper's parameter: the kernels its callers pass (param_kernels)
+            for usr, uses in self.param_kernels(fn, site["param"]).items():
+                if usr != kernel["usr"]:
+                    continue
+                for args, ents in uses:
+                    vals = {p["name"]: a for p, a in zip(params, args)}
+                    if len(vals) < len(params):
+                        self._bind_defaults([p for p in params if not _sfinae(p)], vals, {})
+                    out[tuple(vals.get(p["name"], DEFAULT if p.get("default") else UNKNOWN) for p in params)] |= ents
+            return out
         for env, ents in envs.values():
             for src in sources:
                 targs = src.get("targs") or []

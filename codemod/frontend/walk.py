@@ -198,6 +198,7 @@ class StatementWalk:
         site = self.site_base(refcur, scope, branches, "call", name_text or refcur.spelling)
         self.loc.call_cursor = None
         site.update({
+            "call_at": self.call_key(cur),
             "callees": sorted({c.get_usr() for c in cands}),
             "callee_names": sorted({qualname(c) for c in cands}),
             "targs": targs,
