@@ -25,6 +25,7 @@ from .axes import AxisClassifier, classify
 from ..text import utf8_name
 from .crosscheck import crosscheck
 from .instantiate import DEFAULT, UNKNOWN, Instantiator, expansions, label_entry, label_tu, strip_type
+from .tags import resolve_tags
 from .uncounted import uncounted_launches
 from .unreached import unreached_kernels
 
@@ -224,6 +225,7 @@ def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: li
     """The stages, in order: entry points, symbolic instantiation, sites (with their axes), kernel
     table, entry point and TU tables, cross-check, totals."""
     kernels_raw, functions, typedefs, global_uses = _merge(facts_list)
+    resolve_tags(functions)
     stats["tus"] = len(tus)
     tu_set = set(tus)
     entries, entry_info = _entry_points(functions, rules, tu_set)

@@ -16,6 +16,7 @@ from functools import lru_cache
 
 from ..frontend.source_text import normalize, read_template_id, substitute, tokens
 from .consteval import fold_text
+from .tags import TAG_VALUE
 
 MAX_ENVS_PER_FUNCTION = 50_000
 UNKNOWN = "?"
@@ -141,7 +142,7 @@ class Evaluator:
             return whole["value"]      # a whole argument: its number (apply casts it to the parameter's type)
         if "\\" in text:  # a line continuation left in an argument spelled in a #define
             text = normalize(text.replace("\\", " "))
-        return self.members.resolve(substitute(text, lookup))
+        return self.members.resolve(TAG_VALUE.sub(r"\1", substitute(text, lookup)))
 
 
 class MemberConstants:

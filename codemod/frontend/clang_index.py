@@ -51,6 +51,7 @@ class TUIndexer(Declarations, StatementWalk, SiteRecorder):
         self.var_kernels: dict[str, list] = {}
         self.lambdas: dict[tuple, dict] = {}
         self.lambda_params: dict[tuple, dict] = {}
+        self.tag_params: dict[tuple, dict] = {}   # a generic lambda's parameters passed a tag (recognizers/tags.py)
 
     # -- positions (locations.Locator) ---------------------------------------------------------
     def pos(self, cursor):

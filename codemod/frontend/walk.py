@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from .cursors import CK, FUNCTION_KINDS, child_cursors, is_global, primary_template, qualname, ref_candidates
 from .recognizers import recognize
+from .recognizers.tags import tag_bindings
 from .source_text import normalize
 
 
@@ -55,6 +56,8 @@ class StatementWalk:
                 self._call_edge(cur, scope, branches)
         elif k == CK.BINARY_OPERATOR:
             recognize(self, "assignment", cur, scope, branches)
+        elif k == CK.LAMBDA_EXPR and self.tag_params:
+            scope = scope + tag_bindings(self, cur)   # a generic lambda's tags (recognizers/tags.py)
         for ch in child_cursors(cur):
             self._walk(ch, scope, branches)
 

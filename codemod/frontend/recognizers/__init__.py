@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from . import instantiations, lambdas, launches, registries, variables, wrappers
+from . import instantiations, lambdas, launches, registries, tags, variables, wrappers
 
 HOOKS = ("call", "local_var", "assignment", "namespace_var")
 
@@ -47,6 +47,8 @@ RECOGNIZERS: list[Recognizer] = [
     Recognizer("generic_lambda_call", "call", lambdas.generic_lambda_call),
     Recognizer("kernel_param_to_helper", "call", lambdas.kernel_param_to_helper),
     Recognizer("kernel_argument", "call", wrappers.kernel_argument),
+    Recognizer("tag_lambda_argument", "call", tags.tag_lambda_argument),
+    Recognizer("parameter_call", "call", tags.parameter_call),
     Recognizer("factory_construction", "call", registries.factory_construction),
     Recognizer("dependent_member_call", "call", registries.dependent_member_call),
     Recognizer("kernel_variable", "local_var", variables.kernel_variable),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..cursors import CK, callee_name
 from ..source_text import normalize, split_top_level
+from .wrappers import kernel_typed
 
 # API name -> the `api` a site records.
 LAUNCH_APIS = {
@@ -79,7 +80,7 @@ def _api_call(ix, cur, children, scope, branches, kind: str, api: str) -> None:
     for arg in children[1:]:
         res = ix.resolve_kernel_expr(arg)
         is_fnptr = "(*)" in (arg.type.spelling or "").replace(" ", "")
-        if res and (res.get("kernel") or res.get("lambda") or res.get("param") is not None and _kernel_typed(ix, arg)):
+        if res and (res.get("kernel") or res.get("lambda") or res.get("param") is not None and kernel_typed(ix, arg)):
             found, fnptr = res, is_fnptr
             break
         if res and found is None and is_fnptr:
@@ -91,14 +92,6 @@ def _api_call(ix, cur, children, scope, branches, kind: str, api: str) -> None:
         if found.get("param") is not None and not fnptr:
             site["param_only"] = True   # dropped unless a caller passes a kernel (analysis)
         ix.record(site, scope)
-
-
-def _kernel_typed(ix, arg) -> bool:
-    """A wrapper's parameter that can hold a kernel: a function pointer, or of a template type
-    parameter of the function (`Kernel kernel`)."""
-    t = (arg.type.spelling or "").replace(" ", "")
-    tparams = {p["name"] for p in (ix._cur_fn or {}).get("tparams", [])}
-    return "(*)" in t or t.rstrip("&*").removeprefix("const") in tparams
 
 
 def launch_api(ix, cur, scope, branches) -> bool:

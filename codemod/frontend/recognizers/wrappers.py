@@ -26,7 +26,7 @@ def kernel_argument(ix, cur, scope, branches) -> bool:
         refs = ix.kernel_refs(arg)
         if not refs:
             var = ix.var_ref(arg) if arg.kind in (CK.DECL_REF_EXPR, CK.UNEXPOSED_EXPR) else None
-            j = ix.param_index(var) if var is not None and var.kind == CK.PARM_DECL else None
+            j = ix.param_index(var) if var is not None and var.kind == CK.PARM_DECL and kernel_typed(ix, arg) else None
             if j is None:
                 continue
             key = key or ix.call_key(cur)
@@ -41,3 +41,11 @@ def kernel_argument(ix, cur, scope, branches) -> bool:
             site.update({"kernel": usr, "targs": targs, "callee_text": name, "wrapper_arg": i, "call_at": key})
             ix.record(site, scope)
     return False
+
+
+def kernel_typed(ix, arg) -> bool:
+    """A parameter that can hold a kernel: a function pointer, or of a template type parameter of
+    the walked function (`Kernel kernel`)."""
+    t = (arg.type.spelling or "").replace(" ", "")
+    tparams = {p["name"] for p in (ix._cur_fn or {}).get("tparams", [])}
+    return "(*)" in t or t.rstrip("&*").removeprefix("const") in tparams
