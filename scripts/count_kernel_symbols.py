@@ -2,12 +2,18 @@
 `codemod analyze`'s instantiation count is checked against.
 
     python scripts/count_kernel_symbols.py [--json OUT.json] OBJECT...
+    python scripts/count_kernel_symbols.py --analysis ANALYSIS.json [--same at::=c10:: ...] OBJECT...
 
 OBJECT is a `.cubin` or an object with embedded device code (`nvcc -c`). `cuobjdump -elf` lists
 each device ELF's symbol table; a kernel is a `FUNC GLOBAL ... ENTRY` symbol (a `__global__`
 function; device functions are not entries). Kernels are counted per object by mangled name and
 per architecture (an object built for several archs holds one ELF each, and each arch's count is
 the same kernels). cuobjdump comes from PATH or the `nvidia-cuda-cuobjdump` wheel.
+
+With `--analysis` (a `codemod analyze --json` document), each object's kernels, demangled by
+`c++filt` and spelled without blanks, are compared with the variants the analysis charges to the
+TU of the same stem (`foo.o` <-> `.../foo.cu`): exit 1 when a set differs. `--same A=B` makes two
+spellings of one name equal (`at::=c10::`: PyTorch's `at::Half` is `c10::Half`).
 """
 
 from __future__ import annotations
@@ -69,15 +75,58 @@ def count(objects: list[Path], tool: str) -> dict:
             "distinct_kernels": len(names)}
 
 
+def _spelled(text: str, same: list[tuple[str, str]]) -> str:
+    text = re.sub(r"\s+", "", text)
+    for a, b in same:
+        text = text.replace(a, b)
+    return text
+
+
+def compare(objects: list[Path], tool: str, analysis: dict, same: list[tuple[str, str]]) -> dict:
+    """Per object: the kernels nvcc emitted and the analysis's variants of the same TU, by name."""
+    tu_of = {e["name"]: e["file"] for e in analysis["entry_points"]}
+    want: dict[str, set[str]] = {}
+    for site in analysis["sites"]:
+        for v in site.get("variants", []):
+            name = _spelled(f"{v['kernel'].split('::')[-1]}<{','.join(v['args'])}>", same)
+            for e in v["entry_points"]:
+                want.setdefault(Path(tu_of.get(e, "")).stem, set()).add(name)
+    out = {}
+    for obj in objects:
+        dump = subprocess.run([tool, "-elf", str(obj)], capture_output=True, text=True, check=True).stdout
+        mangled = sorted(set().union(*entries_by_arch(dump).values()) or set())
+        demangled = subprocess.run(["c++filt"], input="\n".join(mangled), capture_output=True, text=True,
+                                   check=True).stdout.split("\n")
+        got = {_spelled(re.sub(r"^void ", "", d).rsplit("(", 1)[0], same) for d in demangled if d.strip()}
+        exp = want.get(obj.stem, set())
+        out[obj.name] = {"nvcc": len(got), "analysis": len(exp), "only_nvcc": sorted(got - exp)[:5],
+                         "only_analysis": sorted(exp - got)[:5]}
+    return out
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("objects", nargs="+", type=Path)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--analysis", type=Path, help="codemod analyze --json document to compare with")
+    ap.add_argument("--same", action="append", default=[], metavar="A=B", help="spellings of one name")
     args = ap.parse_args(argv)
     tool = cuobjdump()
     if tool is None:
         print("cuobjdump not found: put the CUDA toolkit's bin on PATH or install nvidia-cuda-cuobjdump", file=sys.stderr)
         return 2
+    if args.analysis:
+        same = [tuple(x.split("=", 1)) for x in args.same]
+        cmp = compare(args.objects, tool, json.loads(args.analysis.read_text()), same)
+        bad = 0
+        for name, c in cmp.items():
+            ok = not c["only_nvcc"] and not c["only_analysis"]
+            bad += not ok
+            print(f"{name}: nvcc {c['nvcc']}, analysis {c['analysis']}: {'same set' if ok else 'DIFFERENT'}"
+                  + ("" if ok else f" (only nvcc: {c['only_nvcc']}; only analysis: {c['only_analysis']})"))
+        if args.json:
+            args.json.write_text(json.dumps(cmp, indent=1, sort_keys=True) + "\n")
+        return 1 if bad else 0
     got = count(args.objects, tool)
     for name, o in got["objects"].items():
         print(f"{name}: {o['kernels']} kernels {o['per_arch']}")
