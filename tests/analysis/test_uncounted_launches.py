@@ -1,6 +1,7 @@
 """A family whose launches are found but whose instantiations are not is an error naming the
 launch (CM1006, exit 1), never "0 instantiations" with exit 0: the launcher is a template
-defined in a header and instantiated only by a list the analysis cannot read (a macro spells it)."""
+defined in a header and instantiated only in a form the analysis cannot read (its address taken
+at namespace scope)."""
 
 from pathlib import Path
 
@@ -14,10 +15,9 @@ FILES = {
                   "  if (flag) scale_kernel<T, true><<<1, 32, 0, s>>>(p, n);\n"
                   "  else scale_kernel<T, false><<<1, 32, 0, s>>>(p, n);\n"
                   "}\n",
-    # the instantiation list is spelled by a macro: no recognizer reads it
+    # the launcher is instantiated by taking its address at namespace scope: no recognizer reads it
     "scale_f32.cu": '#include "launch.cuh"\n'
-                    "#define INSTANTIATE_SCALE(T) template void launch_scale<T>(T *, int, bool, cudaStream_t);\n"
-                    "INSTANTIATE_SCALE(float)\n",
+                    "void (*const kScaleFloat)(float *, int, bool, cudaStream_t) = &launch_scale<float>;\n",
 }
 
 
@@ -47,3 +47,23 @@ def test_a_recognised_instantiation_list_is_counted(tmp_path):
     a = analyze(tmp_path, [], use_cache=False)
     assert not [d for d in a.diagnostics if d.id == "CM1006"]
     assert {t.file: t.instantiations for t in a.translation_units} == {"scale_f32.cu": 2}
+
+
+def test_an_instantiation_list_spelled_by_a_macro_is_counted(tmp_path):
+    """bitsandbytes spells its lists with macros (`MAKE_kQuantize(half, 4096)` at namespace scope):
+    the invocation is expanded (nested macros and object-like constants too) and read."""
+    _tree(tmp_path)
+    (tmp_path / "scale_f32.cu").write_text(
+        '#include "launch.cuh"\n'
+        "#define SCALE_TYPE_OF(T) T\n"
+        "#define INSTANTIATE_SCALE(T) \\\n"
+        "  template void launch_scale<SCALE_TYPE_OF(T)>(T *, int, bool, cudaStream_t);\n"
+        "#define INSTANTIATE_ALL INSTANTIATE_SCALE(float) INSTANTIATE_SCALE(double)\n"
+        "INSTANTIATE_ALL\n"
+        "template <typename T> __global__ void fill_kernel(T *p) { p[0] = T(0); }\n"
+        "#define MAKE_FILL(T) template __global__ void fill_kernel<T>(T *);\n"
+        "MAKE_FILL(int)\n")
+    a = analyze(tmp_path, [], use_cache=False)
+    assert not [d for d in a.diagnostics if d.id == "CM1006"]
+    assert {k.name: k.instantiations for k in a.kernels} == {"scale_kernel": 4, "fill_kernel": 1}
+    assert sorted(e.name for e in a.entry_points) == ["fill_kernel<int>", "launch_scale<double>", "launch_scale<float>"]

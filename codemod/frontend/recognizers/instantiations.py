@@ -13,7 +13,7 @@ from __future__ import annotations
 import clang.cindex as ci
 
 from ..cursors import CK, child_cursors, qualname
-from ..source_text import normalize
+from ..source_text import normalize, tokens
 
 _OPEN, _CLOSE = "([{", ")]}"
 
@@ -30,7 +30,7 @@ def explicit_instantiations(ix) -> None:
         end = ci.SourceLocation.from_offset(ix.tu, f, len(text))
         toks = _outside_directives([(t.spelling, t.location.line, t.location.column) for t in
                                     ix.tu.get_tokens(extent=ci.SourceRange.from_locations(start, end))], text)
-        for stmt in _statements(toks):
+        for stmt in _statements(toks, _Macros(ix)):
             got = _parse(stmt["tokens"])
             if got is None:
                 continue
@@ -68,12 +68,116 @@ def _outside_directives(toks: list, text: str) -> list:
     return [t for t in toks if t[1] not in skip]
 
 
-def _statements(toks: list) -> list[dict]:
+class _Macros:
+    """The project's macro definitions by name (the preprocessing record), expanded where a
+    namespace-scope invocation may spell an instantiation list (`MAKE_kQuantize(half, 4096)`)."""
+
+    def __init__(self, ix):
+        self.ix = ix
+        self._defs: dict[str, tuple[list[str] | None, list[str]]] | None = None
+
+    def defs(self) -> dict:
+        if self._defs is None:
+            self._defs = {}
+            for c in child_cursors(self.ix.tu.cursor):
+                if c.kind == CK.MACRO_DEFINITION and self.ix.loc.declared_in_project(c):
+                    got = self._definition(c)
+                    if got is not None:
+                        self._defs[c.spelling] = got
+        return self._defs
+
+    def _definition(self, c):
+        f, _, _, start = self.ix.loc.file_loc(c.extent.start)
+        _, _, _, end = self.ix.loc.file_loc(c.extent.end)
+        if not f:
+            return None
+        text = self.ix.files.get(f)[start:end].replace("\\\n", " ")
+        name = c.spelling
+        rest = text[len(name):] if text.startswith(name) else text
+        if rest.startswith("("):   # function-like: no blank between the name and '('
+            close = rest.find(")")
+            params = [p.strip() for p in rest[1:close].split(",") if p.strip()]
+            params = ["__VA_ARGS__" if p == "..." else p for p in params]
+            return params, tokens(rest[close + 1:])
+        return None, tokens(rest)
+
+    def expand(self, toks: list, i: int, depth: int = 0) -> tuple[list, int] | None:
+        """(replacement tokens, index after the invocation) for a macro invoked at `toks[i]`."""
+        name, line, col = toks[i]
+        got = self.defs().get(name) if depth < 8 else None
+        if got is None:
+            return None
+        params, body = got
+        if params is None:
+            return self._rescan(name, [(t, line, col) for t in body], depth), i + 1
+        if i + 1 >= len(toks) or toks[i + 1][0] != "(":
+            return None
+        args, cur, level, j = [], [], 0, i + 2
+        while j < len(toks):
+            t = toks[j][0]
+            if t in _OPEN:
+                level += 1
+            elif t in _CLOSE:
+                if level == 0:
+                    break
+                level -= 1
+            if t == "," and level == 0 and not (params and params[-1] == "__VA_ARGS__" and len(args) >= len(params) - 1):
+                args.append(cur)
+                cur = []
+            else:
+                cur.append(t)
+            j += 1
+        if j >= len(toks):
+            return None
+        args.append(cur)
+        bound = dict(zip(params, args))
+        out: list[str] = []
+        k = 0
+        while k < len(body):
+            t = body[k]
+            if t == "#" and k + 1 < len(body) and body[k + 1] == "#":   # token pasting
+                nxt = body[k + 2] if k + 2 < len(body) else ""
+                pasted = (out.pop() if out else "") + "".join(bound.get(nxt, [nxt]))
+                out.append(pasted)
+                k += 3
+                continue
+            if t == "#" and k + 1 < len(body) and body[k + 1] in bound:   # stringizing
+                out.append('"' + " ".join(bound[body[k + 1]]) + '"')
+                k += 2
+                continue
+            out.extend(bound.get(t, [t]))
+            k += 1
+        return self._rescan(name, [(t, line, col) for t in out], depth), j + 1
+
+    def _rescan(self, name: str, expanded: list, depth: int) -> list:
+        """Names defined as macros in an expansion (MAKE_X calling MAKE_Y, a block-size constant)."""
+        m = 0
+        while m < len(expanded):
+            if expanded[m][0] in self.defs() and expanded[m][0] != name:
+                again = self.expand(expanded, m, depth + 1)
+                if again is not None:
+                    expanded = expanded[:m] + again[0] + expanded[again[1]:]
+                    m += len(again[0])
+                    continue
+            m += 1
+        return expanded
+
+
+def _statements(toks: list, macros: _Macros | None = None) -> list[dict]:
     """`template <not '<'> ... ;` statements at namespace scope (not `extern template`), with the
-    namespace they are spelled in."""
-    out, ns_stack, depth, i = [], [], 0, 0
+    namespace they are spelled in; a macro invoked at namespace scope is expanded first."""
+    out, ns_stack, depth, i, budget = [], [], 0, 0, 100_000
     while i < len(toks):
         s = toks[i][0]
+        if (macros is not None and depth == len(ns_stack) and budget > 0 and (s[:1].isalpha() or s[:1] == "_")
+                and (i == 0 or toks[i - 1][0] != "template") and s in macros.defs()):
+            got = macros.expand(toks, i)
+            if got is not None:
+                budget -= len(got[0]) + 1
+                toks = toks[:i] + got[0] + toks[got[1]:]
+                if not got[0]:
+                    continue
+                s = toks[i][0]
         if s == "namespace" and i + 1 < len(toks):
             j, parts = i + 1, []
             while j < len(toks) and toks[j][0] not in ("{", ";", "="):
