@@ -240,7 +240,10 @@ def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: li
     seeds = [(u["function"], inst.explicit_env(functions[u["function"]], u["targs"]), label)
              for label, _, u in explicit if u.get("function")]
     inst.run(entries, seeds)
-    classifier = AxisClassifier(functions, {**entries, **{usr: label for usr, _, label in seeds}})
+    explicit_envs: dict[str, list] = defaultdict(list)
+    for usr, env, label in seeds:
+        explicit_envs[usr].append((label, env))
+    classifier = AxisClassifier(functions, {**entries, **{usr: label for usr, _, label in seeds}}, explicit_envs)
     canon, kid = _canonical_kernels(kernels_raw)
     sites, diags, kernel_tuples = _sites(functions, kernels_raw, canon, kid, inst, classifier)
     sites += _table_sites(global_uses, kid)
