@@ -300,6 +300,24 @@ def label_tu(label: str, entry_files: dict[str, str]) -> str:
     return tu or entry_files[entry]
 
 
+def _bare_type(text: str) -> str:
+    t = re.sub(r"\b(const|volatile|struct|class|enum|typename)\b", " ", text or "")
+    return re.sub(r"\s+|&+$", "", t.strip()).rstrip("&")
+
+
+def _types_match(callee: dict, arg_types: list[str]) -> bool:
+    """Every parameter of `callee` that names none of its template parameters has exactly the
+    argument's type (cv, references and elaborations aside); dependent ones match anything."""
+    tnames = {p["name"] for p in callee["tparams"]}
+    for p, a in zip(callee["params"], arg_types):
+        pt = _bare_type(p["type"])
+        if not a or set(_NAME.findall(pt)) & tnames or "type-parameter" in pt:
+            continue
+        if pt != _bare_type(a):
+            return False
+    return True
+
+
 def _sfinae(param: dict) -> bool:
     """A defaulted parameter that only enables an overload (`std::enable_if_t<C, int> = 0`,
     `typename = std::enable_if_t<C>`): no argument of its own, counted as `(default)`."""
@@ -353,14 +371,22 @@ class Instantiator:
                     out.append(usr)
         return out
 
-    def _pick_callees(self, site: dict, copy: dict) -> list[dict]:
+    def _pick_callees(self, site: dict, copy: dict, env: dict | None = None) -> list[dict]:
         cands = [self.functions[u] for u in site.get("callees", []) if u in self.functions]
         if len(cands) <= 1:
             return cands
-        nargs = len(copy.get("arg_types") or [])
+        args = copy.get("arg_types") or []
         ntargs = len(site.get("targs") or [])
-        fit = [c for c in cands if len(c["params"]) == nargs and len(c["tparams"]) >= ntargs]
-        return fit or cands
+        fit = [c for c in cands if len(c["params"]) == len(args) and len(c["tparams"]) >= ntargs] or cands
+        if len(fit) > 1:
+            # overloads by parameter type (`launch(float *, int)` / `launch(double *, int)` called
+            # from dependent code, where clang names every overload): those whose every concrete
+            # parameter type is the argument's, when there are such; else all (conversions)
+            if env:   # the caller's template parameters in the argument types, bound
+                args = [self.ev.evaluate(a, env, copy.get("bindings", {})) if a else a for a in args]
+            exact = [c for c in fit if _types_match(c, args)]
+            fit = exact or fit
+        return fit
 
     def bind(self, callee: dict, site: dict, copy: dict, env: dict) -> dict:
         bindings = copy.get("bindings", {})
@@ -470,7 +496,7 @@ class Instantiator:
             for copy in (v for c in site["copies"] for v in expansions(c)):
                 if not self.live(copy, env):
                     continue
-                for callee in self._pick_callees(site, copy):
+                for callee in self._pick_callees(site, copy, env):
                     cenv = self.bind(callee, site, copy, env)
                     if not kernels_passed:
                         out.append((callee["usr"], cenv))

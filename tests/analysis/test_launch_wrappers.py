@@ -53,3 +53,17 @@ def test_launch_wrappers_are_followed_through_the_kernel_parameter(tmp_path: Pat
     # a pointer no analysed caller binds to a kernel (api_fn's caller is outside) stays unresolved
     assert not a.unreached
     assert [d.id for d in a.diagnostics] == []
+
+
+def test_overloads_are_matched_by_parameter_type(tmp_path: Path):
+    """A dependent call names every overload (`launch<N>(p, n)` in a template): the one whose
+    parameter types are the arguments' is walked, the caller's template parameters bound. Before,
+    both overloads of equal arity were, and `k<double, 4>` was counted for a float-only entry."""
+    (tmp_path / "o.cu").write_text(
+        "template <typename T, int N> __global__ void k(T *p) {}\n"
+        "template <int N> void launch(float *p, int n) { k<float, N><<<1, 1>>>(p); }\n"
+        "template <int N> void launch(double *p, int n) { k<double, N><<<1, 1>>>(p); }\n"
+        "template <int N, typename T> void run(T *p) { launch<N>(p, 1); }\n"
+        "void api(float *p) { run<4>(p); }\n")
+    a = analyze(tmp_path, [], use_cache=False)
+    assert {tuple(v["args"]) for s in a.sites for v in s.variants} == {("float", "4")}
