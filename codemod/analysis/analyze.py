@@ -257,7 +257,8 @@ def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: li
     cross, scanned = _crosscheck(facts_list, sites, kernels_raw, kernels, scans)
     diags += cross
     unreached = unreached_kernels(root, kernels_raw, canon, kid, functions, set(inst.envs), sites, scanned)
-    diags += uncounted_launches(kernels, sites, unreached, tu_models, includes)
+    refs = {u["file"]: u["names"] for u in global_uses if u.get("kind") == "namespace_refs"}
+    diags += uncounted_launches(kernels, sites, unreached, tu_models, includes, refs)
     tu_models.sort(key=lambda t: (-t.instantiations, t.file))
     sites.sort(key=lambda s: (s.file, s.line, s.col))
     diags = _dedupe(_third_party(diags))

@@ -2,9 +2,10 @@
 past a family's roots never reads as "0 instantiations, exit 0".
 
 A kernel launched in the analysed code but counted 0 times is an error, naming the launch, when
-(1) the function holding the launch is reached (the analysis lost the arguments), (2) clang's walk
-recorded the launch and nothing at all is counted, or (3) a TU that defines no entry point
-includes the launch: whatever that TU compiles (a form no recognizer takes) was not seen.
+(1) the function holding the launch is reached (the analysis lost the arguments), or (2) a TU that
+defines no entry point includes the launch and names templates of other files at namespace scope:
+whatever instantiates them there (a form no recognizer takes) was not seen. A TU naming none
+compiles nothing of them: a launcher nothing instantiates is dead code, as nvcc sees it.
 A kernel launched only from functions outside the analysed TUs (TE's amax kernels, called from
 `recipe/`) is none of these and stays an `unreached` entry.
 """
@@ -19,9 +20,11 @@ _LAUNCH_REASONS = ("no_entry_point", "unrecognised_form")
 
 
 def uncounted_launches(kernels: list[Kernel], sites: list[Site], unreached: list[Unreached],
-                       tu_models: list[TranslationUnit], includes: Callable[[str], set[str]]) -> list[Diagnostic]:
+                       tu_models: list[TranslationUnit], includes: Callable[[str], set[str]],
+                       namespace_refs: dict[str, list[str]]) -> list[Diagnostic]:
+    """`namespace_refs`: TU -> the function and kernel templates of other files its main file names
+    at namespace scope (recognizers/instantiations.py)."""
     counted = {k.id for k in kernels if k.instantiations}
-    total = sum(k.instantiations for k in kernels)
     # kernel -> (file, line, in a reached function, recorded by clang's walk)
     launches: dict[str, list[tuple[str, int, bool, bool]]] = {}
     for s in sites:
@@ -35,7 +38,10 @@ def uncounted_launches(kernels: list[Kernel], sites: list[Site], unreached: list
                 f, _, line = w.rpartition(":")
                 if f and line.isdigit():
                     launches.setdefault(u.kernel, []).append((f, int(line), False, False))
-    idle_tus = [t.file for t in tu_models if not t.entry_points and not t.instantiations]
+    # a TU with no entry point that names templates of other files at namespace scope: something
+    # there instantiates them that no recognizer read. One that names none compiles nothing of
+    # them (TE's norm units without their legacy option: the launchers are dead templates).
+    idle_tus = [t.file for t in tu_models if not t.entry_points and not t.instantiations and namespace_refs.get(t.file)]
     out = []
     for kernel, where in sorted(launches.items()):
         if kernel in counted:
@@ -49,13 +55,10 @@ def uncounted_launches(kernels: list[Kernel], sites: list[Site], unreached: list
         else:
             tus = [tu for tu in idle_tus if any(wf == tu or wf in includes(tu) for wf, _, _, _ in where)]
             if tus:
-                why = (f"{tus[0]}{' and %d other TUs' % (len(tus) - 1) if len(tus) > 1 else ''} include it but define "
-                       "no entry point and no explicit instantiation the analysis recognises (a form no recognizer "
-                       "takes, such as a launcher's address taken at namespace scope)")
-            elif not total and walked:
-                # NOTE: text-only evidence with nothing counted is also what a migrated tree looks
-                # like (launches left in the legacy #if branch): only clang's walk makes it an error
-                why = "no entry point of the analysed TUs reaches it, and nothing else is counted"
+                refs = ", ".join(namespace_refs[tus[0]][:3])
+                why = (f"{tus[0]}{' and %d other TUs' % (len(tus) - 1) if len(tus) > 1 else ''} include it and name "
+                       f"{refs} at namespace scope, but define no entry point and no explicit instantiation the "
+                       "analysis recognises (a form no recognizer takes, such as a launcher's address taken there)")
         if why:
             out.append(Diagnostic("CM1006", "error", f"{what} found, but no instantiation of it is counted: {why}",
                                   f, line))

@@ -30,7 +30,8 @@ def explicit_instantiations(ix) -> None:
         end = ci.SourceLocation.from_offset(ix.tu, f, len(text))
         toks = _outside_directives([(t.spelling, t.location.line, t.location.column) for t in
                                     ix.tu.get_tokens(extent=ci.SourceRange.from_locations(start, end))], text)
-        for stmt in _statements(toks, _Macros(ix)):
+        names: set[str] = set()
+        for stmt in _statements(toks, _Macros(ix), names):
             got = _parse(stmt["tokens"])
             if got is None:
                 continue
@@ -45,6 +46,27 @@ def explicit_instantiations(ix) -> None:
             else:
                 use["function"] = ix.queue_function(target["cursor"])
             ix.globals_uses.append(use)
+        refs = _template_refs(ix, path, names)
+        if refs:   # what else the file names at namespace scope (analysis/uncounted.py)
+            ix.globals_uses.append({"kind": "namespace_refs", "file": ix.files.rel(path), "names": refs})
+
+
+def _template_refs(ix, path: str, names: set[str]) -> list[str]:
+    """The names in `names` of function or kernel templates defined in other project files: a
+    namespace-scope reference to one (`&launch<float>`) may instantiate it."""
+    if not names:
+        return []
+    own = ix.files.rel(path)
+    found = set()
+    for cur in ix.defs.values():
+        if cur.kind == CK.FUNCTION_TEMPLATE and cur.spelling in names:
+            f = cur.location.file
+            if f is not None and ix.files.rel(f.name) != own:
+                found.add(cur.spelling)
+    for k in ix.kernels.values():
+        if k.get("is_template") and k["name"] in names and k.get("file") != own:
+            found.add(k["name"])
+    return sorted(found)
 
 
 def _has_file(tu, path: str) -> bool:
@@ -163,9 +185,10 @@ class _Macros:
         return expanded
 
 
-def _statements(toks: list, macros: _Macros | None = None) -> list[dict]:
+def _statements(toks: list, macros: _Macros | None = None, names: set | None = None) -> list[dict]:
     """`template <not '<'> ... ;` statements at namespace scope (not `extern template`), with the
-    namespace they are spelled in; a macro invoked at namespace scope is expanded first."""
+    namespace they are spelled in; a macro invoked at namespace scope is expanded first. `names`
+    collects every identifier spelled at namespace scope (outside function and class bodies)."""
     out, ns_stack, depth, i, budget = [], [], 0, 0, 100_000
     while i < len(toks):
         s = toks[i][0]
@@ -178,6 +201,8 @@ def _statements(toks: list, macros: _Macros | None = None) -> list[dict]:
                 if not got[0]:
                     continue
                 s = toks[i][0]
+        if names is not None and depth == len(ns_stack) and (s[:1].isalpha() or s[:1] == "_"):
+            names.add(s)
         if s == "namespace" and i + 1 < len(toks):
             j, parts = i + 1, []
             while j < len(toks) and toks[j][0] not in ("{", ";", "="):
@@ -203,6 +228,8 @@ def _statements(toks: list, macros: _Macros | None = None) -> list[dict]:
             if j < len(toks) and toks[j][0] == ";":
                 out.append({"tokens": [t[0] for t in toks[i + 1 : j]], "line": toks[i][1], "col": toks[i][2],
                             "namespace": "::".join(p for _, parts in ns_stack for p in parts)})
+                if names is not None:
+                    names.update(t[0] for t in toks[i + 1 : j] if t[0][:1].isalpha() or t[0][:1] == "_")
             i = j
         i += 1
     return out
