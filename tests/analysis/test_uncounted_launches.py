@@ -67,3 +67,29 @@ def test_an_instantiation_list_spelled_by_a_macro_is_counted(tmp_path):
     assert not [d for d in a.diagnostics if d.id == "CM1006"]
     assert {k.name: k.instantiations for k in a.kernels} == {"scale_kernel": 4, "fill_kernel": 1}
     assert sorted(e.name for e in a.entry_points) == ["fill_kernel<int>", "launch_scale<double>", "launch_scale<float>"]
+
+
+def test_instantiation_arguments_are_spelled_as_launch_sites_spell_them(tmp_path):
+    """`lib::Wrap` spelled qualified in an instantiation list and `Wrap` at a call are one
+    instantiation (TE's NVTE_INSTANTIATE_ACTIVATION lists `transformer_engine::gelu<float, float>`,
+    its launchers pass `gelu<fp32, fp32>`): a name of the outermost namespace is spelled bare, and
+    `f<g<A>>`'s closing `>>` splits. Before, each was counted twice."""
+    (tmp_path / "ops.cuh").write_text(
+        "#pragma once\n"
+        "namespace lib {\n"
+        "template <typename T> struct Tag {};\n"
+        "struct Wrap {};\n"
+        "template <typename OP, typename P> __global__ void k(float *p) {}\n"
+        "template <typename OP, typename P> void launch(float *p) { k<OP, P><<<1, 1>>>(p); }\n"
+        "}  // namespace lib\n")
+    (tmp_path / "a.cu").write_text(
+        '#include "ops.cuh"\n'
+        "namespace lib {\n"
+        "void api(float *p) { launch<Wrap, Tag<int>>(p); }\n"
+        "template void launch<lib::Wrap, lib::Tag<int>>(float *);\n"
+        "}  // namespace lib\n"
+        "template void lib::launch<::lib::Wrap, lib::Tag<double>>(float *);\n")
+    a = analyze(tmp_path, [], use_cache=False)
+    got = {tuple(v["args"]) for s in a.sites if s.kind == "launch" for v in s.variants}
+    assert got == {("Wrap", "Tag<int>"), ("Wrap", "Tag<double>")}
+    assert {k.name: k.instantiations for k in a.kernels} == {"k": 2}

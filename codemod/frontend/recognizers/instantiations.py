@@ -13,7 +13,7 @@ from __future__ import annotations
 import clang.cindex as ci
 
 from ..cursors import CK, child_cursors, qualname
-from ..source_text import normalize, tokens
+from ..source_text import normalize, substitute, tokens
 
 _OPEN, _CLOSE = "([{", ")]}"
 
@@ -31,11 +31,13 @@ def explicit_instantiations(ix) -> None:
         toks = _outside_directives([(t.spelling, t.location.line, t.location.column) for t in
                                     ix.tu.get_tokens(extent=ci.SourceRange.from_locations(start, end))], text)
         names: set[str] = set()
+        spell = _Spelling(ix).spell
         for stmt in _statements(toks, _Macros(ix), names):
             got = _parse(stmt["tokens"])
             if got is None:
                 continue
             name, targs, params, is_kernel = got
+            targs = [spell(stmt["namespace"], t) for t in targs]
             target = _lookup(ix, stmt["namespace"], name, params, is_kernel)
             use = {"kind": "explicit_instantiation", "name": name, "targs": targs, "params": params,
                    "file": ix.files.rel(path), "line": stmt["line"], "col": stmt["col"], "namespace": stmt["namespace"]}
@@ -49,6 +51,49 @@ def explicit_instantiations(ix) -> None:
         refs = _template_refs(ix, path, names)
         if refs:   # what else the file names at namespace scope (analysis/uncounted.py)
             ix.globals_uses.append({"kind": "namespace_refs", "file": ix.files.rel(path), "names": refs})
+
+
+class _Spelling:
+    """Template arguments of an instantiation spelled as launch sites spell them
+    (`SiteRecorder.scoped_text`): a project name of the global or the outermost namespace bare
+    (`transformer_engine::gelu<float, float>` -> `gelu<float, float>`), a deeper one from the global
+    scope (`detail::identity` in `te::dispatch` -> `::te::dispatch::detail::identity`), so that one
+    instantiation has one spelling whichever root reaches it. Names are looked up from the
+    instantiation's namespace outwards, among the TU's project declarations."""
+
+    def __init__(self, ix):
+        self.ix = ix
+        self._known: set[str] | None = None
+
+    def known(self) -> set[str]:
+        if self._known is None:
+            ix = self.ix
+            self._known = ({qualname(c) for c in ix.defs.values()} | {k["qualname"] for k in ix.kernels.values()}
+                           | set(ix.classes) | {t for t in ix.typedefs if "::" in t})
+        return self._known
+
+    def namespaces(self) -> set[str]:
+        """The project's outermost namespaces."""
+        return {q.split("::")[0] for q in self.known() if "::" in q and not q.startswith("(")}
+
+    def spell(self, namespace: str, text: str) -> str:
+        scopes = namespace.split("::") if namespace else []
+
+        def lookup(name: str):
+            if name.startswith("::"):
+                cands = [name[2:]]
+            else:
+                cands = ["::".join(scopes[:n] + [name]) for n in range(len(scopes), -1, -1)]
+            q = next((c for c in cands if c in self.known()), None)
+            if q is None and "::" in name.lstrip(":") and name.lstrip(":").split("::")[0] in self.namespaces():
+                q = name.lstrip(":")   # qualified from a project namespace (a device function, say)
+            if q is None:
+                return None
+            parts = q.split("::")
+            want = parts[-1] if len(parts) <= 2 else "::" + q
+            return None if want == name else want
+
+        return substitute(text, lookup)
 
 
 def _template_refs(ix, path: str, names: set[str]) -> list[str]:
@@ -254,7 +299,8 @@ def _parse(tokens: list[str]):
             while m >= 1 and tokens[m] == "::" and (tokens[m - 1][:1].isalpha() or tokens[m - 1][:1] == "_"):
                 name.insert(0, tokens[m - 1])
                 m -= 2
-            targs = [normalize(" ".join(a)) for a in _split(tokens[k + 1 : close])]
+            inner = tokens[k + 1 : close] + ([">"] if tokens[close] == ">>" else [])   # `f<g<A>>`
+            targs = [normalize(" ".join(a)) for a in _split(inner)]
             params = [normalize(" ".join(_param_type(p))) for p in _split(tokens[close + 2 : pclose])]
             return "::".join(name), targs, [p for p in params if p != "void"], is_kernel
     return None
