@@ -60,7 +60,10 @@ def _merge(facts_list: list[dict]) -> tuple[dict, dict, dict, list]:
                 global_uses.append(u)
         typedefs.update(facts.get("typedefs", {}))
         for usr, k in facts.get("kernels", {}).items():
-            kernels.setdefault(usr, k)
+            have = kernels.setdefault(usr, k)
+            extra = [f for f in k.get("def_files", ()) if f not in have.get("def_files", ())]
+            if extra:   # every file holding a body of it (a template defined alike in two units)
+                kernels[usr] = {**have, "def_files": [*have.get("def_files", ()), *extra]}
         for usr, fn in facts.get("functions", {}).items():
             if usr not in functions:
                 functions[usr] = {**fn, "sites": {key: {**s, "copies": list(s["copies"])} for key, s in fn["sites"].items()}}
@@ -397,7 +400,11 @@ def _sites(functions: dict, kernels_raw: dict, canon: dict, kid: dict, inst: Ins
                 site.kernels = sorted({*site.kernels, kid[kusr]})
                 labelled = inst.kernel_tuples(fn, s, k) if reached else {}
                 for t, labels in labelled.items():
-                    kernel_tuples[kusr][t] |= labels
+                    # NOTE: a TU that sees only the kernel's declaration (bitsandbytes' ops.cu
+                    # launching what kernels.cu instantiates) compiles no instantiation of it
+                    compiled = {e for e in labels if not k.get("def_files") or any(inst._sees(e, f) for f in k["def_files"])}
+                    if compiled:
+                        kernel_tuples[kusr][t] |= compiled
                 tuples = {t: {label_entry(e) for e in labels} for t, labels in labelled.items()}
                 site.instantiations += len(tuples)
                 site.variants += [{"kernel": kid[kusr], "args": list(t), "entry_points": sorted(es)}
