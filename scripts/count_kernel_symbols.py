@@ -2,7 +2,7 @@
 `codemod analyze`'s instantiation count is checked against.
 
     python scripts/count_kernel_symbols.py [--json OUT.json] OBJECT...
-    python scripts/count_kernel_symbols.py --analysis ANALYSIS.json [--same at::=c10:: ...] OBJECT...
+    python scripts/count_kernel_symbols.py --analysis ANALYSIS.json [--same at::=c10:: ...] [--ignore cub::] OBJECT...
 
 OBJECT is a `.cubin` or an object with embedded device code (`nvcc -c`). `cuobjdump -elf` lists
 each device ELF's symbol table; a kernel is a `FUNC GLOBAL ... ENTRY` symbol (a `__global__`
@@ -13,7 +13,9 @@ the same kernels). cuobjdump comes from PATH or the `nvidia-cuda-cuobjdump` whee
 With `--analysis` (a `codemod analyze --json` document), each object's kernels, demangled by
 `c++filt` and spelled without blanks, are compared with the variants the analysis charges to the
 TU of the same stem (`foo.o` <-> `.../foo.cu`): exit 1 when a set differs. `--same A=B` makes two
-spellings of one name equal (`at::=c10::`: PyTorch's `at::Half` is `c10::Half`).
+spellings of one name equal (`at::=c10::`: PyTorch's `at::Half` is `c10::Half`; an enumerator and
+the value the demangler prints, `General8bit=0`). `--ignore PREFIX` leaves out kernels of other
+libraries that including their headers instantiates (`cub::`: CUB's `EmptyKernel`).
 """
 
 from __future__ import annotations
@@ -78,11 +80,14 @@ def count(objects: list[Path], tool: str) -> dict:
 def _spelled(text: str, same: list[tuple[str, str]]) -> str:
     text = re.sub(r"\s+", "", text)
     for a, b in same:
-        text = text.replace(a, b)
+        # an identifier is replaced as a whole word (`General8bit=0`, `half=__half`), anything else
+        # as text (`at::=c10::`)
+        text = re.sub(rf"\b{re.escape(a)}\b", b, text) if re.fullmatch(r"\w+", a) else text.replace(a, b)
     return text
 
 
-def compare(objects: list[Path], tool: str, analysis: dict, same: list[tuple[str, str]]) -> dict:
+def compare(objects: list[Path], tool: str, analysis: dict, same: list[tuple[str, str]],
+            ignore: tuple[str, ...] = ()) -> dict:
     """Per object: the kernels nvcc emitted and the analysis's variants of the same TU, by name."""
     tu_of = {e["name"]: e["file"] for e in analysis["entry_points"]}
     want: dict[str, set[str]] = {}
@@ -98,6 +103,7 @@ def compare(objects: list[Path], tool: str, analysis: dict, same: list[tuple[str
         demangled = subprocess.run(["c++filt"], input="\n".join(mangled), capture_output=True, text=True,
                                    check=True).stdout.split("\n")
         got = {_spelled(re.sub(r"^void ", "", d).rsplit("(", 1)[0], same) for d in demangled if d.strip()}
+        got = {g for g in got if not any(g.startswith(p) for p in ignore)}
         exp = want.get(obj.stem, set())
         out[obj.name] = {"nvcc": len(got), "analysis": len(exp), "only_nvcc": sorted(got - exp)[:5],
                          "only_analysis": sorted(exp - got)[:5]}
@@ -110,6 +116,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--analysis", type=Path, help="codemod analyze --json document to compare with")
     ap.add_argument("--same", action="append", default=[], metavar="A=B", help="spellings of one name")
+    ap.add_argument("--ignore", action="append", default=[], metavar="PREFIX",
+                    help="leave out kernels whose demangled name starts so (other libraries' kernels)")
     args = ap.parse_args(argv)
     tool = cuobjdump()
     if tool is None:
@@ -117,7 +125,7 @@ def main(argv: list[str]) -> int:
         return 2
     if args.analysis:
         same = [tuple(x.split("=", 1)) for x in args.same]
-        cmp = compare(args.objects, tool, json.loads(args.analysis.read_text()), same)
+        cmp = compare(args.objects, tool, json.loads(args.analysis.read_text()), same, tuple(args.ignore))
         bad = 0
         for name, c in cmp.items():
             ok = not c["only_nvcc"] and not c["only_analysis"]
