@@ -3,9 +3,12 @@ and `template __global__ void k<T, 4>(T *, int);` of a kernel, spelled at namesp
 TU's main file. They are what the TU compiles, so they are roots of the walk and domains.
 
 NOTE: libclang exposes no cursor for an explicit instantiation of a function template, so the
-main file's tokens are read (clang's lexer: comments and strings are not tokens) with the
-namespaces around them; the named template is then looked up among the TU's declarations by
-qualified name and, between overloads, by parameter count and spelled parameter types.
+main file's tokens are read (clang's lexer: comments and strings are not tokens) outside
+preprocessor directives, with the namespaces around them, a project macro invoked at namespace
+scope expanded (bitsandbytes' `MAKE_kQuantizeBlockwise(half, 4096, 4, 0, General8bit)`); the
+named template is then looked up among the TU's declarations by qualified name and, between
+overloads, by parameter count and spelled parameter types. The project templates the file names
+at namespace scope are recorded too (`namespace_refs`, for analysis/uncounted.py).
 """
 
 from __future__ import annotations
