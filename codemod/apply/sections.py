@@ -148,7 +148,10 @@ def layout(root: Path, plan, spellings: set[str], stubs_includes: list[str]) -> 
              for part in n.lstrip(":").split("::")}
     files = _Files(root, spec, plan.extractions, asked)
     reach = set(files.closure([s for s in stubs_includes if (root / s).is_file()]))
-    rewritten = {s.file for kp in plan.kernels for s in kp.sites}
+    # the files that include kernels.h: those launching a kernel, and (through its section) those
+    # defining one
+    rewritten = {s.file for kp in plan.kernels for s in kp.sites} | {
+        kp.source_file or kp.kernel.file for kp in plan.kernels if kp.kernel.file not in plan.extractions}
     # the units including a rewritten header, and the rewritten units themselves
     units = sorted(set(units_reaching(root, rewritten, spec.include_dirs, skip=spec.output_dir))
                    | {f for f in rewritten if not f.endswith(HEADER_SUFFIXES)})

@@ -100,9 +100,8 @@ def test_a_function_argument_declared_only_where_a_caller_includes_it_reaches_th
     """`fp::detail::square` declared in quant/ops.cuh, which only the unit includes; the launch is in
     quant/launch.cuh (not including it): the NVRTC program includes ops.cuh, found through the
     includes of the unit instantiating the kernel, and the precheck compiles the name expression.
-    kernels.h, which launch.cuh includes, spells `&...::square` when ops.cuh comes before launch.cuh;
-    after it, ops.cuh's section does (kernels.h would not compile there: the precheck's parse of the
-    unit refused it before the sections)."""
+    ops.cuh's section spells `&...::square` in either include order (kernels.h is reached first
+    through the kernel's header's section, before ops.cuh)."""
     root = tmp_path / "input"
     shutil.copytree(GOLDEN / "scopelib" / "input", root)
     kernels = root / "quant" / "kernels.cuh"
@@ -134,16 +133,14 @@ def test_a_function_argument_declared_only_where_a_caller_includes_it_reaches_th
     rc = main(["apply", "--target", str(RULE), str(root), "--diff", str(tmp_path / "p.diff"), "-q"])
     assert rc == 0, capsys.readouterr().err
     patch = (tmp_path / "p.diff").read_text()
-    # with ops.cuh after launch.cuh, kernels.h cannot spell `&...::square` (the precheck refused
-    # this before the sections): ops.cuh's section does, included at the end of ops.cuh
+    # kernels.h cannot spell `&...::square`: units reach kernels.h first through the section of
+    # kernels.cuh, the kernel's header, which they include before ops.cuh in either order (the
+    # precheck refused this before the sections); ops.cuh's section does, included at its end
     spelling = "SCOPELIB_RTC_SPELLING(fn_arg, &::scopelib::quant::fp::detail::square)"
     section = patch[patch.index("+++ b/rtc/quant/kernels.h\n"):]
     section = section[:section.index("diff --git")]
-    if ops_first:
-        assert spelling in section and "kernels_ops.h" not in patch
-    else:
-        assert spelling not in section and '+#include "../rtc/quant/kernels_ops.h"' in patch
-        assert spelling in patch[patch.index("+++ b/rtc/quant/kernels_ops.h\n"):]
+    assert spelling not in section and '+#include "../rtc/quant/kernels_ops.h"' in patch
+    assert spelling in patch[patch.index("+++ b/rtc/quant/kernels_ops.h\n"):]
     program = patch[patch.index("+++ b/rtc/quant/kernels.cu\n"):]
     program = program[:program.index("diff --git")] if "diff --git" in program else program
     assert '#include "quant/ops.cuh"' in program
