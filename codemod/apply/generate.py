@@ -342,6 +342,8 @@ def _stub_kernels(run: _Run, programs: dict[str, str], copy_checks: list[dict]) 
             param_names=", ".join(params), params=params,
             axes=[_axis_expr(kinds[p], p, enums.get(p)) for p in params], program=program,
             options=spec.options["kernels"].get(kp.kernel.id, []),
+            # the static kernel's body is one `#if __CUDA_ARCH__ >= N` block: no code below sm_<N/10>
+            min_arch=(kp.kernel.body_arch_min or 0) // 10,
             shared=[dict(name=v, symbol=shared_variables.module_symbol(v, listed)) for v in kp.shared_variables],
             shared_template_params=_with_shared(kp.signature.template_params, len(kp.shared_variables)),
             declared_shared_template_params=_with_shared(kernel_api.without_defaults(kp.signature.template_params),
