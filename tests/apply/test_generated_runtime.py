@@ -28,11 +28,24 @@ def patched(tmp_path_factory):
     return work, root, strings
 
 
+def _nvrtc_include(work: Path) -> Path:
+    """A folder holding only nvrtc.h (the toolkit's nvcc may come without it; the stubs include it)."""
+    from .test_rtc_cache import _cuda_include
+
+    inc = _cuda_include()
+    if inc is None:
+        pytest.skip("no nvrtc.h (pip install nvidia-cuda-nvrtc)")
+    folder = work / "nvrtc_include"
+    folder.mkdir(exist_ok=True)
+    shutil.copyfile(inc / "nvrtc.h", folder / "nvrtc.h")
+    return folder
+
+
 def _nvcc(root: Path, strings: Path, *args: str, lang: tuple[str, ...] = ("-x", "cu")) -> None:
     """nvcc with the patched tree's include folders; a .cpp (kernels.cpp) as the build compiles it:
     `lang=()`, host C++."""
     proc = subprocess.run(["nvcc", "-std=c++17", *lang, "-I", str(root), "-I", str(root / "include"),
-                           "-I", str(strings), "-DACTLIB_BUILD_LEGACY_STATIC_ACTIVATION=0", *args],
+                           "-I", str(strings), "-I", str(_nvrtc_include(root.parent)), "-DACTLIB_BUILD_LEGACY_STATIC_ACTIVATION=0", *args],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
 
@@ -43,7 +56,8 @@ def mock(patched):
     work, root, strings = patched
     exe = work / "rtc_mock"
     cudart = work / "rtc_mock_cudart.o"
-    proc = subprocess.run(["nvcc", "-c", str(HERE / "fixtures/rtc_mock_cudart.cpp"), "-o", str(cudart)],
+    proc = subprocess.run(["nvcc", "-c", str(HERE / "fixtures/rtc_mock_cudart.cpp"), "-o", str(cudart),
+                           "-I", str(_nvrtc_include(work))],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
     _nvcc(root, strings, "-DACTLIB_BUILD_ACTIVATION_WITH_FAST_MATH=0", "-c", str(HERE / "fixtures/rtc_mock.cu"),
@@ -140,3 +154,34 @@ def test_no_header_reads_an_option_macro(patched):
     assert "constexpr bool legacy_build = true;" in (root / "rtc/activation/kernels.h").read_text()
     cpp = uses("rtc/activation/kernels.cpp")
     assert "#if ACTLIB_BUILD_ACTIVATION_WITH_FAST_MATH" in cpp and any("CUDA_VERSION" in ln for ln in cpp)
+
+
+def _arch_lines(mock, scenario: str) -> dict[str, str]:
+    calls, _ = mock(scenario)
+    return dict(line.split(" ", 2)[1:] for line in calls if not line.split()[1].isdigit())
+
+
+def test_arch_target_replaces_the_layers_and_unknown_archs_are_refused(mock):
+    """Issue 29: the static build's arch-specific target is the one --gpu-architecture the stubs
+    add (the layer's compile keeps the last one only); a device below the kernel's minimum arch, or
+    one NVRTC cannot compile for, is refused naming the kernel and the arch; a device newer than
+    NVRTC without an arch-specific target is left to the layer (TE's compiles PTX for it)."""
+    got = _arch_lines(mock, "arch")
+    assert got["sm_100"] == "ok --gpu-architecture=sm_100a 1"
+    assert got["sm_121"] == "ok - 0"                     # no entry for 12.1 in this table: the layer's sm_121
+    assert got["sm_90"] == "ok - 0"
+    assert got["sm_100_min_100"] == "ok --gpu-architecture=sm_100a 1"
+    assert got["sm_90_min_100"].startswith("error ")
+    assert "actlib::reduce_dbias_kernel needs sm_100 or newer" in got["sm_90_min_100"]
+    assert "device 0 (sm_90)" in got["sm_90_min_100"]
+    assert "NVRTC 13.0 cannot compile actlib::reduce_dbias_kernel for sm_70" in got["sm_70"]
+    assert "sm_75 to sm_121" in got["sm_70"]
+    assert got["sm_130"] == "ok - 0"
+
+
+def test_arch_specific_target_an_old_nvrtc_lacks_is_refused_by_name(mock):
+    got = _arch_lines(mock, "old_nvrtc")
+    assert got["sm_100"].startswith("error ")
+    assert "NVRTC 13.0 cannot compile actlib::reduce_dbias_kernel for sm_100a, the target of device 0 (sm_100)" \
+        in got["sm_100"]
+    assert got["sm_90"] == "ok - 0"
