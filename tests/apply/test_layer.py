@@ -33,7 +33,7 @@ def test_layerlib_golden_patch_matches_expected():
     assert patch == (CASE / "expected" / "apply.patch").read_text(), \
         "golden patch drifted (regenerate with `python -m codemod.apply.golden layerlib --update` and read the diff)"
     assert "4 kernels migrated" in report
-    assert "the NVRTC layer lacked compile_headers, function_for, set_function_attribute, occupancy, " \
+    assert "the NVRTC layer lacked compile_headers, compile_program, function_for, set_function_attribute, occupancy, " \
            "launch_cooperative: added" in report
     assert "value_add_t::_padding can be a zero-length array" in report
 
@@ -44,13 +44,14 @@ def test_features_already_present_are_not_added_again(tmp_path):
     write_all(root, compute(root, str(CASE / "rule.yaml"))[0])
     edits, added, present = layer.extend(root, _layer_cfg(), {"occupancy": True, "cooperative": True}, render)
     assert edits == [] and added == []
-    assert present == ["compile_headers", "function_for", "set_function_attribute", "occupancy", "launch_cooperative"]
+    assert present == ["compile_headers", "compile_program", "function_for", "set_function_attribute", "occupancy",
+                       "launch_cooperative"]
 
 
 def test_only_what_the_stubs_call_is_added():
     edits, added, _ = layer.extend(CASE / "input", _layer_cfg(), {"occupancy": False, "cooperative": False},
                                    render)
-    assert added == ["compile_headers", "function_for", "set_function_attribute"]
+    assert added == ["compile_headers", "compile_program", "function_for", "set_function_attribute"]
     assert not any("launch_cooperative" in e.text or "cuOccupancy" in e.text for e in edits)
 
 
