@@ -170,7 +170,8 @@ def test_arch_target_replaces_the_layers_and_unknown_archs_are_refused(mock):
     NVRTC without an arch-specific target is left to the layer (TE's compiles PTX for it)."""
     got = _arch_lines(mock, "arch")
     assert got["sm_100"] == "ok --gpu-architecture=sm_100a 1"
-    assert got["sm_121"] == "ok - 0"                     # no entry for 12.1 in this table: the layer's sm_121
+    assert got["sm_121"] == "ok --gpu-architecture=sm_120f 1"    # a family target serves the later minors
+    assert got["sm_103"] == "ok - 0"                     # an arch-specific one does not: the layer's sm_103
     assert got["sm_90"] == "ok - 0"
     assert got["sm_100_min_100"] == "ok --gpu-architecture=sm_100a 1"
     assert got["sm_90_min_100"].startswith("error ")
