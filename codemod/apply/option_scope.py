@@ -1,8 +1,9 @@
 """Options the static build gives some sources only (`migrate.options.conditional[].sources`, e.g.
 TE's --use_fast_math for activation/*.cu): which variants of a kernel get them under NVRTC. A
-variant gets the option when an entry point defined in one of those sources reaches it, as the
-static build compiled it in that unit; one the static build compiled in both kinds of unit (two
-instantiations, the program runs one of them) gets it too."""
+variant gets the option when every entry point reaching it is defined in one of those sources, as
+the static build compiled it only there. One the static build also compiled in another unit (TE:
+an NVFP4 quantize both nvte_gelu and nvte_quantize reach; two instantiations, of which the program
+runs one) does not: an entry point outside the sources (nvte_quantize) never gets the option."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ def scope(kp, sources: list[str], entry_files: dict[str, str]) -> dict | None:
     """How the option reaches `kp`'s variants: None (none of them), {"axis": -1} (all), {"axis": k,
     "values": [...]} (those whose k-th template argument is one of the values), or {"axis": -1,
     "names": [...]} (those name expressions) when no one argument tells them apart."""
-    scoped = [v for v in kp.variants if any(_matches(entry_files.get(e, ""), sources) for e in v.entry_points)]
+    scoped = [v for v in kp.variants
+              if v.entry_points and all(_matches(entry_files.get(e, ""), sources) for e in v.entry_points)]
     if not scoped:
         return None
     if len(scoped) == len(kp.variants):

@@ -25,9 +25,12 @@ def test_told_apart_by_the_functor_axis():
 
 
 def test_all_none_and_a_variant_both_kinds_of_unit_reach():
-    kp = _kp((("__half", "&::lib::gelu", "true"), ["gelu", "quantize"]), (("float", "&::lib::gelu", "true"), ["gelu"]))
-    assert scope(kp, ["activation/*.cu"], FILES) == {"axis": -1}       # one reached from both: as the activation unit
+    kp = _kp((("__half", "&::lib::gelu", "true"), ["gelu"]), (("float", "&::lib::gelu", "true"), ["gelu"]))
+    assert scope(kp, ["activation/*.cu"], FILES) == {"axis": -1}
     assert scope(kp, ["fused_softmax/*.cu"], FILES) is None
+    # one the cast entry point reaches too does not get it (nvte_quantize never compiles with it)
+    kp = _kp((("__half", "nullptr", "true"), ["gelu", "quantize"]), (("float", "&::lib::gelu", "true"), ["gelu"]))
+    assert scope(kp, ["activation/*.cu"], FILES) == {"axis": 0, "values": ["float"]}
 
 
 def test_bool_axis_and_name_fallback():
