@@ -6,8 +6,10 @@ ApplyError naming the feature, the file and the construct looked for; nothing is
 The layer shape these templates fit ("kernel manager"): a singleton manager class (the class named
 by `nvrtc_layer.manager`) holding its compiled kernels in `kernel_cache_`, keyed by
 `get_kernel_cache_key(label, device)`, each kernel giving its `CUfunction` by
-`get_function(device)`; a `compile(label, name, code, filename)` member defined in the layer's
-source whose body calls `nvrtcCreateProgram` and `nvrtcCompileProgram` once each."""
+`get_function(device)`, guarded by the class's one standard mutex member (the lookups added here
+take it at the lookup); a `compile(label, name, code, filename)` member defined in the layer's
+source whose body calls `nvrtcCreateProgram` and `nvrtcCompileProgram` once each (the latter
+becomes `compile_program_or_throw`: one --gpu-architecture, a failure carrying NVRTC's log)."""
 
 from __future__ import annotations
 
