@@ -228,7 +228,7 @@ def extend(root: Path, layer: dict, stub_features: dict[str, bool], render: Call
         raise ApplyError(f"class {cls_name} has no {', '.join(missing)}: nvrtc_layer.extend fits a kernel-manager "
                          "layer (docs/apply.md, the NVRTC layer)", where=header)
     ctx = dict(manager=cls_name, header_type=header_type, driver_call=cfg["driver_call"],
-               check_macro=cfg["check_macro"])
+               check_macro=cfg["check_macro"], error_macro=layer["error_macro"])
 
     want = required(stub_features, cfg.get("features", []))
     compile_decl = members["compile"]

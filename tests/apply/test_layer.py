@@ -103,10 +103,7 @@ _COMPILE_PROGRAM_DRIVER = r'''
 #include <string>
 #include <vector>
 
-#define CHECK(cond, message) \
-  do {                        \
-    if (!(cond)) throw std::runtime_error(message); \
-  } while (0)
+#define ERROR(message) throw std::runtime_error(message)
 
 %(helper)s
 
@@ -149,7 +146,7 @@ def compile_program(tmp_path_factory):
         pytest.skip("needs nvrtc.h and g++")
     work = tmp_path_factory.mktemp("compile_program")
     helper = render("layer/compile_program.cpp.j2", namespaced=True, manager="KernelManager", check_macro="CHECK",
-                    header_type="Header", driver_call="CALL")
+                    error_macro="ERROR", header_type="Header", driver_call="CALL")
     (work / "driver.cpp").write_text(_COMPILE_PROGRAM_DRIVER % {"helper": helper})
     exe = work / "driver"
     proc = subprocess.run(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", str(work / "driver.cpp"), "-I", str(inc),
