@@ -53,13 +53,13 @@ def test_a_changed_kernel_parameter_stops_the_build(tmp_path):
     from those declarations: kernels.cpp checks that each header still declares its kernels so.
     A parameter type changed in the header (as a later edit of the library would) fails the build
     of kernels.cpp, naming the kernel; the unchanged tree builds."""
-    from .patched_actlib import patch_actlib
+    from .patched_actlib import nvrtc_flags, patch_actlib
 
     root, strings, _ = patch_actlib(tmp_path)
 
     def build() -> subprocess.CompletedProcess:
         return subprocess.run(["nvcc", "-std=c++17", "-I", str(root), "-I", str(root / "include"), "-I",
-                               str(strings), "-DACTLIB_BUILD_LEGACY_STATIC_ACTIVATION=0",
+                               str(strings), *nvrtc_flags(tmp_path), "-DACTLIB_BUILD_LEGACY_STATIC_ACTIVATION=0",
                                "-DACTLIB_BUILD_ACTIVATION_WITH_FAST_MATH=0", "-c",
                                str(root / "rtc/activation/kernels.cpp"), "-o", str(tmp_path / "kernels.o")],
                               capture_output=True, text=True, timeout=600)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .patched_actlib import patch_actlib
+from .patched_actlib import nvrtc_flags, patch_actlib
 
 HERE = Path(__file__).resolve().parent
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (host compile of the stubs)")]
@@ -28,24 +28,11 @@ def patched(tmp_path_factory):
     return work, root, strings
 
 
-def _nvrtc_include(work: Path) -> Path:
-    """A folder holding only nvrtc.h (the toolkit's nvcc may come without it; the stubs include it)."""
-    from .test_rtc_cache import _cuda_include
-
-    inc = _cuda_include()
-    if inc is None:
-        pytest.skip("no nvrtc.h (pip install nvidia-cuda-nvrtc)")
-    folder = work / "nvrtc_include"
-    folder.mkdir(exist_ok=True)
-    shutil.copyfile(inc / "nvrtc.h", folder / "nvrtc.h")
-    return folder
-
-
 def _nvcc(root: Path, strings: Path, *args: str, lang: tuple[str, ...] = ("-x", "cu")) -> None:
     """nvcc with the patched tree's include folders; a .cpp (kernels.cpp) as the build compiles it:
     `lang=()`, host C++."""
     proc = subprocess.run(["nvcc", "-std=c++17", *lang, "-I", str(root), "-I", str(root / "include"),
-                           "-I", str(strings), "-I", str(_nvrtc_include(root.parent)), "-DACTLIB_BUILD_LEGACY_STATIC_ACTIVATION=0", *args],
+                           "-I", str(strings), *nvrtc_flags(root.parent), "-DACTLIB_BUILD_LEGACY_STATIC_ACTIVATION=0", *args],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
 
@@ -57,7 +44,7 @@ def mock(patched):
     exe = work / "rtc_mock"
     cudart = work / "rtc_mock_cudart.o"
     proc = subprocess.run(["nvcc", "-c", str(HERE / "fixtures/rtc_mock_cudart.cpp"), "-o", str(cudart),
-                           "-I", str(_nvrtc_include(work))],
+                           *nvrtc_flags(work)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
     _nvcc(root, strings, "-DACTLIB_BUILD_ACTIVATION_WITH_FAST_MATH=0", "-c", str(HERE / "fixtures/rtc_mock.cu"),
