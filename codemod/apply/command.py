@@ -93,12 +93,13 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     from .review import change_sets
     from .spec import migrate_spec
     from .style import format_edits, target_style
-    from . import build_order, migrated
+    from . import arch_policy, build_order, migrated
 
     if build_log is not None and not Path(build_log).is_file():
         raise UsageError(f"build log not found: {build_log}")
     rule = load_rule(target)
     spec = migrate_spec(rule)
+    arch_policy.resolve(root, spec)     # options.arch_targets_from: the table from the library's CMake
     check_selection(spec, only, exclude)
     for note in migrated.ignored_in_tree(root, spec):
         print(f"codemod: note: {note}", file=sys.stderr)

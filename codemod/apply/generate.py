@@ -16,8 +16,8 @@ import jinja2
 
 from .. import __version__, strict_json
 from ..errors import ApplyError
-from . import kernel_api, layer, layer_cache, prelude_copies, sections, shared_variables, source, stacking, stdnames, \
-    stdshim, target_names, zero_length
+from . import kernel_api, layer, layer_cache, option_scope, prelude_copies, sections, shared_variables, source, \
+    stacking, stdnames, stdshim, target_names, zero_length
 from .changeset import RTC_GUARD, ChangeSet, Edit, relative_include
 from .launch_rewrite import matching, rewrite_sites
 from .names import enum_cast, namespace_parts, spelled_id
@@ -320,6 +320,7 @@ def _stub_kernels(run: _Run, programs: dict[str, str], copy_checks: list[dict]) 
     for c in spec.types["cases"].values():
         type_names.add(c["type"])
     program_list: dict[tuple, dict] = {}     # (program, its headers) -> kernels.cpp's Program
+    entry_files = {e.name: e.file for e in plan.entry_points}
     for kp in plan.kernels:
         kinds = {p.name: p.kind for p in kp.kernel.params}
         enums = {p.name: p.enum for p in kp.kernel.params if p.enum}
@@ -346,6 +347,9 @@ def _stub_kernels(run: _Run, programs: dict[str, str], copy_checks: list[dict]) 
             param_names=", ".join(params), params=params,
             axes=[_axis_expr(kinds[p], p, enums.get(p)) for p in params], program=program,
             options=spec.options["kernels"].get(kp.kernel.id, []),
+            # the static kernel's body is one `#if __CUDA_ARCH__ >= N` block: no code below sm_<N/10>
+            min_arch=(kp.kernel.body_arch_min or 0) // 10,
+            scoped=option_scope.scoped_options(kp, spec.options["conditional"], entry_files),
             shared=[dict(name=v, symbol=shared_variables.module_symbol(v, listed)) for v in kp.shared_variables],
             shared_template_params=_with_shared(kp.signature.template_params, len(kp.shared_variables)),
             declared_shared_template_params=_with_shared(kernel_api.without_defaults(kp.signature.template_params),
@@ -427,6 +431,7 @@ def _kernels_cpp(run: _Run, stubs: _Stubs, shipped: dict[str, str], copy_checks:
         copy_hash_base=COPY_HASH_BASE, build_value=target_names.macro_prefix(spec) + "_RTC_BUILD_VALUE",
         layer=spec.layer, legacy_option=spec.legacy_option, cpp_path=cpp_path,
         namespace=spec.namespace, options=spec.options, kernels=stubs.kernels,
+        scoped=any("sources" in c for c in spec.options["conditional"]),
         programs=_program_names(stubs.programs), shared_headers=_shared_headers(stubs.programs)), cpp_path)
 
 

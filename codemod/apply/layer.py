@@ -6,8 +6,10 @@ ApplyError naming the feature, the file and the construct looked for; nothing is
 The layer shape these templates fit ("kernel manager"): a singleton manager class (the class named
 by `nvrtc_layer.manager`) holding its compiled kernels in `kernel_cache_`, keyed by
 `get_kernel_cache_key(label, device)`, each kernel giving its `CUfunction` by
-`get_function(device)`; a `compile(label, name, code, filename)` member defined in the layer's
-source whose body calls `nvrtcCreateProgram` and `nvrtcCompileProgram` once each."""
+`get_function(device)`, guarded by the class's one standard mutex member (the lookups added here
+take it at the lookup); a `compile(label, name, code, filename)` member defined in the layer's
+source whose body calls `nvrtcCreateProgram` and `nvrtcCompileProgram` once each (the latter
+becomes `compile_program_or_throw`: one --gpu-architecture, a failure carrying NVRTC's log)."""
 
 from __future__ import annotations
 
@@ -30,13 +32,17 @@ class Feature:
     section: str = "public"       # public: before the class's `private:`; private: after it
 
 
-# The stubs call: compile with options and headers, set_function_attribute (always),
+# The stubs call: compile with options and headers, compiling with one target (always),
+# set_function_attribute (always),
 # occupancy_max_active_blocks_per_sm and launch_cooperative (when a migrated site does),
 # global_address (when a migrated kernel has shared variables).
 # `function_for` is the lookup the others share. Order: the order edits are added in.
 FEATURES: dict[str, Feature] = {f.name: f for f in [
     Feature("compile_headers", "", (), None, None,
             "compile(label, name, code, filename, options, headers): NVRTC options and in-memory headers per program"),
+    Feature("compile_program", "", (), None, None,
+            "compile's NVRTC compile through compile_program_or_throw: one --gpu-architecture (a target in the "
+            "extra options replaces the layer's own) and a failure that carries NVRTC's log"),
     Feature("function_for", "rtc_function", (), "layer/function_for.h.j2", "layer/function_for.cpp.j2",
             "the CUfunction of a compiled kernel on the current device (for the features below)", "private"),
     Feature("set_function_attribute", "set_function_attribute", ("function_for",),
@@ -55,6 +61,14 @@ FEATURES: dict[str, Feature] = {f.name: f for f in [
 ]}
 
 REQUIRED_MEMBERS = ("kernel_cache_", "get_kernel_cache_key", "compile", "is_compiled")
+# The helper the compile_program feature defines in the layer source: its name means "present".
+COMPILE_PROGRAM = "compile_program_or_throw"
+# The manager's mutex (the one guarding kernel_cache_) -> the lock a reader of the map takes.
+READ_LOCKS = {"std::shared_mutex": "std::shared_lock<std::shared_mutex>",
+              "std::shared_timed_mutex": "std::shared_lock<std::shared_timed_mutex>",
+              "std::mutex": "std::lock_guard<std::mutex>",
+              "std::recursive_mutex": "std::lock_guard<std::recursive_mutex>",
+              "std::timed_mutex": "std::lock_guard<std::timed_mutex>"}
 
 
 @dataclass
@@ -68,7 +82,7 @@ class LayerEdit:
 
 def required(stub_features: dict[str, bool], listed: list[str]) -> list[str]:
     """The features the stubs call plus those the rule lists, with what they need, in FEATURES order."""
-    want = {"compile_headers", "set_function_attribute", *listed}
+    want = {"compile_headers", "compile_program", "set_function_attribute", *listed}
     if stub_features.get("occupancy"):
         want.add("occupancy")
     if stub_features.get("cooperative"):
@@ -120,6 +134,19 @@ def _members(cls, data: bytes) -> dict[str, object]:
                     "pointer_declarator", "reference_declarator"):
                 out.setdefault(source.node_text(data, d), n)
                 break
+    return out
+
+
+def _mutexes(cls, data: bytes) -> list[tuple[str, str]]:
+    """(name, type) of the class's data members whose type is a standard mutex."""
+    out = []
+    for n in cls.child_by_field_name("body").named_children:
+        if n.type != "field_declaration":
+            continue
+        t = n.child_by_field_name("type")
+        d = n.child_by_field_name("declarator")
+        if t is not None and d is not None and "".join(source.node_text(data, t).split()) in READ_LOCKS:
+            out.append((source.node_text(data, d), "".join(source.node_text(data, t).split())))
     return out
 
 
@@ -201,19 +228,27 @@ def extend(root: Path, layer: dict, stub_features: dict[str, bool], render: Call
         raise ApplyError(f"class {cls_name} has no {', '.join(missing)}: nvrtc_layer.extend fits a kernel-manager "
                          "layer (docs/apply.md, the NVRTC layer)", where=header)
     ctx = dict(manager=cls_name, header_type=header_type, driver_call=cfg["driver_call"],
-               check_macro=cfg["check_macro"])
+               check_macro=cfg["check_macro"], error_macro=layer["error_macro"])
 
     want = required(stub_features, cfg.get("features", []))
     compile_decl = members["compile"]
-    has_headers = header_type in source.node_text(hdata, compile_decl)
-    present = {n for n in want if (has_headers if n == "compile_headers" else FEATURES[n].member in members)}
+    has = {"compile_headers": header_type in source.node_text(hdata, compile_decl),
+           "compile_program": COMPILE_PROGRAM.encode() in sdata}
+    present = {n for n in want if has.get(n, FEATURES[n].member in members)}
     added = [n for n in want if n not in present]
+    if "function_for" in added:
+        ctx.update(_read_lock(cls, hdata, cls_name, header))
     edits: list[LayerEdit] = []
     h_insert, s_append = {"public": [], "private": []}, []
     for name in added:
         f = FEATURES[name]
         if name == "compile_headers":
-            edits += _compile_headers(header, hdata, hroot, cls, compile_decl, src, sdata, sroot, cls_name, ctx, render)
+            edits += _compile_headers(header, hdata, hroot, cls, compile_decl, src, sdata, sroot, cls_name, ctx, render,
+                                      with_compile_program="compile_program" in added)
+            continue
+        if name == "compile_program":
+            if "compile_headers" not in added:     # else compile_headers' helper calls it
+                edits += _compile_program(src, sdata, sroot, cls_name, ctx, render)
             continue
         if f.header:
             h_insert[f.section].append(render(f.header, **ctx))
@@ -238,9 +273,46 @@ def extend(root: Path, layer: dict, stub_features: dict[str, bool], render: Call
     return edits, added, [n for n in want if n in present]
 
 
-def _compile_headers(header, hdata, hroot, cls, decl, src, sdata, sroot, cls_name, ctx, render) -> list[LayerEdit]:
+def _read_lock(cls, data: bytes, cls_name: str, header: str) -> dict[str, str]:
+    """The lock a reader of kernel_cache_ takes: on the class's one standard mutex member."""
+    found = _mutexes(cls, data)
+    if len(found) != 1:
+        raise ApplyError(f"class {cls_name} declares {len(found)} standard mutex members (the anchor needs exactly "
+                         "one: the lock guarding kernel_cache_)", where=header,
+                         hint="nvrtc_layer.extend fits a kernel-manager layer with one mutex (docs/apply.md, "
+                              "the NVRTC layer)")
+    name, type_ = found[0]
+    return {"mutex": name, "lock_type": READ_LOCKS[type_]}
+
+
+def _compile_call(src, sdata, sroot, cls_name):
+    """(compile's definition, its one nvrtcCompileProgram call); ApplyError when not exactly one."""
+    definition = _definition(sroot, sdata, f"{cls_name}::compile")
+    if definition is None:
+        raise ApplyError(f"no definition of {cls_name}::compile", where=src)
+    found = _calls(definition.child_by_field_name("body"), sdata, "nvrtcCompileProgram")
+    if len(found) != 1:
+        raise ApplyError(f"compile_program: {cls_name}::compile calls nvrtcCompileProgram {len(found)} times (the "
+                         "anchor needs exactly one)", where=src)
+    return definition, found[0]
+
+
+def _compile_program(src, sdata, sroot, cls_name, ctx, render) -> list[LayerEdit]:
+    """compile's nvrtcCompileProgram call becomes compile_program_or_throw (same parameters and
+    result), defined above compile."""
+    definition, call = _compile_call(src, sdata, sroot, cls_name)
+    at = _before_comments(sdata, definition)
+    fn = call.child_by_field_name("function")
+    why = "one --gpu-architecture, and a failure carrying NVRTC's log"
+    return [LayerEdit(src, at, at, render("layer/compile_program.cpp.j2", namespaced=True, **ctx), why),
+            LayerEdit(src, fn.start_byte, fn.end_byte, COMPILE_PROGRAM, why)]
+
+
+def _compile_headers(header, hdata, hroot, cls, decl, src, sdata, sroot, cls_name, ctx, render,
+                     with_compile_program: bool = False) -> list[LayerEdit]:
     """`compile` gains `extra_options` and `extra_headers` (defaulted in the declaration); its body's
-    nvrtcCreateProgram / nvrtcCompileProgram calls go through helpers that append them."""
+    nvrtcCreateProgram / nvrtcCompileProgram calls go through helpers that append them (the latter
+    then calls compile_program_or_throw when `with_compile_program`)."""
     where = f"{header}: {cls_name}::compile"
     if _class(hroot, hdata, ctx["header_type"]) is not None:
         raise ApplyError(f"the layer declares {ctx['header_type']} but compile does not take it", where=header,
@@ -266,7 +338,8 @@ def _compile_headers(header, hdata, hroot, cls, decl, src, sdata, sroot, cls_nam
                   "compile takes NVRTC options and headers"),
     ]
     helpers_at = _before_comments(sdata, definition)
-    edits.append(LayerEdit(src, helpers_at, helpers_at, render("layer/compile_helpers.cpp.j2", **ctx),
+    edits.append(LayerEdit(src, helpers_at, helpers_at, render("layer/compile_helpers.cpp.j2",
+                                                               with_compile_program=with_compile_program, **ctx),
                            "helpers appending the options and headers"))
     for callee, helper, first in (("nvrtcCreateProgram", "create_program_with_headers", "extra_headers"),
                                   ("nvrtcCompileProgram", "compile_program_with_options", "extra_options")):

@@ -27,6 +27,9 @@ def symbol_for(path: str) -> str:
 class Variant:
     axes: dict[str, str]
     sites: list[str]
+    # the analysis' entry points reaching it (option_scope: options the static build gives some
+    # sources only follow them)
+    entry_points: list[str] = field(default_factory=list)
 
     def name_expression(self, kernel_id: str) -> str:
         return f"&::{spelled_id(kernel_id)}<{', '.join(self.axes.values())}>"
@@ -437,11 +440,13 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
             except Unspellable as e:
                 refused = f"template argument `{e}` at {s.id} has no canonical spelling for a name expression"
                 break
-            for axes in site_variants:
+            reaching = [v.get("entry_points", []) for v in s.variants if v.get("kernel", kernel.id) == kernel.id]
+            for axes, entry_points in zip(site_variants, reaching):
                 key = tuple(axes.items())
                 variants.setdefault(key, Variant(axes, []))
                 if s.id not in variants[key].sites:
                     variants[key].sites.append(s.id)
+                variants[key].entry_points += [e for e in entry_points if e not in variants[key].entry_points]
         if not refused and not variants:
             refused = (f"the analysis reached no instantiation of {kid} from the rule's entry points "
                        "(nothing to compile or verify); add the translation units that hold its entry "
@@ -608,6 +613,7 @@ def _one_spelling_per_type(root: Path, spec: MigrateSpec, kernel: Kernel, source
         key = tuple(axes.items())
         merged.setdefault(key, Variant(axes, []))
         merged[key].sites += [s for s in var.sites if s not in merged[key].sites]
+        merged[key].entry_points += [e for e in var.entry_points if e not in merged[key].entry_points]
     return merged
 
 

@@ -41,3 +41,29 @@ def patch_actlib(work: Path, rule_text: str | None = None) -> tuple[Path, Path, 
                 .replace("@ACTLIB_STRING_CONTENT@", (root / path).read_text()))
         (strings / f"{symbol_for(path)}.h").write_text(text)
     return root, strings, manifest
+
+
+def nvrtc_flags(work: Path, link: bool = False) -> list[str]:
+    """nvcc flags for a host compile of the generated stubs (rtc_stubs.h includes nvrtc.h, which the
+    toolkit's nvcc may come without: a folder holding a copy), and with `link` the NVRTC library
+    (the stubs ask it which archs it compiles for) with its folder as rpath."""
+    import pytest
+
+    from codemod.verify import nvrtc
+
+    from .test_rtc_cache import _cuda_include
+
+    inc = _cuda_include()
+    if inc is None:
+        pytest.skip("no nvrtc.h (pip install nvidia-cuda-nvrtc)")
+    folder = work / "nvrtc_include"
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(inc / "nvrtc.h", folder / "nvrtc.h")
+    flags = ["-I", str(folder)]
+    if link:
+        try:
+            lib = Path(nvrtc.find_library())
+        except nvrtc.NvrtcNotFound:
+            pytest.skip("no libnvrtc (pip install nvidia-cuda-nvrtc)")
+        flags += [f"-L{lib.parent}", f"-l:{lib.name}", f"-Xlinker=-rpath,{lib.parent}"]
+    return flags

@@ -15,7 +15,7 @@ import pytest
 
 from codemod.apply.golden import GOLDEN
 
-from .patched_actlib import patch_actlib
+from .patched_actlib import nvrtc_flags, patch_actlib
 
 HERE = Path(__file__).resolve().parent
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (host compile of the stubs)")]
@@ -30,6 +30,18 @@ def _fnv1a(parts: list[bytes]) -> int:
         for byte in part:
             h = ((h ^ byte) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
     return h
+
+
+def _fast_math_variants() -> set[tuple[str, tuple]]:
+    """(kernel id, axis values) of the variants whose entry points are all in activation/*.cu."""
+    from codemod.apply.option_scope import _matches
+
+    from .patched_actlib import _COMPUTED
+
+    plan = next(p for _, p in _COMPUTED.values() if OWN_KERNEL in p.spec.options["kernels"])   # this module's rule
+    files = {e.name: e.file for e in plan.entry_points}
+    return {(kp.kernel.id, tuple(v.axes.values())) for kp in plan.kernels for v in kp.variants
+            if v.entry_points and all(_matches(files.get(e, ""), ["activation/*.cu"]) for e in v.entry_points)}
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +62,7 @@ def labels(tmp_path_factory) -> tuple[dict, dict[str, list[str]], Path]:
         exe = work / f"labels_{fast}"
         builds[fast] = (exe, subprocess.Popen(
             ["nvcc", "-std=c++17", "-I", str(root), "-I", str(root / "include"), "-I", str(strings),
-             "-I", str(work), "-DACTLIB_BUILD_LEGACY_STATIC_ACTIVATION=0",
+             "-I", str(work), *nvrtc_flags(work, link=True), "-DACTLIB_BUILD_LEGACY_STATIC_ACTIVATION=0",
              f"-DACTLIB_BUILD_ACTIVATION_WITH_FAST_MATH={fast}", str(HERE / "fixtures/cache_labels.cu"),
              str(root / "rtc/activation/kernels.cpp"),
              "-o", str(exe)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
@@ -76,6 +88,7 @@ def test_key_is_kernel_every_axis_options_and_source_hash(labels):
     cv = re.search(r",-DCUDA_VERSION=(\d+)", out["0"][0])
     assert cv is not None and int(cv.group(1)) >= 12000
     cv = cv.group(0)
+    scoped = _fast_math_variants()
     i = 0
     # kernels.cpp hands every program the rule's one header list (the union, by include name)
     shared = sorted({name: path for k in manifest["kernels"] for name, path in k["headers"].items()}.items())
@@ -90,9 +103,11 @@ def test_key_is_kernel_every_axis_options_and_source_hash(labels):
         for v in k["variants"]:
             axes = "".join(f",{param}={value}" for param, value in v["axes"].items())
             assert out["0"][i] == f"{k['id']}{axes},--std=c++17{cv}{own}{src}"
-            # another NVRTC option (the fast-math CMake option ON) is another key; the kernel's
-            # own options come after the rule's
-            assert out["1"][i] == f"{k['id']}{axes},--std=c++17,--use_fast_math{cv}{own}{src}"
+            # another NVRTC option (the fast-math CMake option ON, for the variants the activation
+            # units instantiate: options.conditional[].sources) is another key, after the kernel's own
+            fast = ",--use_fast_math" if (k["id"], tuple(v["axes"].values())) in scoped else ""
+            assert out["1"][i] == f"{k['id']}{axes},--std=c++17{cv}{own}{fast}{src}"
             i += 1
+    assert scoped and len(scoped) < i          # some variants get it, the cast entry points' do not
     assert any(k["id"] == OWN_KERNEL for k in manifest["kernels"])
 

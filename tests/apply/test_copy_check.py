@@ -51,11 +51,11 @@ def test_an_unchanged_copy_compiles_and_a_changed_header_stops_the_build(tmp_pat
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 def test_a_kernel_parameter_edit_needs_no_regeneration(tmp_path):
     """Each kernel's signature exists once, in its header: the stubs take the launcher type from
-    the kernel (`decltype`, in the section its header includes at its end), and no kernel is
+    the kernel (`decltype`, in the section its header includes after its kernels), and no kernel is
     declared again nor checked by a hash. A parameter-type edit in the header builds as the
     static kernel would (an argument converts), or fails to compile naming the kernel (one that
     cannot); nothing asks for a regeneration."""
-    from .patched_actlib import patch_actlib
+    from .patched_actlib import nvrtc_flags, patch_actlib
 
     root, _, _ = patch_actlib(tmp_path)
     stubs = (root / "rtc/activation/kernels.h").read_text()
@@ -67,7 +67,7 @@ def test_a_kernel_parameter_edit_needs_no_regeneration(tmp_path):
 
     def build() -> subprocess.CompletedProcess:
         return subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "-I", str(root), "-I", str(root / "include"),
-                               "-DACTLIB_BUILD_LEGACY_STATIC_ACTIVATION=0", "-c", str(root / "activation/gelu.cu"),
+                               *nvrtc_flags(tmp_path), "-DACTLIB_BUILD_LEGACY_STATIC_ACTIVATION=0", "-c", str(root / "activation/gelu.cu"),
                                "-o", str(tmp_path / "gelu.o")], capture_output=True, text=True, timeout=600)
 
     r = build()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .patched_actlib import patch_actlib
+from .patched_actlib import nvrtc_flags, patch_actlib
 
 HERE = Path(__file__).resolve().parent
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (host compile of the stubs)")]
@@ -32,7 +32,7 @@ def _nvcc(root: Path, strings: Path, *args: str, lang: tuple[str, ...] = ("-x", 
     """nvcc with the patched tree's include folders; a .cpp (kernels.cpp) as the build compiles it:
     `lang=()`, host C++."""
     proc = subprocess.run(["nvcc", "-std=c++17", *lang, "-I", str(root), "-I", str(root / "include"),
-                           "-I", str(strings), "-DACTLIB_BUILD_LEGACY_STATIC_ACTIVATION=0", *args],
+                           "-I", str(strings), *nvrtc_flags(root.parent), "-DACTLIB_BUILD_LEGACY_STATIC_ACTIVATION=0", *args],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
 
@@ -43,21 +43,24 @@ def mock(patched):
     work, root, strings = patched
     exe = work / "rtc_mock"
     cudart = work / "rtc_mock_cudart.o"
-    proc = subprocess.run(["nvcc", "-c", str(HERE / "fixtures/rtc_mock_cudart.cpp"), "-o", str(cudart)],
+    proc = subprocess.run(["nvcc", "-c", str(HERE / "fixtures/rtc_mock_cudart.cpp"), "-o", str(cudart),
+                           *nvrtc_flags(work)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
     _nvcc(root, strings, "-DACTLIB_BUILD_ACTIVATION_WITH_FAST_MATH=0", "-c", str(HERE / "fixtures/rtc_mock.cu"),
           "-o", str(work / "rtc_mock.o"))
-    _nvcc(root, strings, "-DACTLIB_BUILD_ACTIVATION_WITH_FAST_MATH=0", "-c", str(root / "rtc/activation/kernels.cpp"),
-          "-o", str(work / "kernels.o"), lang=())
-    # shared libcudart: the mock's CUDA runtime functions interpose over it
-    proc = subprocess.run(["nvcc", "-cudart", "shared", str(work / "rtc_mock.o"), str(work / "kernels.o"), str(cudart),
-                           "-o", str(exe)],
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    for fast in (0, 1):   # kernels.cpp as a build with ACTLIB_BUILD_ACTIVATION_WITH_FAST_MATH off and on
+        _nvcc(root, strings, f"-DACTLIB_BUILD_ACTIVATION_WITH_FAST_MATH={fast}", "-c",
+              str(root / "rtc/activation/kernels.cpp"), "-o", str(work / f"kernels{fast}.o"), lang=())
+        # shared libcudart: the mock's CUDA runtime functions interpose over it
+        proc = subprocess.run(["nvcc", "-cudart", "shared", str(work / "rtc_mock.o"), str(work / f"kernels{fast}.o"),
+                               str(cudart), "-o", str(exe) + str(fast)],
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-4000:]
 
-    def run(scenario: str) -> tuple[list[str], dict[str, int]]:
-        out = subprocess.run([str(exe), scenario], capture_output=True, text=True, check=True).stdout.splitlines()
+    def run(scenario: str, fast: int = 0) -> tuple[list[str], dict[str, int]]:
+        out = subprocess.run([str(exe) + str(fast), scenario], capture_output=True, text=True,
+                             check=True).stdout.splitlines()
         calls = [line for line in out if line.startswith("call ")]
         counters = {k: int(v) for k, v in (line.split() for line in out if not line.startswith("call "))}
         return calls, counters
@@ -140,3 +143,46 @@ def test_no_header_reads_an_option_macro(patched):
     assert "constexpr bool legacy_build = true;" in (root / "rtc/activation/kernels.h").read_text()
     cpp = uses("rtc/activation/kernels.cpp")
     assert "#if ACTLIB_BUILD_ACTIVATION_WITH_FAST_MATH" in cpp and any("CUDA_VERSION" in ln for ln in cpp)
+
+
+def _arch_lines(mock, scenario: str) -> dict[str, str]:
+    calls, _ = mock(scenario)
+    return dict(line.split(" ", 2)[1:] for line in calls if not line.split()[1].isdigit())
+
+
+def test_arch_target_replaces_the_layers_and_unknown_archs_are_refused(mock):
+    """Issue 29: the static build's arch-specific target is the one --gpu-architecture the stubs
+    add (the layer's compile keeps the last one only); a device below the kernel's minimum arch, or
+    one NVRTC cannot compile for, is refused naming the kernel and the arch; a device newer than
+    NVRTC without an arch-specific target is left to the layer (TE's compiles PTX for it)."""
+    got = _arch_lines(mock, "arch")
+    assert got["sm_100"] == "ok --gpu-architecture=sm_100a 1"
+    assert got["sm_121"] == "ok --gpu-architecture=sm_120f 1"    # a family target serves the later minors
+    assert got["sm_103"] == "ok - 0"                     # an arch-specific one does not: the layer's sm_103
+    assert got["sm_90"] == "ok - 0"
+    assert got["sm_100_min_100"] == "ok --gpu-architecture=sm_100a 1"
+    assert got["sm_90_min_100"].startswith("error ")
+    assert "actlib::reduce_dbias_kernel needs sm_100 or newer" in got["sm_90_min_100"]
+    assert "device 0 (sm_90)" in got["sm_90_min_100"]
+    assert "NVRTC 13.0 cannot compile actlib::reduce_dbias_kernel for sm_70" in got["sm_70"]
+    assert "sm_75 to sm_121" in got["sm_70"]
+    assert got["sm_130"] == "ok - 0"
+
+
+def test_arch_specific_target_an_old_nvrtc_lacks_is_refused_by_name(mock):
+    got = _arch_lines(mock, "old_nvrtc")
+    assert got["sm_100"].startswith("error ")
+    assert "NVRTC 13.0 cannot compile actlib::reduce_dbias_kernel for sm_100a, the target of device 0 (sm_100)" \
+        in got["sm_100"]
+    assert got["sm_90"] == "ok - 0"
+
+
+@pytest.mark.parametrize("fast", [0, 1])
+def test_fast_math_follows_the_sources_the_static_build_gives_it(mock, fast):
+    """Issue 29: with ACTLIB_BUILD_ACTIVATION_WITH_FAST_MATH=ON the static build compiles
+    activation/*.cu with --use_fast_math, cast/*.cu without: the activation functors' variants of
+    unary_kernel get it under NVRTC, the cast entry points' (identity) do not; OFF: none does."""
+    calls, _ = mock("scoped", fast)
+    got = dict(line.split(" ", 2)[1:] for line in calls)
+    assert got["gelu"] == f"ok {fast}"
+    assert got["identity"] == "ok 0"

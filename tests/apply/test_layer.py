@@ -5,8 +5,10 @@ array can be zero-length (zero_length.py)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -31,7 +33,7 @@ def test_layerlib_golden_patch_matches_expected():
     assert patch == (CASE / "expected" / "apply.patch").read_text(), \
         "golden patch drifted (regenerate with `python -m codemod.apply.golden layerlib --update` and read the diff)"
     assert "4 kernels migrated" in report
-    assert "the NVRTC layer lacked compile_headers, function_for, set_function_attribute, occupancy, " \
+    assert "the NVRTC layer lacked compile_headers, compile_program, function_for, set_function_attribute, occupancy, " \
            "launch_cooperative: added" in report
     assert "value_add_t::_padding can be a zero-length array" in report
 
@@ -42,13 +44,14 @@ def test_features_already_present_are_not_added_again(tmp_path):
     write_all(root, compute(root, str(CASE / "rule.yaml"))[0])
     edits, added, present = layer.extend(root, _layer_cfg(), {"occupancy": True, "cooperative": True}, render)
     assert edits == [] and added == []
-    assert present == ["compile_headers", "function_for", "set_function_attribute", "occupancy", "launch_cooperative"]
+    assert present == ["compile_headers", "compile_program", "function_for", "set_function_attribute", "occupancy",
+                       "launch_cooperative"]
 
 
 def test_only_what_the_stubs_call_is_added():
     edits, added, _ = layer.extend(CASE / "input", _layer_cfg(), {"occupancy": False, "cooperative": False},
                                    render)
-    assert added == ["compile_headers", "function_for", "set_function_attribute"]
+    assert added == ["compile_headers", "compile_program", "function_for", "set_function_attribute"]
     assert not any("launch_cooperative" in e.text or "cuOccupancy" in e.text for e in edits)
 
 
@@ -90,3 +93,89 @@ def test_patched_layerlib_builds(tmp_path, legacy):
     for c in (cmd, ["ninja", "-C", str(tmp_path / "b")]):
         proc = subprocess.run(c, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+
+
+_COMPILE_PROGRAM_DRIVER = r'''
+#include <nvrtc.h>
+
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#define ERROR(message) throw std::runtime_error(message)
+
+%(helper)s
+
+// argv[1]: a source; the options follow. Prints "ok <log>" or "error <what>" (newlines as '|').
+int main(int argc, char **argv) {
+  nvrtcProgram program = nullptr;
+  if (nvrtcCreateProgram(&program, argv[1], "t.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS) return 2;
+  std::string out;
+  try {
+    compile_program_or_throw(program, argc - 2, argv + 2);
+    std::size_t size = 0;
+    nvrtcGetProgramLogSize(program, &size);
+    std::string log(size, '\0');
+    nvrtcGetProgramLog(program, &log[0]);
+    out = "ok " + std::string(log.c_str());
+  } catch (const std::exception &e) {
+    out = std::string("error ") + e.what();
+  }
+  for (char &c : out) c = c == '\n' ? '|' : c;
+  std::printf("%%s\n", out.c_str());
+  return 0;
+}
+'''
+
+
+@pytest.fixture(scope="module")
+def compile_program(tmp_path_factory):
+    """The layer's compile_program_or_throw (as extend renders it) over the real NVRTC: run(source,
+    *options) -> its one output line."""
+    from codemod.verify import nvrtc
+
+    from .test_rtc_cache import _cuda_include
+
+    inc = _cuda_include()
+    try:
+        lib = Path(nvrtc.find_library())
+    except nvrtc.NvrtcNotFound:
+        pytest.skip("no libnvrtc (pip install nvidia-cuda-nvrtc)")
+    if inc is None or shutil.which("g++") is None:
+        pytest.skip("needs nvrtc.h and g++")
+    work = tmp_path_factory.mktemp("compile_program")
+    helper = render("layer/compile_program.cpp.j2", namespaced=True, manager="KernelManager", check_macro="CHECK",
+                    error_macro="ERROR", header_type="Header", driver_call="CALL")
+    (work / "driver.cpp").write_text(_COMPILE_PROGRAM_DRIVER % {"helper": helper})
+    exe = work / "driver"
+    proc = subprocess.run(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", str(work / "driver.cpp"), "-I", str(inc),
+                           f"-L{lib.parent}", f"-l:{lib.name}", f"-Wl,-rpath,{lib.parent}", "-o", str(exe)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+
+    def run(code: str, *options: str) -> str:
+        env = {**os.environ, "LD_LIBRARY_PATH": str(lib.parent)}   # libnvrtc-builtins beside it
+        return subprocess.run([str(exe), code, *options], capture_output=True, text=True, timeout=300,
+                              check=True, env=env).stdout.strip()
+    return run
+
+
+_SPECIFIC = "#if __CUDA_ARCH_SPECIFIC__ != 1000\n#error not sm_100a\n#endif\n__global__ void k() {}\n"
+
+
+@pytest.mark.slow
+def test_one_gpu_architecture_reaches_nvrtc_the_callers(compile_program):
+    """The layer's own --gpu-architecture, then the stubs' arch-specific one: NVRTC gets the last
+    only (no 'multiple --gpu-architecture' warning in its log) and compiles for it."""
+    out = compile_program(_SPECIFIC, "--gpu-architecture=sm_90", "--std=c++17", "--gpu-architecture=sm_100a")
+    assert out == "ok", out                  # an empty log: no warning
+    assert compile_program(_SPECIFIC, "--gpu-architecture=sm_100a").startswith("ok")
+    assert "not sm_100a" in compile_program(_SPECIFIC, "--gpu-architecture=sm_100a", "-arch=sm_90")
+
+
+@pytest.mark.slow
+def test_failed_compile_carries_the_nvrtc_log(compile_program):
+    out = compile_program("__global__ void k() { undefined_name = 1; }\n", "--gpu-architecture=sm_90")
+    assert out.startswith("error NVRTC compile failed (NVRTC_ERROR_COMPILATION, --gpu-architecture=sm_90):|")
+    assert "undefined_name" in out and "t.cu" in out

@@ -465,8 +465,8 @@ def test_a_body_live_only_on_blackwell_is_prechecked_for_sm_100a(tmp_path, capsy
 
 def test_arch_targets_reach_the_stubs_the_manifest_and_verify(tmp_path, capsys):
     """migrate.options.arch_targets (TE: its CMake builds the activation TUs for sm_100a/sm_120f
-    on Blackwell): the stubs append the device's target to the options of its compile (NVRTC
-    takes the last --gpu-architecture), the manifest records the table, and verify compiles
+    on Blackwell): the stubs append the device's target to the options of its compile (the
+    layer's compile keeps the last --gpu-architecture), the manifest records the table, and verify compiles
     sm_120 as sm_120f and sm_90 as itself."""
     from codemod.verify.manifest import parse_manifest
     from codemod.verify.programs import plan, target_arch
@@ -478,7 +478,7 @@ def test_arch_targets_reach_the_stubs_the_manifest_and_verify(tmp_path, capsys):
     table = (out / "kernels.cpp").read_text()
     assert re.search(r'\{\s*100,\s*"sm_100a"\s*\},\s*\{\s*120,\s*"sm_120f"\s*\},\s*\{\s*121,\s*"sm_120f"\s*\}', table)
     runtime = (root / "util" / "rtc_stubs.h").read_text()
-    assert "device_options(kernel_)" in runtime and 'std::string("--gpu-architecture=") + target.second' in runtime
+    assert "compile_options(kernel_, options_)" in runtime and 'std::string("--gpu-architecture=") + target' in runtime
     from codemod.tool_state import manifest_path
 
     path = manifest_path(root, "activation")

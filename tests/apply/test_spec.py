@@ -21,8 +21,11 @@ def _line(text: str, needle: str) -> int:
     ("    legacy_option: ACTLIB_BUILD_LEGACY_STATIC_ACTIVATION\n", "    legacy_option: ACTLIB_STATIC\n",
      "migrate/cmake/legacy_option"),
     ("  namespace: actlib::rtc_activation\n", "  namespace: [actlib]\n", "migrate/namespace"),
-    ("      - {option: --use_fast_math, cmake_option: ACTLIB_BUILD_ACTIVATION_WITH_FAST_MATH}\n",
-     "      - {option: --use_fast_math}\n", "migrate/options/conditional/0"),
+    ("      - {option: --use_fast_math, cmake_option: ACTLIB_BUILD_ACTIVATION_WITH_FAST_MATH, sources: [activation/*.cu]}\n",
+     "      - {option: --use_fast_math, sources: [activation/*.cu]}\n", "migrate/options/conditional/0"),
+    ("      - {option: --use_fast_math, cmake_option: ACTLIB_BUILD_ACTIVATION_WITH_FAST_MATH, sources: [activation/*.cu]}\n",
+     "      - {option: --use_fast_math, cmake_option: ACTLIB_BUILD_ACTIVATION_WITH_FAST_MATH, sources: []}\n",
+     "migrate/options/conditional/0/sources"),
     ("    error_macro: ACTLIB_ERROR\n", "    error_macro: ACTLIB_ERROR\n    attribute_type: [1]\n", "migrate/nvrtc_layer/attribute_type"),
 ])
 def test_migrate_schema_errors_name_the_line(tmp_path, old, new, field):

@@ -94,7 +94,7 @@ def test_deduced_arguments_are_passed_explicitly(te_patch):
     # MXFP8's two swizzle.cuh, told apart for NVRTC; the stubs choose sm_100a/sm_120f on Blackwell
     assert '+#include "../specialized/swizzle.cuh"' in text and '+#include "../mxfp8/swizzle.cuh"' in text
     assert re.search(r'\{\s*100,\s*"sm_100a"\s*\}', text) and re.search(r'\{\s*120,\s*"sm_120f"\s*\}', text)
-    assert "device_options(kernel_)" in text
+    assert "compile_options(kernel_, options_)" in text
     # the added lines as one string: TE's clang-format breaks a rewritten launch over several lines
     added = re.sub(r"\s+", " ", " ".join(l[1:] for l in text.splitlines() if l.startswith("+"))).replace(
         "() .launch(", "().launch(")

@@ -30,7 +30,7 @@ def test_all_twelve_kernels_migrate_with_the_layer_extended(tmp_path):
     text, rep = patch.read_text(), report.read_text()
     assert "12 kernels migrated" in rep and "Left static\n\n- nothing" in rep
     assert "dx_add_t::_padding can be a zero-length array" in rep
-    assert ("the NVRTC layer lacked compile_headers, function_for, set_function_attribute, occupancy, "
+    assert ("the NVRTC layer lacked compile_headers, compile_program, function_for, set_function_attribute, occupancy, "
             "launch_cooperative: added (nvrtc_layer.extend)") in rep
     assert "union dx_add_t<Ivec, Ovec, FusedAdd, false> {" in text
     # the layer's own compile keeps its body: its program calls go through the helpers (and, with
