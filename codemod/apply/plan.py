@@ -306,21 +306,24 @@ def _deduced_arguments(site: Site) -> tuple[list[str], str | None]:
 
 def _unrewritable(root: Path, site: Site) -> str | None:
     """Why apply cannot rewrite a site of a kernel it migrates, or None. Apply rewrites `<<<>>>`
-    launches and cudaFuncSetAttribute on a kernel variable; anything else (cudaLaunchKernel*,
+    launches and cudaFuncSetAttribute on a kernel variable or a spelled template-id; anything else (cudaLaunchKernel*,
     cooperative launches, occupancy queries, kernel tables) would keep a static instantiation or
     stop compiling, so the kernel stays static instead."""
     if site.kind == "launch" and site.api == "<<<>>>":
         return None
     if site.kind == "use" and site.api == "cudaFuncSetAttribute" and site.via:
         return None
+    if site.kind == "use" and site.api == "cudaFuncSetAttribute" and site.axes and all(a.arg for a in site.axes):
+        return None     # on a spelled template-id: the stub object's set_attribute (launch_rewrite)
     if kernel_api.rewritable(site):
         return None
     if site.kind == "use" and site.api == "helper" and site.generic_lambda:
         return kernel_api.helper_refusal(root, site)
     what = "launch through" if site.kind == "launch" else "use in"
     return (f"{what} {site.api} at {site.id}: apply rewrites only `<<<>>>` launches, and "
-            "cudaFuncSetAttribute, cudaLaunchCooperativeKernel and cudaOccupancyMaxActiveBlocksPerMultiprocessor "
-            "on a kernel variable; migrate that site by hand, or exclude the kernel")
+            "cudaFuncSetAttribute on a kernel variable or a spelled template-id, and cudaLaunchCooperativeKernel "
+            "and cudaOccupancyMaxActiveBlocksPerMultiprocessor on a kernel variable; migrate that site by hand, "
+            "or exclude the kernel")
 
 
 def _incomplete(analysis: Analysis, spec: MigrateSpec, kernel: Kernel, sites: list[Site]) -> str | None:

@@ -51,6 +51,19 @@ class Include:
     rtc_guarded: bool = False   # in a branch not taken under NVRTC (`#ifndef __CUDACC_RTC__`)
     name_start: int = 0         # byte range of `name` (between the quotes or brackets)
     name_end: int = 0
+    nested: bool = False        # inside a namespace, class or function body (a data include such as
+                                # TE's `namespace detail { #include "string_code_....h" }`)
+
+
+def _nested(node: Node) -> bool:
+    """Whether a directive sits inside a declaration (a namespace body, a class, a function), not at
+    file scope (preprocessor conditionals do not count)."""
+    n = node.parent
+    while n is not None and n.type != "translation_unit":
+        if not n.type.startswith("preproc_"):
+            return True
+        n = n.parent
+    return False
 
 
 def _rtc_guarded(node: Node, data: bytes) -> bool:
@@ -98,7 +111,7 @@ def _includes(data: bytes) -> tuple[Include, ...]:
             path = n.child_by_field_name("path")
             text = data[path.start_byte:path.end_byte].decode()
             out.append(Include(text[1:-1], text.startswith("<"), n.start_byte, n.end_byte,
-                               _rtc_guarded(n, data), path.start_byte + 1, path.end_byte - 1))
+                               _rtc_guarded(n, data), path.start_byte + 1, path.end_byte - 1, _nested(n)))
     return tuple(sorted(out, key=lambda i: i.start))
 
 
