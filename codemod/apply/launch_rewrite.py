@@ -119,7 +119,7 @@ def _rewrite_api_calls(path: str, calls, sites: _Sites, cs: ChangeSet) -> set[st
 
 
 def _rewrite_attribute_templates(path: str, data: bytes, calls, sites: _Sites, cs: ChangeSet) -> set[str]:
-    """`cudaFuncSetAttribute(kernel<...>, attr, value)` onto `kernel<...>(...).set_attribute(attr,
+    """`cudaFuncSetAttribute(kernel<...>, attr, value)` onto `(kernel<...>(...)).set_attribute(attr,
     value)`: the call's head and the comma after the template-id only, so that _rewrite_handles
     makes the stub object of the template-id as it does for every other handle (TE's
     cast_transpose_fusion.cu sets the carveout this way before each launch). Returns the site ids."""
@@ -137,8 +137,13 @@ def _rewrite_attribute_templates(path: str, data: bytes, calls, sites: _Sites, c
         comma = end + len(data[end:hi]) - len(data[end:hi].lstrip())
         if data[lo + 1:start].strip() or data[comma:comma + 1] != b",":
             continue        # the template-id is not the whole first argument: _check_rewritten names it
-        cs.edits.append(Edit(path, call.start, lo + 1, "", "attribute on the NVRTC kernel"))
-        cs.edits.append(Edit(path, end, comma + 1, ".set_attribute(", "attribute on the NVRTC kernel"))
+        # NOTE: parenthesized when its arguments hold a comma: the call often sits in a one-argument
+        # macro (`NVTE_CHECK_CUDA(cudaFuncSetAttribute(k<A, B>, ...))`), whose argument the
+        # template-id's commas would split once it is no longer inside the call's parentheses.
+        paren = b"," in data[start:end]
+        cs.edits.append(Edit(path, call.start, lo + 1, "(" if paren else "", "attribute on the NVRTC kernel"))
+        cs.edits.append(Edit(path, end, comma + 1, ").set_attribute(" if paren else ".set_attribute(",
+                             "attribute on the NVRTC kernel"))
         done.add(sid)
     return done
 
@@ -198,7 +203,7 @@ def _rewrite_at_positions(root: Path, plan: Plan, cs: ChangeSet, done: set[str])
             at = starts[site.line - 1] + site.col - 1
             var, var_end = site.via, None
             if var is None:
-                found = _template_id_at(data, at if site.api == "<<<>>>" else _first_argument(data, at), kp.name)
+                found = source.template_id_at(data, at if site.api == "<<<>>>" else source.first_argument(data, at), kp.name)
                 if found is None:
                     continue
                 var, var_end = found
@@ -211,6 +216,8 @@ def _rewrite_at_positions(root: Path, plan: Plan, cs: ChangeSet, done: set[str])
             if edit is not None and site.via is None:
                 spelled = var[1:].lstrip() if var.startswith("&") else var
                 handle = f"{_stub_qualifier(plan.spec.namespace, _namespaces_at(data, at))}::{spelled}({sites.factory_args.get(kp.name, '')})"
+                if site.api == "cudaFuncSetAttribute" and "," in spelled:
+                    handle = f"({handle})"      # as _rewrite_attribute_templates: a macro argument
                 edit = (edit[0], edit[1], handle + edit[2][len(var):])
                 if any(e.path == site.file and e.start < edit[1] and edit[0] < e.end for e in cs.edits):
                     continue
@@ -222,29 +229,6 @@ def _rewrite_at_positions(root: Path, plan: Plan, cs: ChangeSet, done: set[str])
 
 def _namespaces_at(data: bytes, at: int) -> list[str]:
     return [n for a, b, n in sorted(stdnames._namespaces(source.parse(data), data)) if a <= at < b]
-
-
-def _first_argument(data: bytes, at: int) -> int:
-    """Where the first argument of the call at `at` starts (`at` itself when there is no call)."""
-    m = re.compile(rb"(::)?\w+\s*\(\s*").match(data, at)
-    return m.end() if m else at
-
-
-def _template_id_at(data: bytes, at: int, name: str) -> tuple[str, int] | None:
-    """The text (whitespace collapsed) and end of `name<...>` or `&name<...>` (optionally
-    qualified) at `at`, its angle brackets balanced and holding no parenthesis, brace or
-    semicolon; else None."""
-    m = re.compile(rb"(&\s*)?(\w+::)*" + re.escape(name.encode()) + rb"\s*<").match(data, at)
-    if m is None:
-        return None
-    depth, i = 1, m.end()
-    while i < len(data) and depth:
-        c = data[i:i + 1]
-        if c in b"(){};":
-            return None
-        depth += 1 if c == b"<" else -1 if c == b">" else 0
-        i += 1
-    return (" ".join(data[at:i].decode().split()), i) if depth == 0 else None
 
 
 def _launch_at(data: bytes, at: int, var: str, var_end: int | None = None) -> tuple[int, int, str] | None:

@@ -354,6 +354,29 @@ def kernel_signature(data: bytes, start: int, end: int) -> KernelSignature:
                            text[:plist.end_byte].decode())
 
 
+def first_argument(data: bytes, at: int) -> int:
+    """Where the first argument of the call at `at` starts (`at` itself when there is no call)."""
+    m = re.compile(rb"(::)?\w+\s*\(\s*").match(data, at)
+    return m.end() if m else at
+
+
+def template_id_at(data: bytes, at: int, name: str) -> tuple[str, int] | None:
+    """The text (whitespace collapsed) and end of `name<...>` or `&name<...>` (optionally
+    qualified) at `at`, its angle brackets balanced and holding no parenthesis, brace or
+    semicolon; else None."""
+    m = re.compile(rb"(&\s*)?(\w+::)*" + re.escape(name.encode()) + rb"\s*<").match(data, at)
+    if m is None:
+        return None
+    depth, i = 1, m.end()
+    while i < len(data) and depth:
+        c = data[i:i + 1]
+        if c in b"(){};":
+            return None
+        depth += 1 if c == b"<" else -1 if c == b">" else 0
+        i += 1
+    return (" ".join(data[at:i].decode().split()), i) if depth == 0 else None
+
+
 def template_ids(data: bytes, names: set[str]) -> list[tuple[int, int, str]]:
     """(start, end, name) of template-ids `name<...>` (optionally qualified) outside launches; an
     address-of `&name<...>` is in the range (the stub returns an object, not a function)."""
