@@ -154,9 +154,8 @@ def _needs_space(prev: str, tok: str) -> bool:
         return True
     if word(prev) and word(tok):
         return True
-    # NOTE: two punctuators that would read back as another token keep a space (`a ? b : ::c`
-    # joined was `b:::c`, which reads `::` `:`); `>` `>` stays `>>`, the closing of nested templates.
-    return not word(prev) and not word(tok) and not (set(prev + tok) <= {">"}) and tokens(prev + tok) != [prev, tok]
+    # NOTE: `a ? b : ::c` joined was `b:::c`, which reads back as `::` `:`
+    return prev == ":" and tok.startswith(":")
 
 
 def _continues_name(tok: str) -> bool:
