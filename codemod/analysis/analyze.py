@@ -25,6 +25,8 @@ from .axes import AxisClassifier, classify
 from ..text import utf8_name
 from .crosscheck import crosscheck
 from .instantiate import DEFAULT, UNKNOWN, Instantiator, expansions, label_entry, label_tu, strip_type
+from .tags import resolve_tags
+from .uncounted import uncounted_launches
 from .unreached import unreached_kernels
 
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")
@@ -58,7 +60,10 @@ def _merge(facts_list: list[dict]) -> tuple[dict, dict, dict, list]:
                 global_uses.append(u)
         typedefs.update(facts.get("typedefs", {}))
         for usr, k in facts.get("kernels", {}).items():
-            kernels.setdefault(usr, k)
+            have = kernels.setdefault(usr, k)
+            extra = [f for f in k.get("def_files", ()) if f not in have.get("def_files", ())]
+            if extra:   # every file holding a body of it (a template defined alike in two units)
+                kernels[usr] = {**have, "def_files": [*have.get("def_files", ()), *extra]}
         for usr, fn in facts.get("functions", {}).items():
             if usr not in functions:
                 functions[usr] = {**fn, "sites": {key: {**s, "copies": list(s["copies"])} for key, s in fn["sites"].items()}}
@@ -223,19 +228,29 @@ def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: li
     """The stages, in order: entry points, symbolic instantiation, sites (with their axes), kernel
     table, entry point and TU tables, cross-check, totals."""
     kernels_raw, functions, typedefs, global_uses = _merge(facts_list)
+    resolve_tags(functions)
     stats["tus"] = len(tus)
     tu_set = set(tus)
     entries, entry_info = _entry_points(functions, rules, tu_set)
+    explicit = _explicit_instantiations(global_uses, functions, kernels_raw, rules, tu_set)
+    entry_info.update({label: info for label, info, _ in explicit})
     entry_file = {name: fn["file"] for name, fn in entry_info.items()}
-    inst = Instantiator(functions, typedefs, tu_set, entry_file, _includes_of(root, rules), _merge_classes(facts_list))
+    includes = _includes_of(root, rules)
+    inst = Instantiator(functions, typedefs, tu_set, entry_file, includes, _merge_classes(facts_list))
     inst.add_tables(global_uses)
     inst.ev.sizes = {t: n for facts in facts_list for t, n in facts.get("type_sizes", {}).items()}
     inst.add_registrations(global_uses)
-    inst.run(entries)
-    classifier = AxisClassifier(functions, entries)
+    seeds = [(u["function"], inst.explicit_env(functions[u["function"]], u["targs"]), label)
+             for label, _, u in explicit if u.get("function")]
+    inst.run(entries, seeds)
+    explicit_envs: dict[str, list] = defaultdict(list)
+    for usr, env, label in seeds:
+        explicit_envs[usr].append((label, env))
+    classifier = AxisClassifier(functions, {**entries, **{usr: label for usr, _, label in seeds}}, explicit_envs)
     canon, kid = _canonical_kernels(kernels_raw)
     sites, diags, kernel_tuples = _sites(functions, kernels_raw, canon, kid, inst, classifier)
     sites += _table_sites(global_uses, kid)
+    sites += _explicit_kernel_sites(explicit, kernels_raw, canon, kid, inst, kernel_tuples)
     kernels = _kernels(kernels_raw, canon, kid, sites, kernel_tuples, entry_file)
     eps, tu_models = _entry_and_tu_models(facts_list, entry_info, kernel_tuples, kid, entry_file, diags)
     for usr in sorted(inst.truncated):
@@ -245,6 +260,8 @@ def _analyze_facts(root: Path, rules: list[Rule], tus: list[str], facts_list: li
     cross, scanned = _crosscheck(facts_list, sites, kernels_raw, kernels, scans)
     diags += cross
     unreached = unreached_kernels(root, kernels_raw, canon, kid, functions, set(inst.envs), sites, scanned)
+    refs = {u["file"]: u["names"] for u in global_uses if u.get("kind") == "namespace_refs"}
+    diags += uncounted_launches(kernels, sites, unreached, tu_models, includes, refs)
     tu_models.sort(key=lambda t: (-t.instantiations, t.file))
     sites.sort(key=lambda s: (s.file, s.line, s.col))
     diags = _dedupe(_third_party(diags))
@@ -268,6 +285,52 @@ def _entry_points(functions: dict, rules: list[Rule], tu_set: set[str]) -> tuple
             entries[usr] = fn["qualname"]
             entry_info[fn["qualname"]] = fn
     return entries, entry_info
+
+
+def _explicit_instantiations(global_uses: list[dict], functions: dict, kernels_raw: dict, rules: list[Rule],
+                             tu_set: set[str]) -> list[tuple[str, dict, dict]]:
+    """Explicit instantiation definitions in the TUs (`template void f<A, B>(...);`, `template
+    __global__ void k<A>(...);`), each an entry point named `f<A, B>` in the TU that spells it:
+    (label, entry facts, the recorded use). A host template's is matched by the rules' entry-point
+    regex on its name; a kernel's is always one (the TU compiles it whatever calls it)."""
+    patterns = [r.entry_regex() for r in rules] or [re.compile(r".*")]
+    out, seen = [], set()
+    for u in global_uses:
+        if u.get("kind") != "explicit_instantiation" or u["file"] not in tu_set:
+            continue
+        target = functions.get(u.get("function")) if u.get("function") else kernels_raw.get(u.get("kernel"))
+        if target is None or u.get("function") and not any(p.search(target["name"]) for p in patterns):
+            continue
+        label = f"{target['qualname']}<{', '.join(u['targs'])}>"
+        if (label, u["file"]) in seen:
+            continue
+        seen.add((label, u["file"]))
+        out.append((label, {**target, "qualname": label, "file": u["file"], "line": u["line"], "explicit": True}, u))
+    return out
+
+
+def _explicit_kernel_sites(explicit: list, kernels_raw: dict, canon: dict, kid: dict, inst: Instantiator,
+                           kernel_tuples: dict) -> list[Site]:
+    """`template __global__ void k<A, 4>(...);`: a use of the kernel whose one variant is the
+    spelled arguments (then the kernel's defaults), compiled by the TU that spells it."""
+    sites = []
+    for label, _, u in explicit:
+        kusr = u.get("kernel")
+        if kusr is None:
+            continue
+        kusr = canon.get(kusr, kusr)
+        k = kernels_raw[kusr]
+        env = inst.explicit_env({"tparams": k["params"]}, u["targs"])
+        t = tuple(strip_type(env[p["name"]]) if p["kind"] == "type" else env[p["name"]] for p in k["params"])
+        kernel_tuples[kusr][t].add(label)
+        axes = [Axis(param=p["name"], kind=p["kind"], arg=a, binding="constant", discoverable=False,
+                     reason="spelled in an explicit instantiation", domain=[v])
+                for p, a, v in zip(k["params"], list(u["targs"]) + [""] * len(k["params"]), t)]
+        sites.append(Site(id=f"{u['file']}:{u['line']}:{u['col']}", kind="use", api="explicit_instantiation",
+                          kernel=kid[kusr], kernels=[kid[kusr]], function="(namespace scope)", file=u["file"],
+                          line=u["line"], col=u["col"], axes=axes, instantiations=1, entry_points=[label],
+                          variants=[{"kernel": kid[kusr], "args": list(t), "entry_points": [label]}]))
+    return sites
 
 
 def _canonical_kernels(kernels_raw: dict) -> tuple[dict[str, str], dict[str, str]]:
@@ -313,6 +376,11 @@ def _sites(functions: dict, kernels_raw: dict, canon: dict, kid: dict, inst: Ins
                         expansions=sum(len(expansions(c)) for c in s["copies"]), branches=branches)
             reached = fn["usr"] in inst.envs
             kusrs = list(dict.fromkeys(canon.get(u, u) for u in (s.get("kernels") or ([s["kernel"]] if s.get("kernel") else []))))
+            wrapper = s.get("param") is not None and not kusrs and not s.get("lambda")
+            if wrapper:   # a launch wrapper's kernel parameter: the kernels its callers pass
+                kusrs = sorted(u for u in inst.param_kernels(fn, s["param"]) if u in kernels_raw)
+                if not kusrs and s.get("param_only"):
+                    continue   # an API call on a template-typed parameter no caller binds to a kernel
             if not kusrs:
                 site.note = s.get("unresolved") or "kernel not resolved"
                 diags.append(Diagnostic("CM1001", "warning", f"launch through an unresolved kernel expression ({site.note}); "
@@ -332,7 +400,11 @@ def _sites(functions: dict, kernels_raw: dict, canon: dict, kid: dict, inst: Ins
                 site.kernels = sorted({*site.kernels, kid[kusr]})
                 labelled = inst.kernel_tuples(fn, s, k) if reached else {}
                 for t, labels in labelled.items():
-                    kernel_tuples[kusr][t] |= labels
+                    # NOTE: a TU that sees only the kernel's declaration (bitsandbytes' ops.cu
+                    # launching what kernels.cu instantiates) compiles no instantiation of it
+                    compiled = {e for e in labels if not k.get("def_files") or any(inst._sees(e, f) for f in k["def_files"])}
+                    if compiled:
+                        kernel_tuples[kusr][t] |= compiled
                 tuples = {t: {label_entry(e) for e in labels} for t, labels in labelled.items()}
                 site.instantiations += len(tuples)
                 site.variants += [{"kernel": kid[kusr], "args": list(t), "entry_points": sorted(es)}
@@ -340,13 +412,17 @@ def _sites(functions: dict, kernels_raw: dict, canon: dict, kid: dict, inst: Ins
                 site.entry_points = sorted({*site.entry_points, *(e for ents in tuples.values() for e in ents)})
                 if s.get("table"):
                     src_sites = [t for t in inst.tables.get(s["via"], []) if t.get("kernel") == kusr]
+                elif wrapper:
+                    src_sites = [v for _, v in inst.passing_sites(fn["usr"], s["param"], kusr)]
                 elif s.get("via"):
                     src_sites = [v for v in fn["sites"].values()
                                  if v["kind"] == "variable" and v.get("var") == s["via"] and v.get("lambda") == s.get("lambda")
                                  and canon.get(v.get("kernel")) == kusr]
                 else:
                     src_sites = [s]
-                site.axes += _axes(fn, s, k, kusr, src_sites, tuples, branches, sibling_args, classifier)
+                site.axes += _axes(fn, s, k, kusr, src_sites, tuples, branches, sibling_args, classifier,
+                                   callers=dict((id(v), f) for f, v in inst.passing_sites(fn["usr"], s["param"], kusr))
+                                   if wrapper else None)
                 if reached and UNKNOWN in {v for t in tuples for v in t}:
                     diags.append(Diagnostic("CM1003", "warning", f"some template arguments of {kid[kusr]} could not be "
                                             "determined statically", s["file"], s["line"], s["col"]))
@@ -416,10 +492,11 @@ def _generic_lambda(fn: dict, s: dict, inst: Instantiator, kernels_raw: dict, ca
 
 
 def _axes(fn: dict, s: dict, k: dict, kusr: str, src_sites: list[dict], tuples: dict, branches: list[str],
-          sibling_args: dict, classifier: AxisClassifier) -> list[Axis]:
+          sibling_args: dict, classifier: AxisClassifier, callers: dict | None = None) -> list[Axis]:
     """One axis per template parameter of kernel `k` at site `s`: the spelled argument, where its
     values come from (`src_sites`: the site, the variable assignments or table entries that name
-    the kernel), its domain and its binding class."""
+    the kernel, or the calls passing it to a launch wrapper, whose functions `callers` gives by
+    `id(site)`), its domain and its binding class."""
     axes = []
     for i, p in enumerate(k["params"]):
         args = sorted({(src.get("targs") or [])[i] for src in src_sites if i < len(src.get("targs") or [])})
@@ -431,7 +508,7 @@ def _axes(fn: dict, s: dict, k: dict, kusr: str, src_sites: list[dict], tuples: 
             stargs = src.get("targs") or []
             for c in src["copies"]:
                 if i < len(stargs):
-                    sources |= classifier.origins(stargs[i], fn, c.get("bindings", {}))
+                    sources |= classifier.origins(stargs[i], (callers or {}).get(id(src), fn), c.get("bindings", {}))
                     continue
                 # deduced from the launch arguments: inherit the origins of their types
                 for j, (kp, at) in enumerate(zip(k.get("fn_params", []), c.get("arg_types") or [])):
@@ -441,7 +518,8 @@ def _axes(fn: dict, s: dict, k: dict, kusr: str, src_sites: list[dict], tuples: 
         if not sources:
             sources = frozenset({("constant", DEFAULT)} if p.get("default")
                                 else {("unresolved", "not deducible from the launch")})
-        varies = len(sibling_args.get((fn["usr"], kusr, i), ())) > 1 or len(args) > 1
+        varies = len(args) > 1 or any(len(sibling_args.get((f["usr"], kusr, i), ())) > 1
+                                      for f in ([fn] if not callers else callers.values()))
         site_branches = list(branches)
         if s.get("table"):
             site_branches.append(f"the index into '{s['via']}'")
@@ -449,6 +527,8 @@ def _axes(fn: dict, s: dict, k: dict, kusr: str, src_sites: list[dict], tuples: 
             conds = sorted({b for src in src_sites for c in src["copies"] for b in c.get("branches", [])})
             site_branches.append(f"which kernel is passed to the generic lambda '{s['lambda']['name']}'"
                                  + (f" ({'; '.join(conds)})" if conds else ""))
+        elif callers and len(args) > 1:
+            site_branches.append(f"which kernel is passed to the launch wrapper's parameter '{s['via']}'")
         elif s.get("via") and len(args) > 1:
             site_branches.append(f"which kernel '{s['via']}' holds (conditional initialization)")
         binding, disc, reason = classify(sources, domain, varies, site_branches)
@@ -471,7 +551,7 @@ def _table_sites(global_uses: list[dict], kid: dict) -> list[Site]:
     """Kernel pointers stored in namespace-scope tables are host uses too."""
     sites = []
     for u in global_uses:
-        if u.get("kernel") in kid:
+        if u.get("api") == "table" and u.get("kernel") in kid:
             sites.append(Site(id=f"{u['file']}:{u['line']}:{u['col']}", kind="use", api="table", kernel=kid[u["kernel"]],
                               function="(namespace scope)", file=u["file"], line=u["line"], col=u["col"], via=u["var"],
                               in_macro_body=u.get("in_macro_body", False), note=f"entry of table '{u['var']}'"))

@@ -21,9 +21,13 @@ _KEYWORDS = {"true", "false", "sizeof", "nullptr", "const", "unsigned", "int", "
 
 
 class AxisClassifier:
-    def __init__(self, functions: dict[str, dict], entry_usrs: dict[str, str]):
+    def __init__(self, functions: dict[str, dict], entry_usrs: dict[str, str],
+                 explicit: dict[str, list[tuple[str, dict]]] | None = None):
+        """`explicit`: function template usr -> (entry label, environment) of each of its explicit
+        instantiations (`template void f<A, B>(...);`), which bind its parameters per entry point."""
         self.functions = functions
         self.entries = entry_usrs
+        self.explicit = explicit or {}
         self.callers: dict[str, list[tuple[dict, dict]]] = defaultdict(list)
         for fn in functions.values():
             for site in fn["sites"].values():
@@ -73,7 +77,7 @@ class AxisClassifier:
             return self._memo[key]
         self._memo[key] = frozenset({("unresolved", "recursive binding")})
         idx = next(i for i, p in enumerate(fn["tparams"]) if p["name"] == param)
-        out = set()
+        out = {("entry_param", f"{label}: {env.get(param)}") for label, env in self.explicit.get(fn["usr"], [])}
         for caller, site in self.callers.get(fn["usr"], []):
             targs = site.get("targs") or []
             for copy in site["copies"]:

@@ -12,7 +12,7 @@ from ..model import Analysis
 from .. import strict_json
 
 REPO = Path(__file__).resolve().parents[2]
-CASES = ("actlib", "castlib", "routerlib", "normlib", "scopelib")
+CASES = ("actlib", "castlib", "routerlib", "normlib", "scopelib", "scanlib")
 # Cases analysed under a rule of their own (golden/<case>/<file>); the others with no rule.
 CASE_RULES = {"normlib": "normlib.yaml", "routerlib": "rule.yaml", "scopelib": "rule.yaml"}
 

@@ -16,6 +16,7 @@ from functools import lru_cache
 
 from ..frontend.source_text import normalize, read_template_id, substitute, tokens
 from .consteval import fold_text
+from .tags import TAG_VALUE
 
 MAX_ENVS_PER_FUNCTION = 50_000
 UNKNOWN = "?"
@@ -55,6 +56,11 @@ def expansions(copy: dict) -> list[dict]:
             views.append({**copy, "bindings": nb, "_views": None})
     copy["_views"] = views
     return views
+
+
+# A launch wrapper's kernel parameter I in an environment: `@argI` -> "usr<US>targ<US>targ".
+ARG = "@arg"
+US = "\x1f"
 
 
 def _key(env: dict) -> tuple:
@@ -136,7 +142,7 @@ class Evaluator:
             return whole["value"]      # a whole argument: its number (apply casts it to the parameter's type)
         if "\\" in text:  # a line continuation left in an argument spelled in a #define
             text = normalize(text.replace("\\", " "))
-        return self.members.resolve(substitute(text, lookup))
+        return self.members.resolve(TAG_VALUE.sub(r"\1", substitute(text, lookup)))
 
 
 class MemberConstants:
@@ -294,6 +300,24 @@ def label_tu(label: str, entry_files: dict[str, str]) -> str:
     return tu or entry_files[entry]
 
 
+def _bare_type(text: str) -> str:
+    t = re.sub(r"\b(const|volatile|struct|class|enum|typename)\b", " ", text or "")
+    return re.sub(r"\s+|&+$", "", t.strip()).rstrip("&")
+
+
+def _types_match(callee: dict, arg_types: list[str]) -> bool:
+    """Every parameter of `callee` that names none of its template parameters has exactly the
+    argument's type (cv, references and elaborations aside); dependent ones match anything."""
+    tnames = {p["name"] for p in callee["tparams"]}
+    for p, a in zip(callee["params"], arg_types):
+        pt = _bare_type(p["type"])
+        if not a or set(_NAME.findall(pt)) & tnames or "type-parameter" in pt:
+            continue
+        if pt != _bare_type(a):
+            return False
+    return True
+
+
 def _sfinae(param: dict) -> bool:
     """A defaulted parameter that only enables an overload (`std::enable_if_t<C, int> = 0`,
     `typename = std::enable_if_t<C>`): no argument of its own, counted as `(default)`."""
@@ -320,6 +344,7 @@ class Instantiator:
         self.envs: dict[str, dict[tuple, list]] = defaultdict(dict)
         self.truncated: set[str] = set()
         self.tables: dict[str, list[dict]] = defaultdict(list)  # namespace-scope kernel tables
+        self._passing: dict | None = None   # (wrapper usr, argument index) -> passing sites
 
     def add_tables(self, global_uses: list[dict]) -> None:
         for u in global_uses:
@@ -346,14 +371,22 @@ class Instantiator:
                     out.append(usr)
         return out
 
-    def _pick_callees(self, site: dict, copy: dict) -> list[dict]:
+    def _pick_callees(self, site: dict, copy: dict, env: dict | None = None) -> list[dict]:
         cands = [self.functions[u] for u in site.get("callees", []) if u in self.functions]
         if len(cands) <= 1:
             return cands
-        nargs = len(copy.get("arg_types") or [])
+        args = copy.get("arg_types") or []
         ntargs = len(site.get("targs") or [])
-        fit = [c for c in cands if len(c["params"]) == nargs and len(c["tparams"]) >= ntargs]
-        return fit or cands
+        fit = [c for c in cands if len(c["params"]) == len(args) and len(c["tparams"]) >= ntargs] or cands
+        if len(fit) > 1:
+            # overloads by parameter type (`launch(float *, int)` / `launch(double *, int)` called
+            # from dependent code, where clang names every overload): those whose every concrete
+            # parameter type is the argument's, when there are such; else all (conversions)
+            if env:   # the caller's template parameters in the argument types, bound
+                args = [self.ev.evaluate(a, env, copy.get("bindings", {})) if a else a for a in args]
+            exact = [c for c in fit if _types_match(c, args)]
+            fit = exact or fit
+        return fit
 
     def bind(self, callee: dict, site: dict, copy: dict, env: dict) -> dict:
         bindings = copy.get("bindings", {})
@@ -380,9 +413,20 @@ class Instantiator:
             if p["name"] not in cenv and p.get("default_text") is not None:
                 cenv[p["name"]] = self.ev.evaluate(p["default_text"], {**env, **cenv}, {})
 
-    def run(self, entries: dict[str, str]) -> None:
-        """entries: function usr -> entry point name."""
+    def explicit_env(self, fn: dict, targs: list[str]) -> dict:
+        """The environment an explicit instantiation (`template void f<A, B>(...);`) gives a
+        function template: its arguments in order, then the defaults."""
+        cenv = {p["name"]: self.ev.evaluate(a, {}, {}) for p, a in zip(fn["tparams"], targs)}
+        self._bind_defaults(fn["tparams"], cenv, {})
+        for p in fn["tparams"]:
+            cenv.setdefault(p["name"], UNKNOWN)
+        return cenv
+
+    def run(self, entries: dict[str, str], seeds: list[tuple[str, dict, str]] = ()) -> None:
+        """entries: function usr -> entry point name; seeds: (function usr, environment, entry
+        point name) of explicit instantiations, walked from their bound environment."""
         work = [(usr, {}, {name}) for usr, name in entries.items()]
+        work += [(usr, dict(env), {name}) for usr, env, name in seeds]
         # A function reached again in an environment it has had, by new entry points, passes
         # them on to the same callee environments: those are bound once.
         calls: dict[tuple, list[tuple[str, dict]]] = {}
@@ -406,7 +450,9 @@ class Instantiator:
             if bound is None:
                 bound = calls[(usr, k)] = self._calls(usr, env)
             for callee, cenv in bound:
-                work.append((callee, cenv, self._relabel(callee, ents)))
+                labels = self._relabel(callee, ents)
+                if labels:
+                    work.append((callee, cenv, labels))
 
     def _relabel(self, callee: str, ents: set[str]) -> set[str]:
         """Labels passed to `callee`: re-attributed to the callee's TU when it is defined in the
@@ -414,7 +460,12 @@ class Instantiator:
         fn = self.functions.get(callee)
         cfile = fn["file"] if fn is not None else None
         if cfile not in self.tu_files:
-            return set(ents)
+            if fn is None or not fn["is_template"]:
+                return set(ents)
+            # NOTE: a template whose definition the caller's TU does not include is only
+            # declared there (`template <typename T> void f_cuda(P &);` in a binding .cpp): that
+            # TU instantiates nothing; the TUs with its explicit instantiations do.
+            return {e for e in ents if self._sees(e, cfile)}
         out = set()
         for e in ents:
             entry = label_entry(e)
@@ -425,22 +476,87 @@ class Instantiator:
                 out.add(entry if self.entry_files.get(entry) == cfile else f"{entry}{TU_MARK}{cfile}")
         return out
 
+    def _sees(self, label: str, cfile: str | None) -> bool:
+        """Whether the TU compiling `label`'s walk includes `cfile` (True when that TU is unknown)."""
+        entry, _, tu = label.partition(TU_MARK)
+        tu = tu or self.entry_files.get(entry)
+        return tu is None or cfile is None or tu == cfile or cfile in self.includes(tu)
+
     def _calls(self, usr: str, env: dict) -> list[tuple[str, dict]]:
         """(callee, callee environment) of every live call in a function under `env`."""
         fn = self.functions.get(usr)
         if fn is None:
             return []
         out = []
+        passed = self._passed(fn)
         for site in fn["sites"].values():
             if site["kind"] != "call":
                 continue
+            kernels_passed = passed.get(site.get("call_at"))
             for copy in (v for c in site["copies"] for v in expansions(c)):
                 if not self.live(copy, env):
                     continue
-                for callee in self._pick_callees(site, copy):
-                    out.append((callee["usr"], self.bind(callee, site, copy, env)))
+                for callee in self._pick_callees(site, copy, env):
+                    cenv = self.bind(callee, site, copy, env)
+                    if not kernels_passed:
+                        out.append((callee["usr"], cenv))
+                        continue
+                    for extra in self._kernel_args(kernels_passed, env):
+                        out.append((callee["usr"], {**cenv, **extra}))
                 for usr in self.registry_edges(site):
                     out.append((usr, {}))
+        return out
+
+    # -- launch wrappers (recognizers/wrappers.py) ----------------------------------------------
+    def _passed(self, fn: dict) -> dict[str, list[dict]]:
+        """call position -> the kernels passed in that call (passing sites, `wrapper_arg`)."""
+        out: dict[str, list[dict]] = defaultdict(list)
+        for s in fn["sites"].values():
+            if s["kind"] == "variable" and s.get("wrapper_arg") is not None:
+                out[s["call_at"]].append(s)
+        return out
+
+    def _kernel_args(self, passing: list[dict], env: dict) -> list[dict]:
+        """The environments' additions a call passing kernels makes: `@argI` -> the kernel and its
+        template arguments evaluated here (`usr<US>arg<US>arg`), one environment per combination."""
+        options: dict[int, set[str]] = defaultdict(set)
+        for s in passing:
+            i = s["wrapper_arg"]
+            if s.get("from_param") is not None:
+                got = env.get(f"{ARG}{s['from_param']}")
+                if got:
+                    options[i].add(got)
+                continue
+            for copy in (v for c in s["copies"] for v in expansions(c)):
+                if self.live(copy, env):
+                    b = copy.get("bindings", {})
+                    options[i].add(US.join([s["kernel"], *(self.ev.evaluate(t, env, b) for t in s.get("targs") or [])]))
+        combos: list[dict] = [{}]
+        for i, values in sorted(options.items()):
+            combos = [{**c, f"{ARG}{i}": v} for c in combos for v in sorted(values)]
+        return combos
+
+    def passing_sites(self, callee: str, index: int, kernel: str) -> list[tuple[dict, dict]]:
+        """(caller, passing site) of every call that passes `kernel` as argument `index` of `callee`."""
+        if self._passing is None:
+            self._passing = defaultdict(list)
+            for fn in self.functions.values():
+                calls = {s.get("call_at"): s for s in fn["sites"].values() if s["kind"] == "call"}
+                for s in fn["sites"].values():
+                    if s["kind"] == "variable" and s.get("wrapper_arg") is not None and s.get("kernel"):
+                        for c in calls.get(s["call_at"], {}).get("callees", ()):
+                            self._passing[(c, s["wrapper_arg"])].append((fn, s))
+        return [(f, s) for f, s in self._passing.get((callee, index), []) if s["kernel"] == kernel]
+
+    def param_kernels(self, fn: dict, index: int) -> dict[str, list[tuple[list[str], set]]]:
+        """The kernels a wrapper's parameter `index` holds: kernel usr -> [(spelled arguments,
+        entry labels)] over the wrapper's environments."""
+        out: dict[str, list] = defaultdict(list)
+        for env, ents in self.envs.get(fn["usr"], {}).values():
+            got = env.get(f"{ARG}{index}")
+            if got:
+                usr, *args = got.split(US)
+                out[usr].append((args, ents))
         return out
 
     def live(self, copy: dict, env: dict) -> bool:
@@ -464,6 +580,17 @@ class Instantiator:
         else:
             sources = [site]
         params = kernel["params"]
+        if site.get("param") is not None and not site.get("kernel") and not site.get("lambda"):
+            # a launch wrapper's parameter: the kernels its callers pass (param_kernels)
+            for usr, uses in self.param_kernels(fn, site["param"]).items():
+                if usr != kernel["usr"]:
+                    continue
+                for args, ents in uses:
+                    vals = {p["name"]: a for p, a in zip(params, args)}
+                    if len(vals) < len(params):
+                        self._bind_defaults([p for p in params if not _sfinae(p)], vals, {})
+                    out[tuple(vals.get(p["name"], DEFAULT if p.get("default") else UNKNOWN) for p in params)] |= ents
+            return out
         for env, ents in envs.values():
             for src in sources:
                 targs = src.get("targs") or []

@@ -59,13 +59,16 @@ def add_parser(sub) -> None:
     add_deprecated_jobs(p)
     p.add_argument("--policy", choices=sorted(POLICIES), default=None,
                    help="with --build-log: ninja scheduling policy of the replay (default: from the log version)")
+    p.add_argument("--compile-db", type=Path, default=None, metavar="FILE",
+                   help="compile_commands.json: include paths, defines and the language standard of the parses, "
+                        "as for `codemod analyze`")
     p.set_defaults(run=run)
 
 
 def compute(root: Path, target: str, only=None, exclude=None, version: str | None = None, progress=None,
             review=None, formatted: bool = True, build_log: Path | None = None, nvcc_times=(),
             jobs: int | None = None, policy: str | None = None, update: bool = False, regenerate: bool = False,
-            later: frozenset = frozenset()):
+            later: frozenset = frozenset(), compile_db: Path | None = None):
     """(files, report text, plan) for a tree; `plan.manifest` is the migration's manifest, kept
     outside the tree (`write_migration`). On a migrated tree (its manifest found, or its generated
     code recognised): with the manifest and without `update`, files is empty when every file it
@@ -75,7 +78,8 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     `review(views) -> {kernel id: reason}` decides per kernel change set (--interactive); the
     declined kernels leave the plan the way --exclude does. `build_log` (with `nvcc_times`, `jobs`,
     `policy`): predict the build and add the rule's build-order edit (build_order.py). `later`: the
-    rules migrated after this one (a regeneration; stacking.py)."""
+    rules migrated after this one (a regeneration; stacking.py). `compile_db`: the library's
+    compile_commands.json, read by the analysis (its language standard for every parse)."""
     from .. import __version__
     from ..analysis.analyze import analyze
     from ..rule import load_rule
@@ -122,7 +126,7 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
             return _regenerate(root, target, spec, found[2] if found else None, update, stubs,
                                dict(only=only, exclude=exclude, version=version, progress=progress,
                                     formatted=formatted, build_log=build_log, nvcc_times=nvcc_times, jobs=jobs,
-                                    policy=policy))
+                                    policy=policy, compile_db=compile_db))
         except migrated.Unmigratable as exc:
             if update or not found:
                 raise
@@ -130,7 +134,7 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
             return {}, f"{done}; not regenerated: {exc.render()}\n", None
     order = build_order.settings(spec) if build_log is not None else None
     cmake = build_order.check_cmake(root, spec, order["variable"]) if order else None   # refuse before analysing
-    analysis = analyze(root, [rule], progress=progress)
+    analysis = analyze(root, [rule], compile_db=compile_db, progress=progress)
     _check_units_read(analysis, spec)
     plan = build_plan(root, analysis, spec, only=only, exclude=exclude, progress=progress)
     plan.entry_points = list(analysis.entry_points)
@@ -182,7 +186,7 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
         if progress:
             progress(f"apply: analysing {len(reaching)} translation unit(s) outside the rule that include a "
                      "rewritten launch site, for variants that reach NVRTC")
-        outside = analyze(root, [replace(rule, translation_units=reaching)], progress=progress)
+        outside = analyze(root, [replace(rule, translation_units=reaching)], compile_db=compile_db, progress=progress)
         plan.outside_reach = outside_variants(root, outside, plan, cs.domain)
         cs.manifest = generate_manifest(plan, version, plan.outside_reach)
     plan.manifest = migrated.record(files, cs.manifest)
@@ -453,13 +457,15 @@ def _run(args, root: Path) -> int:
     progress = None if args.quiet else (lambda m: print(printable_lines(m), file=sys.stderr, flush=True))
     chooser = None if answers is None else (lambda views: review(views, answers))
     jobs = ninja_jobs(args)
+    if args.compile_db is not None and not args.compile_db.is_file():
+        raise UsageError(f"compile database not found: {args.compile_db}")
     if args.build_log is None and (args.nvcc_time or jobs is not None or args.policy):
         raise UsageError("--nvcc-time, --ninja-jobs and --policy need --build-log")
     try:
         files, report, plan = compute(root, args.target, args.only, args.exclude, progress=progress,
                                       review=chooser, formatted=not args.no_format, build_log=args.build_log,
                                       nvcc_times=args.nvcc_time, jobs=jobs, policy=args.policy,
-                                      update=args.update, regenerate=args.check)
+                                      update=args.update, regenerate=args.check, compile_db=args.compile_db)
     except PartlyMigrated as exc:
         if not args.check:
             raise

@@ -28,6 +28,10 @@ from .style import (FALLBACK_STYLE, C_FILE, TargetStyle, find_clang_format, lead
                     target_style)
 
 
+# an identifier (of the names a spelling names)
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
 @lru_cache(maxsize=1)
 def _env() -> jinja2.Environment:
     return jinja2.Environment(loader=jinja2.PackageLoader("codemod", "templates/apply"),
@@ -330,7 +334,7 @@ def _stub_kernels(run: _Run, programs: dict[str, str], copy_checks: list[dict]) 
         program = program_list.setdefault((programs[kp.kernel.id], headers), dict(
             path=programs[kp.kernel.id], symbol=symbol_for(programs[kp.kernel.id]),
             headers=[dict(symbol=sym, include_name=name) for sym, name in headers]))
-        copy_checks.append(_declaration_check(root, kp, cs, _stub_paths(spec)[0]))
+        _signature_as_left(root, kp, cs)
         kernels_ctx.append(dict(
             id=kp.kernel.id, spelled_id=spelled_id(kp.kernel.id), name=kp.name,
             namespace=kp.namespace, symbol=symbol_for(programs[kp.kernel.id]),
@@ -378,9 +382,12 @@ def _kernels_h(run: _Run, stubs: _Stubs, shipped: dict[str, str]) -> None:
     error_header = spec.layer.get("error_header")
     lay = sections.layout(root, plan, type_names | fn_names,
                           [*spec.stub_includes, spec.layer["header"], *([error_header] if error_header else [])])
+    # kernels.h declares the factories its includers' launch sites name; each is defined in the
+    # section of the header defining its kernel. A kernel moved out of a unit is launched only there,
+    # after that unit includes its header: kernels.h does not name it.
     later = [dict(k, section=posixpath.basename(lay.section[lay.kernel_home[k["id"]]]),
-                  home=lay.kernel_home[k["id"]]) for k in stubs.kernels if k["id"] in lay.kernel_home]
-    early = [k for k in stubs.kernels if k["id"] not in lay.kernel_home]
+                  home=lay.kernel_home[k["id"]]) for k in stubs.kernels if not k["guard"]]
+    early: list[dict] = []
     stub_ctx = dict(
         guard=run.guard(stub_path), cpp_name=posixpath.basename(cpp_path),
         stubs_header=relative_include(stubs_path, stub_path), stubs_header_name=posixpath.basename(stubs_path),
@@ -388,18 +395,20 @@ def _kernels_h(run: _Run, stubs: _Stubs, shipped: dict[str, str]) -> None:
         legacy_option=spec.legacy_option, namespace=spec.namespace,
         type_names=sorted(t for t in type_names if t not in lay.spelling_home),
         spell_macro=_spell_macro(spec), function_names=sorted(f for f in fn_names if f not in lay.spelling_home),
-        kernels=early, later_kernels=later, declarations=_declaration_groups(early),
+        kernels=early, later_kernels=later,
         sections=[posixpath.basename(p) for p in lay.section.values()])
     _render_spelled(cs, fmt, "kernels.h.j2", stub_path, stub_ctx)
     for header, path in lay.section.items():
-        own = [k for k in stubs.kernels if lay.kernel_home.get(k["id"]) == header]
+        # the section is read inside the kernel's header: an extracted kernel's guard is defined
+        own = [dict(k, guard=None) for k in stubs.kernels if lay.kernel_home.get(k["id"]) == header]
         _render_spelled(cs, fmt, "kernels_section.h.j2", path, dict(
             guard=run.guard(path), header=header, kernels_h=relative_include(stub_path, path),
             kernels_h_name=posixpath.basename(stub_path), stubs_namespace=stubs_ns, namespace=spec.namespace,
             spell_macro=_spell_macro(spec), declarations=_declaration_groups(own), kernels=own,
             type_names=sorted(t for t in type_names if lay.spelling_home.get(t) == header),
             function_names=sorted(f for f in fn_names if lay.spelling_home.get(f) == header)))
-        _include_section(root, cs, header, path, header in shipped)
+        _include_section(root, cs, header, path, header in shipped, [k["name"].rsplit("::", 1)[-1] for k in own],
+                         [s for s in type_names | fn_names if lay.spelling_home.get(s) == header])
         cs.notes.append(f"{path}: the stubs naming what {header} declares after a unit's include of kernels.h "
                         f"({len(own)} kernel(s), {sum(1 for h in lay.spelling_home.values() if h == header)} "
                         "spelling(s)); the header includes it at its end")
@@ -693,20 +702,16 @@ def _final_text(root: Path, cs: ChangeSet, path: str) -> bytes:
     return (apply_edits(root, mine)[path][1] if mine.edits else (root / path).read_text()).encode()
 
 
-def _declaration_check(root: Path, kp, cs: ChangeSet, stub_path: str) -> dict:
-    """The kernel's declaration as the migration leaves its header (kp.signature is re-read from
-    there: std names respelled), and the build-time check that the header still declares it so:
-    kernels.h declares the kernel again from this text, and a changed parameter would otherwise give
-    a second overload that the stubs never see."""
+def _signature_as_left(root: Path, kp, cs: ChangeSet) -> None:
+    """kp.signature re-read from the kernel's header as the migration leaves it (std names
+    respelled): the factories' template heads spell it. The launcher type is not copied from it:
+    the sections take it from the kernel (`decltype`)."""
     path = kp.source_file or kp.kernel.file
     data = _final_text(root, cs, path)
     decl = source.kernel_definition(path, data, kp.kernel.name)
     if decl is None:
         raise ApplyError(f"definition of {kp.kernel.id} not found after the migration's edits", where=path)
     kp.signature = source.kernel_signature(data, *decl)
-    length, h = copy_hash(kp.signature.declaration)
-    return dict(file=path, symbol=symbol_for(path), length=length, hash=h, name=kp.kernel.name,
-                what="a kernel kernels.h declares", copy=stub_path)
 
 
 def _spell_macro(spec) -> str:
@@ -729,17 +734,47 @@ def _render_spelled(cs: ChangeSet, fmt, template: str, path: str, ctx: dict) -> 
         cs.new_files[path] = fmt(render(template, format_off=True, **ctx), path)
 
 
-def _include_section(root: Path, cs: ChangeSet, header: str, section: str, shipped: bool) -> None:
-    """The header includes its section at its end, inside its include guard: after every
-    declaration the section names. Hidden from NVRTC like the include of kernels.h."""
-    data = (root / header).read_bytes()
-    at = source.guard_end(data)
+def _include_section(root: Path, cs: ChangeSet, header: str, section: str, shipped: bool,
+                     kernels: list[str] = (), spelled: list[str] = ()) -> None:
+    """The header includes its section after its kernels and the declarations the section spells,
+    before the code launching them (source.stubs_point: at its end, inside its include guard, when
+    nothing else follows them; else at namespace scope, its namespaces closed and reopened around
+    the include). Hidden from NVRTC like the include of kernels.h. Another rule's block in the
+    header is read as blank. A header the migration writes (device code moved out of a unit) gets
+    the line at its end, in its text."""
+    if header in cs.new_files:
+        data = cs.new_files[header].encode()
+        at = source.guard_end(data)
+        inc = ("" if data[:at].endswith(b"\n\n") else "\n") + (
+               f"#ifndef {RTC_GUARD}\n// The NVRTC host stubs of the kernels above.\n"
+               f'#include "{relative_include(section, header)}"\n#endif  // {RTC_GUARD}\n')
+        cs.new_files[header] = (data[:at].decode() + inc + ("\n" if at < len(data) else "")
+                                + data[at:].decode())
+        return
+    data = source.without_stub_blocks((root / header).read_bytes())
+    ends = [span[1] for name in kernels if (span := source.kernel_definition(header, data, name)) is not None]
+    if ends:        # the names the section spells are declared before it too
+        names = {n.rsplit("::", 1)[-1] for s in spelled for n in _IDENT.findall(s)}
+        for _, _, text in source.named_declarations(data, names):
+            at = data.find(text.encode())
+            if at >= 0:
+                ends.append(at + len(text.encode()))
+    at = source.stubs_point(data, ends) if ends else source.guard_end(data)
     inc = f'#include "{relative_include(section, header)}"\n'
-    if shipped:
+    opened = source.namespaces_at(data, at) if at < source.guard_end(data) else []
+    if opened:
+        # after the kernels and before the code launching them: at namespace scope, as an include must be
+        closing = "".join(f"}}  // namespace {name}\n".replace("namespace \n", "namespace\n")
+                          for _, name in reversed(opened))
+        inc = f"{closing}{inc}{''.join(text + chr(10) for text, _ in opened)}"
+    if opened:
+        inc = f"#ifndef {RTC_GUARD}\n{inc}#endif  // {RTC_GUARD}\n"
+    elif shipped:
         inc = f"#ifndef {RTC_GUARD}\n{inc}#endif\n"
     lead = "" if data[:at].endswith(b"\n\n") or at == 0 else ("\n" if data[:at].endswith(b"\n") else "\n\n")
-    text = f"{lead}// The NVRTC host stubs that name the declarations above.\n{inc}"
-    if at < len(data):
+    what = "kernels above" if opened else "kernels and types above"
+    text = f"{lead}// The NVRTC host stubs of the {what}.\n{inc}"
+    if at < len(data) and data[at:at + 1] != b"\n":
         text += "\n"
     cs.edits.append(Edit(header, at, at, text, "host stubs naming this header's declarations"))
 
@@ -792,7 +827,7 @@ def _declaration_groups(kernels: list[dict]) -> list[dict]:
                 closing = "\n".join(f"}}  // namespace {n}".rstrip() for n in reversed(parts))
             groups.append(dict(key=key, guard=k["guard"], opening=opening, closing=closing, kernels=[]))
         groups[-1]["kernels"].append(dict(name=k["name"].rsplit("::", 1)[-1], **{
-            f: k[f] for f in ("declared_template_params", "param_decls", "param_types")}))
+            f: k[f] for f in ("declared_template_params", "param_names")}))
     return groups
 
 

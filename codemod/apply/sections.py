@@ -161,13 +161,8 @@ def layout(root: Path, plan, spellings: set[str], stubs_includes: list[str]) -> 
     search = [p for p in files.closure(units) if p not in visible]
     out = Layout(reach=reach, visible=visible)
     for kp in plan.kernels:
-        names = kernel_names.get(kp.kernel.id)
-        if names is None or kp.source_file in extracted:
-            continue
-        scope = [p for p in kp.namespace.split("::") if p]
-        own = files.closure([kp.source_file])
-        if any(_home(files, n, scope, visible, own) for n in names):
-            out.kernel_home[kp.kernel.id] = kp.source_file
+        # every kernel's stubs follow its definition: the launcher type comes from the kernel itself
+        out.kernel_home[kp.kernel.id] = kp.source_file or kp.kernel.file
     for value, names in spelled.items():
         homes = {h for h in (_home(files, n, [], visible, search) for n in names) if h}
         if not homes:

@@ -536,3 +536,48 @@ def _conditioned(text: str, conds: list[str]) -> str:
     for cond in reversed(conds):
         text = f"{cond}\n{text}\n#endif"
     return text
+
+
+_STUB_BLOCK = re.compile(rb"// The NVRTC host stubs of the [^\n]*\n#ifndef __CUDACC_RTC__\n.*?#endif[^\n]*\n", re.S)
+
+
+def without_stub_blocks(data: bytes) -> bytes:
+    """`data` with the blocks including stub sections (another rule's, one before) blanked, offsets
+    kept: a block after a header's kernels closes and reopens its namespaces, which no parser of
+    one branch of the preprocessor reads as C++ structure."""
+    return _STUB_BLOCK.sub(lambda m: re.sub(rb"[^\n]", b" ", m.group(0)), data)
+
+
+def namespaces_at(data: bytes, offset: int) -> list[tuple[str, str]]:
+    """The namespace blocks open at `offset`, outermost first: (the text opening it, `namespace a {`
+    as written, and its name, "" when anonymous)."""
+    out: list[tuple[str, str]] = []
+    node = parse(data)
+    while True:
+        inner = next((c for c in node.children if c.start_byte < offset < c.end_byte), None)
+        if inner is None:
+            return out
+        if inner.type == "namespace_definition":
+            body = inner.child_by_field_name("body")
+            if body is None or not body.start_byte < offset < body.end_byte:
+                return out
+            name = inner.child_by_field_name("name")
+            out.append((data[inner.start_byte:body.start_byte + 1].decode(),
+                        node_text(data, name) if name is not None else ""))
+            node = body
+        else:
+            node = inner
+
+
+def stubs_point(data: bytes, kernel_ends: list[int]) -> int:
+    """Where a header includes the host stubs of the kernels it defines (ending at `kernel_ends`):
+    its end (the include guard's `#endif`) when nothing but namespace closings and comments follow
+    its last kernel; else the start of the line after the last kernel, before the code that launches
+    them (a launch whose arguments do not depend on a template parameter needs the stubs there)."""
+    end = guard_end(data)
+    last = max(kernel_ends)
+    rest = re.sub(rb"//[^\n]*|/\*.*?\*/", b"", data[last:end], flags=re.S)
+    if not rest.replace(b"}", b"").strip():
+        return end
+    nl = data.find(b"\n", last)
+    return len(data) if nl < 0 else nl + 1

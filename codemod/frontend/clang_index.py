@@ -20,7 +20,7 @@ import clang.cindex as ci
 from .cursors import CK, child_cursors, device_only, qualname, real_path, setup_lib, template_params
 from .declarations import Declarations
 from .locations import Locator, SourceFiles
-from .recognizers import END_OF_FUNCTION
+from .recognizers import END_OF_FUNCTION, MAIN_FILE
 from .sites import SiteRecorder
 from .walk import StatementWalk
 
@@ -51,6 +51,7 @@ class TUIndexer(Declarations, StatementWalk, SiteRecorder):
         self.var_kernels: dict[str, list] = {}
         self.lambdas: dict[tuple, dict] = {}
         self.lambda_params: dict[tuple, dict] = {}
+        self.tag_params: dict[tuple, dict] = {}   # a generic lambda's parameters passed a tag (recognizers/tags.py)
 
     # -- positions (locations.Locator) ---------------------------------------------------------
     def pos(self, cursor):
@@ -67,6 +68,8 @@ class TUIndexer(Declarations, StatementWalk, SiteRecorder):
     # -- the walk ------------------------------------------------------------------------------
     def run(self) -> dict:
         self._top_level()
+        for hook in MAIN_FILE:
+            hook(self)
         # Walk only what the TU's own functions reach: the roots are the functions defined in
         # the main file(s); callees are queued as calls are found.
         for usr, cur in self.defs.items():

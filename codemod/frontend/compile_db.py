@@ -108,3 +108,31 @@ def find(entries: list[CompileEntry], source: Path) -> CompileEntry | None:
         except (OSError, RuntimeError):  # a symlink loop, a name too long: not this source
             continue
     return None
+
+
+def standard_flag(argv: list[str]) -> str | None:
+    """The language standard a command line asks for, as clang spells it (`-std=c++20`): nvcc's
+    `-std=c++20`, `--std=c++20`, `-std c++20` and `--std c++20`, the last one winning."""
+    got, i = None, 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("-std", "--std") and i + 1 < len(argv):
+            got, i = argv[i + 1], i + 1
+        elif a.startswith(("-std=", "--std=")):
+            got = a.split("=", 1)[1]
+        i += 1
+    return f"-std={got}" if got else None
+
+
+def language_standard(entries: list[CompileEntry], db_name: str) -> str | None:
+    """The standard most of the database's commands compile with (`-std=c++20`), or None: the
+    parse default for every file, also those no entry lists (a scratch copy, a header-only unit)."""
+    counts: dict[str, int] = {}
+    for e in entries:
+        try:
+            flag = standard_flag(e.argv(db_name))
+        except ParseError:
+            continue
+        if flag:
+            counts[flag] = counts.get(flag, 0) + 1
+    return max(sorted(counts), key=lambda f: counts[f]) if counts else None

@@ -126,6 +126,11 @@ class Declarations:
             "fn_params": [{"name": p.spelling, "type": p.type.spelling} for p in child_cursors(cur) if p.kind == CK.PARM_DECL],
             "defined": cur.is_definition(),
         }
+        d = cur.get_definition()
+        df = self.loc.file_loc(d.location)[0] if d is not None else None
+        if df and self.files.in_project(df):
+            # where its body is: a TU that does not include it compiles no instantiation of it
+            self.kernels[usr]["def_files"] = [self.files.rel(df)]
 
     def decl_key(self, decl) -> tuple:
         """A declaration's identity within this parse: its spelled file and offset (local

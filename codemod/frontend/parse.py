@@ -17,8 +17,9 @@ from pathlib import Path
 
 from .. import __version__, strict_json
 from ..workers import process_pool
-from .compile_db import load as load_compile_db
-from .toolchain import WRAPPER_STUBS, Toolchain, cache_root, flags_from_compile_db, make_toolchain, private_dir
+from .compile_db import language_standard, load as load_compile_db
+from .toolchain import (WRAPPER_STUBS, Toolchain, cache_root, flags_from_compile_db, make_toolchain, private_dir,
+                        with_standard)
 
 CACHE_FORMAT = 4  # 4: shared parses carry cut_at (MEMBER_MARK)
 
@@ -476,9 +477,11 @@ def parse_all(root: Path, tus: list[str], extra_flags: list[str], compile_db: Pa
         probe = make_toolchain([])
         stub_headers = missing_system_headers(root, probe.base_flags() + list(extra_flags), probe, graph)
     tc: Toolchain = make_toolchain(list(stub_headers))
-    base = tc.base_flags()
-    flags_of = {}
     db_entries = load_compile_db(compile_db) if compile_db is not None else None
+    # NOTE: the database's language standard is every parse's default, also for files it does not
+    # list: PyTorch's current headers need C++20, and apply parses scratch copies of the tree.
+    base = with_standard(tc.base_flags(), language_standard(db_entries, str(compile_db)) if db_entries else None)
+    flags_of = {}
     for tu in tus:
         flags = flags_from_compile_db(compile_db, root / tu, db_entries) if compile_db is not None else None
         flags_of[tu] = base + (flags if flags is not None else list(extra_flags))

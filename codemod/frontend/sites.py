@@ -151,8 +151,28 @@ class SiteRecorder:
         if held:
             return {"kernel": held[0][0], "kernels": sorted({h[0] for h in held}), "via": var.spelling,
                     "targs": None, "callee_text": var.spelling}
-        return {"kernel": None, "via": var.spelling, "unresolved": f"'{var.spelling}' is a "
-                + ("function parameter" if var.kind == CK.PARM_DECL else "variable") + " not bound to a kernel template here"}
+        got = {"kernel": None, "via": var.spelling, "unresolved": f"'{var.spelling}' is a "
+               + ("function parameter" if var.kind == CK.PARM_DECL else "variable") + " not bound to a kernel template here"}
+        if var.kind == CK.PARM_DECL:
+            idx = self.param_index(var)
+            if idx is not None:   # a launch wrapper: bound per call (recognizers/wrappers.py)
+                got["param"] = idx
+        return got
+
+    def param_index(self, var) -> int | None:
+        """The index of parameter `var` among the parameters of the function being walked, or None
+        (a lambda's parameter, another function's)."""
+        owner = var.semantic_parent
+        fn = self._cur_fn
+        if owner is None or fn is None or owner.get_usr() != fn["usr"]:
+            return None
+        params = [p for p in child_cursors(owner) if p.kind == CK.PARM_DECL]
+        return next((i for i, p in enumerate(params) if p == var), None)
+
+    def call_key(self, cur) -> str:
+        """The spelled position a call's edge and the kernels passed in it share (`call_at`)."""
+        fname, line, col, _, _ = self.loc.pos(cur)
+        return f"{self.files.rel(fname) if fname else ''}:{line}:{col}"
 
     # -- spelled sites -------------------------------------------------------------------------
     def site_base(self, cur, scope, branches, kind, name: str = ""):

@@ -185,7 +185,14 @@ def make_toolchain(extra_stubs: list[str] | tuple[str, ...] = ()) -> Toolchain:
 
 # Flags from a compile database that carry meaning for parsing; everything else (nvcc codegen
 # options, -o, -c, arch lists) is dropped.
-_KEEP_PREFIX = ("-I", "-D", "-U", "-isystem", "-include", "-std=")
+_KEEP_PREFIX = ("-I", "-D", "-U", "-isystem", "-include")
+
+
+def with_standard(flags: list[str], std: str | None) -> list[str]:
+    """`flags` with their language standard replaced by `std` (`-std=c++20`), when given."""
+    if not std:
+        return list(flags)
+    return [std if f.startswith("-std=") else f for f in flags]
 
 
 def flags_from_compile_db(db_path: Path, source: Path,
@@ -199,9 +206,13 @@ def flags_from_compile_db(db_path: Path, source: Path,
         return None
     directory = Path(entry.directory)
     argv = entry.argv(str(db_path))
-    out, i = [], 0
+    std = compile_db.standard_flag(argv)
+    out, i = ([std] if std else []), 0
     while i < len(argv):
         a = argv[i]
+        if a.startswith("-std=") or a.startswith("--std") or a == "-std":
+            i += 2 if a in ("-std", "--std") else 1
+            continue   # the standard is read once above, in clang's spelling
         if a in ("-I", "-D", "-U", "-isystem", "-include") and i + 1 < len(argv):
             a, i = a + argv[i + 1], i + 1
         if a.startswith(_KEEP_PREFIX):

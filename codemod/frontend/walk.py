@@ -4,8 +4,11 @@ switch walked once, the recognizer hooks, and call-graph edges for the calls no 
 
 from __future__ import annotations
 
+import re
+
 from .cursors import CK, FUNCTION_KINDS, child_cursors, is_global, primary_template, qualname, ref_candidates
 from .recognizers import recognize
+from .recognizers.tags import tag_bindings
 from .source_text import normalize
 
 
@@ -55,6 +58,8 @@ class StatementWalk:
                 self._call_edge(cur, scope, branches)
         elif k == CK.BINARY_OPERATOR:
             recognize(self, "assignment", cur, scope, branches)
+        elif k == CK.LAMBDA_EXPR and self.tag_params:
+            scope = extend_scope(scope, tag_bindings(self, cur))   # a generic lambda's tags (recognizers/tags.py)
         for ch in child_cursors(cur):
             self._walk(ch, scope, branches)
 
@@ -66,7 +71,7 @@ class StatementWalk:
                 for d in child_cursors(ch):
                     b = self._binding_of(d) if d.kind in (CK.TYPE_ALIAS_DECL, CK.TYPEDEF_DECL, CK.VAR_DECL) else None
                     if b:
-                        local.append(b)
+                        local = extend_scope(local, [b])
                     if d.kind == CK.VAR_DECL:
                         recognize(self, "local_var", d, local, branches)
                         for sub in child_cursors(d):
@@ -158,7 +163,7 @@ class StatementWalk:
             key = (tuple(n for n, _ in binds), tuple(self._signature(r) for r in rest))
             groups.setdefault(key, []).append((binds, rest))
         for (names, _), arms in groups.items():
-            self._walk_stmts(arms[0][1], scope + _merged_bindings(names, arms), branches)
+            self._walk_stmts(arms[0][1], extend_scope(scope, _merged_bindings(names, arms)), branches)
         for st in others:
             self._walk(st, scope, branches)
 
@@ -198,12 +203,30 @@ class StatementWalk:
         site = self.site_base(refcur, scope, branches, "call", name_text or refcur.spelling)
         self.loc.call_cursor = None
         site.update({
+            "call_at": self.call_key(cur),
             "callees": sorted({c.get_usr() for c in cands}),
             "callee_names": sorted({qualname(c) for c in cands}),
             "targs": targs,
             "callee_text": name_text,
         })
         self.record(site, scope, {"arg_types": arg_types})
+
+
+def extend_scope(scope: list, new: list) -> list:
+    """`scope` with the bindings `new` declared after it. A name declared again (a nested
+    `AT_DISPATCH` declares `scalar_t` inside the outer one's lambda) shadows the earlier binding,
+    which is renamed (`scalar_t__2`) in the scope and in the values that named it before: `using
+    input_t = scalar_t;` of the outer arm keeps the outer type."""
+    out = list(scope)
+    for name, b in new:
+        if any(n == name for n, _ in out):
+            alias = f"{name}__{len(out)}"
+            word = re.compile(rf"(?<![\w:]){re.escape(name)}(?!\w)")
+            out = [(alias if n == name else n,
+                    {**ob, "value": word.sub(alias, ob["value"])} if n != name and name in ob["value"] else ob)
+                   for n, ob in out]
+        out.append((name, b))
+    return out
 
 
 def _merged_bindings(names: tuple, arms: list) -> list:

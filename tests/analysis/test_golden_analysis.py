@@ -142,3 +142,22 @@ def test_reports_list_unreached_kernels(analyses):
     html = render_html(a)
     assert 'id="unreached"' in html and "no_entry_point" in html and "topk_debug_dump" in html
     assert "Through the generic lambda <code>launch</code>" in html
+
+
+def test_scanlib_explicit_instantiations(analyses):
+    """mamba's selective-scan shape: host launchers defined in a header and compiled only where a
+    `.cu` lists them (`template void f<A, B>(...);`), kernels listed the same way, and nested
+    `BOOL_SWITCH`-style macros. Before, the `.cu` files had no entry point and the bindings' file,
+    which only declares the launcher, was charged with every instantiation."""
+    a = analyses["scanlib"]
+    tus = {t.file: t.instantiations for t in a.translation_units}
+    assert tus == {"src/scan_fwd_f32.cu": 16, "src/scan_fwd_f16.cu": 32, "src/scan_fill.cu": 2, "src/scan_api.cpp": 0}
+    by_id = {s.id.rsplit(":", 1)[0]: s for s in a.sites}
+    fill = by_id["src/scan_fill.cu:14"]
+    assert (fill.kind, fill.api, fill.variants[0]["args"]) == ("use", "explicit_instantiation", ["__half", "8"])
+    launch = by_id["src/scan_fwd.cuh:65"]
+    assert launch.via == "kernel" and launch.instantiations == 48
+    flags = {tuple(v["args"][0].split("<")[1].split(", ")[2:5]) for v in launch.variants}
+    assert len(flags) == 8   # kIsEvenLen x kHasZ x kIsVariableB, each both ways
+    entries = {e.name: e for e in a.entry_points}
+    assert (entries["scan_fwd_cuda<__half, __half>"].file, entries["scan_fwd_cuda<__half, __half>"].line) == ("src/scan_fwd_f16.cu", 5)

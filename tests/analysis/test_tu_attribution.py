@@ -45,7 +45,9 @@ def test_instantiations_are_charged_to_the_tu_that_compiles_them(tmp_path):
     a = _analyze(tmp_path, FILES)
     kernels = {k.name: k for k in a.kernels}
     assert kernels["scale_kernel"].tus == {"b.cu": 2}
-    assert kernels["scale_kernel"].entry_points == ["api_scale_double", "api_scale_float"]
+    # the explicit instantiations in b.cu are roots of their own (named with their arguments)
+    assert kernels["scale_kernel"].entry_points == ["api_scale_double", "api_scale_float",
+                                                    "launch_scale<double>", "launch_scale<float>"]
     assert kernels["plain_kernel"].tus == {"d.cu": 1}
     assert set(kernels["plain_kernel"].entry_points) == {"api_plain", "launch_plain"}
     assert kernels["fill_kernel"].tus == {"e.cu": 1}
@@ -101,3 +103,33 @@ def test_arch_guarded_kernel_bodies_are_recorded(tmp_path):
     for doc in (a.to_json(), json.loads(dumps(a))):
         kernels = {k["name"]: k for k in doc["kernels"]}
         assert kernels["new_arch"]["body_arch_min"] == 1000 and "body_arch_min" not in kernels["any_arch"]
+
+
+def test_a_launch_of_a_kernel_whose_body_is_elsewhere_compiles_nothing(tmp_path):
+    """bitsandbytes' shape: ops.cu launches kernels that kernels.h only declares and kernels.cu
+    defines and instantiates explicitly; a switch on a template parameter names variants that no
+    unit compiles (dead cases, never linked). nvcc emits the explicit instantiations only: 2, not
+    the launches' 3, and none in ops.cu."""
+    files = {
+        "kernels.h": "#pragma once\ntemplate <typename T, int OP> __global__ void k(T *p);\n",
+        "kernels.cu": '#include "kernels.h"\n'
+                      "template <typename T, int OP> __global__ void k(T *p) { p[0] = OP; }\n"
+                      "template __global__ void k<float, 0>(float *);\n"
+                      "template __global__ void k<float, 1>(float *);\n",
+        "ops.cu": '#include "kernels.h"\n'
+                  "template <typename T, int OP> void run(T *p) {\n"
+                  "  switch (OP) {\n"
+                  "    case 0: k<T, OP><<<1, 1>>>(p); break;\n"
+                  "    default: k<T, 1><<<1, 1>>>(p); k<T, 2><<<1, 1>>>(p); break;\n"
+                  "  }\n"
+                  "}\n"
+                  "template void run<float, 0>(float *);\n"
+                  "template void run<float, 1>(float *);\n",
+    }
+    a = _analyze(tmp_path, files)
+    tus = {t.file: t.instantiations for t in a.translation_units}
+    assert tus == {"kernels.cu": 2, "ops.cu": 0}
+    assert _kernel(a, "k").instantiations == 2
+    # the launch sites still list the variants they launch (what a migration's stubs name)
+    assert {tuple(v["args"]) for s in a.sites if s.kind == "launch" for v in s.variants} == {
+        ("float", "0"), ("float", "1"), ("float", "2")}

@@ -46,7 +46,7 @@ def test_each_part_goes_where_what_it_names_is_declared():
     assert "LATELIB_RTC_SPELLING(type_arg, ::latelib::quant::DequantParam)" in dequant
     assert "LATELIB_RTC_SPELLING(fn_arg, &::latelib::quant::dequant)" in dequant
     assert "LATELIB_RTC_SPELLING(type_arg, ::latelib::quant::Rounding<1>)" in blocks
-    assert "RtcKernel<const IType*, ScaleBlock, float*, size_t>" in blocks
+    assert "RtcKernelOf<decltype(&block_scale_kernel<" in blocks      # its type from the kernel itself
     assert "auto block_scale_kernel() {" in blocks
     assert "auto block_scale_kernel();" in kernels_h and "ScaleBlock" not in kernels_h
     for name in ("DequantParam", "Rounding", "::dequant"):
@@ -55,11 +55,16 @@ def test_each_part_goes_where_what_it_names_is_declared():
     spellings = [line for text in (kernels_h, dequant, blocks) for line in text.splitlines()
                  if line.startswith("LATELIB_RTC_SPELLING(")]
     assert len(spellings) == len(set(spellings))
-    # each header includes its own section at its end, hidden from NVRTC
-    for header, section in (("quant/dequant.cuh", "kernels_dequant.h"), ("quant/blocks.cuh", "kernels_blocks.h")):
-        text = files[header][1]
-        tail = text[text.rindex("}  // namespace latelib"):]
-        assert f'#ifndef __CUDACC_RTC__\n#include "../rtc/quant/{section}"\n#endif\n\n#endif' in tail, tail
+    # dequant.cuh (spellings only) includes its section at its end, hidden from NVRTC
+    text = files["quant/dequant.cuh"][1]
+    tail = text[text.rindex("}  // namespace latelib"):]
+    assert '#ifndef __CUDACC_RTC__\n#include "../rtc/quant/kernels_dequant.h"\n#endif\n\n#endif' in tail, tail
+    # blocks.cuh, right after its kernel and before the code launching it, at namespace scope
+    text = files["quant/blocks.cuh"][1]
+    at = text.index('#include "../rtc/quant/kernels_blocks.h"')
+    assert text.index("__global__ void block_scale_kernel") < at < text.index("void block_scale(")
+    assert text[:at].endswith("#ifndef __CUDACC_RTC__\n}  // namespace quant\n}  // namespace latelib\n")
+    assert text[at:].split("\n", 1)[1].startswith("namespace latelib {\nnamespace quant {\n#endif  // __CUDACC_RTC__\n")
 
 
 def test_the_units_compile_with_the_sections_and_a_misplaced_spelling_is_caught():
@@ -84,10 +89,10 @@ def test_the_units_compile_with_the_sections_and_a_misplaced_spelling_is_caught(
     assert errors and f"{OUT}/kernels_dequant.h:" in errors[0] and "ScaleBlock" in errors[0], errors
 
 
-def test_a_section_factory_needed_before_its_section_is_refused(tmp_path, capsys):
+def test_a_launch_in_a_non_template_function_of_the_kernels_header_is_migrated(tmp_path, capsys):
     """A launch of the block-scaling kernel in a non-template function of blocks.cuh needs the
-    factory's return type there, before the section at the end of the header defines it: the
-    precheck reports the error on the rewritten line and apply writes nothing."""
+    factory's return type there: the section comes right after the kernel, before that function
+    (it was at the header's end, and such a tree was refused); the precheck's parse finds nothing."""
     root = tmp_path / "input"
     shutil.copytree(GOLDEN / "latelib" / "input", root)
     header = root / "quant" / "blocks.cuh"
@@ -104,10 +109,13 @@ def test_a_section_factory_needed_before_its_section_is_refused(tmp_path, capsys
         "                                           cudaStream_t stream) {\n"
         "  latelib::quant::block_scale_eighth(in, scales, out, stream);\n}\n"))
     capsys.readouterr()
-    assert main(["apply", "--target", RULE, str(root), "--diff", str(tmp_path / "p.diff"), "-q"]) == 2
-    err = capsys.readouterr().err
-    assert "quant/blocks.cuh:" in err and "block_scale_kernel" in err and "deduced return type" in err, err
-    assert not (tmp_path / "p.diff").exists()
+    assert main(["apply", "--target", RULE, str(root), "--diff", str(tmp_path / "p.diff"), "-q"]) == 0, \
+        capsys.readouterr().err
+    files, _, plan = compute(root, RULE)
+    text = files["quant/blocks.cuh"][1]
+    assert text.index('#include "../rtc/quant/kernels_blocks.h"') < text.index("inline void block_scale_eighth")
+    assert "rtc_quant::block_scale_kernel<Rounding<3>, float>()" in text
+    assert kernels_h_errors(root, OUT, plan.spec.include_dirs, files, [], units=list(plan.spec.translation_units)) == []
 
 
 def test_a_migrated_tree_with_sections_checks_clean(tmp_path):

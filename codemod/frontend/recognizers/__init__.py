@@ -19,7 +19,8 @@ To recognize a new form, write the function in a module of this package and add 
 `Recognizer` line to the table (order matters only within a hook: first match wins). A
 recognizer may record and still return False, to let later ones (and the call-graph edge) see
 the cursor too. `end_of_function` hooks (`END_OF_FUNCTION`) run on each function's facts after
-its walk.
+its walk; `MAIN_FILE` hooks (`fn(ix)`) run once per parse after the namespace-scope declarations,
+before the walk, on what no cursor shows (explicit instantiations).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from . import lambdas, launches, registries, variables
+from . import instantiations, lambdas, launches, registries, tags, variables, wrappers
 
 HOOKS = ("call", "local_var", "assignment", "namespace_var")
 
@@ -45,6 +46,9 @@ RECOGNIZERS: list[Recognizer] = [
     Recognizer("use_api", "call", launches.use_api),
     Recognizer("generic_lambda_call", "call", lambdas.generic_lambda_call),
     Recognizer("kernel_param_to_helper", "call", lambdas.kernel_param_to_helper),
+    Recognizer("kernel_argument", "call", wrappers.kernel_argument),
+    Recognizer("tag_lambda_argument", "call", tags.tag_lambda_argument),
+    Recognizer("parameter_call", "call", tags.parameter_call),
     Recognizer("factory_construction", "call", registries.factory_construction),
     Recognizer("dependent_member_call", "call", registries.dependent_member_call),
     Recognizer("kernel_variable", "local_var", variables.kernel_variable),
@@ -56,6 +60,10 @@ RECOGNIZERS: list[Recognizer] = [
 
 # fn(function facts) after the walk of each function: resolutions that need the whole body.
 END_OF_FUNCTION: list[Callable] = [lambdas.bind_lambda_sites]
+
+# fn(ix) once per parse, before the walk: forms libclang gives no cursor for. `template void
+# f<T>(...);` and `template __global__ void k<T>(...);` become roots of the walk and domains.
+MAIN_FILE: list[Callable] = [instantiations.explicit_instantiations]
 
 _BY_HOOK: dict[str, list[Recognizer]] = {}
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..cursors import CK, callee_name
 from ..source_text import normalize, split_top_level
+from .wrappers import kernel_typed
 
 # API name -> the `api` a site records.
 LAUNCH_APIS = {
@@ -73,19 +74,23 @@ def _api_name(cur, children) -> str:
 
 def _api_call(ix, cur, children, scope, branches, kind: str, api: str) -> None:
     """The kernel argument: the first one naming a kernel (or a generic lambda's kernel
-    parameter); failing that, the first one of function-pointer type (reported as unresolved)."""
-    found = None
+    parameter, or a launch wrapper's: recognizers/wrappers.py); failing that, the first one of
+    function-pointer type (reported as unresolved)."""
+    found, fnptr = None, False
     for arg in children[1:]:
         res = ix.resolve_kernel_expr(arg)
-        if res and (res.get("kernel") or res.get("lambda")):
-            found = res
+        is_fnptr = "(*)" in (arg.type.spelling or "").replace(" ", "")
+        if res and (res.get("kernel") or res.get("lambda") or res.get("param") is not None and kernel_typed(ix, arg)):
+            found, fnptr = res, is_fnptr
             break
-        if res and found is None and "(*)" in (arg.type.spelling or "").replace(" ", ""):
-            found = res
+        if res and found is None and is_fnptr:
+            found, fnptr = res, True
     if found is not None:
         site = ix.site_base(cur, scope, branches, kind)
         site["api"] = api
         site.update(found)
+        if found.get("param") is not None and not fnptr:
+            site["param_only"] = True   # dropped unless a caller passes a kernel (analysis)
         ix.record(site, scope)
 
 
