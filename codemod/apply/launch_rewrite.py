@@ -56,6 +56,7 @@ def _rewrite_launches(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, 
                                              [n for a, b, n in spaces if a <= at < b])
         done |= _rewrite_launch_calls(path, data, scan.launches, sites, stub_ns, cs)
         done |= _rewrite_api_calls(path, scan.api_calls, sites, cs)
+        done |= _rewrite_attribute_templates(path, data, scan.api_calls, sites, cs)
         done |= _rewrite_handles(path, data, sites, stub_ns, cs)
         _include_stubs(plan, cs, path, data, path in shipped)
     for unit in sorted(set(plan.extractions) - set(files)):
@@ -117,6 +118,36 @@ def _rewrite_api_calls(path: str, calls, sites: _Sites, cs: ChangeSet) -> set[st
     return done
 
 
+def _rewrite_attribute_templates(path: str, data: bytes, calls, sites: _Sites, cs: ChangeSet) -> set[str]:
+    """`cudaFuncSetAttribute(kernel<...>, attr, value)` onto `(kernel<...>(...)).set_attribute(attr,
+    value)`: the call's head and the comma after the template-id only, so that _rewrite_handles
+    makes the stub object of the template-id as it does for every other handle (TE's
+    cast_transpose_fusion.cu sets the carveout this way before each launch). Returns the site ids."""
+    done: set[str] = set()
+    handles = source.template_ids(data, sites.names)
+    for call in calls:
+        sid = f"{path}:{call.line}:{call.col}"
+        if call.api != "cudaFuncSetAttribute" or sid not in sites.ids or len(call.args) != 3:
+            continue
+        lo, hi = call.args_range
+        inside = [(a, b) for a, b, _ in handles if lo < a < hi]
+        if not inside:
+            continue
+        start, end = min(inside)
+        comma = end + len(data[end:hi]) - len(data[end:hi].lstrip())
+        if data[lo + 1:start].strip() or data[comma:comma + 1] != b",":
+            continue        # the template-id is not the whole first argument: _check_rewritten names it
+        # NOTE: parenthesized when its arguments hold a comma: the call often sits in a one-argument
+        # macro (`NVTE_CHECK_CUDA(cudaFuncSetAttribute(k<A, B>, ...))`), whose argument the
+        # template-id's commas would split once it is no longer inside the call's parentheses.
+        paren = b"," in data[start:end]
+        cs.edits.append(Edit(path, call.start, lo + 1, "(" if paren else "", "attribute on the NVRTC kernel"))
+        cs.edits.append(Edit(path, end, comma + 1, ").set_attribute(" if paren else ".set_attribute(",
+                             "attribute on the NVRTC kernel"))
+        done.add(sid)
+    return done
+
+
 def _rewrite_handles(path: str, data: bytes, sites: _Sites, stub_ns, cs: ChangeSet) -> set[str]:
     """Every other `kernel<...>` (`&kernel<...>`) of a migrated kernel: the stub object from its
     factory; returns the ids of the generic lambdas' passing sites it covers."""
@@ -136,9 +167,10 @@ def _rewrite_handles(path: str, data: bytes, sites: _Sites, stub_ns, cs: ChangeS
 
 
 def _include_stubs(plan: Plan, cs: ChangeSet, path: str, data: bytes, shipped: bool) -> None:
-    """kernels.h included after the file's last include (hidden from NVRTC in a shipped header),
-    after the header its moved device code went to."""
-    incs = [i for i in source.includes(data)]
+    """kernels.h included after the file's last include at file scope (hidden from NVRTC in a shipped
+    header), after the header its moved device code went to. An include inside a namespace (TE's
+    string headers of its hand-written NVRTC kernels) is code of that namespace, not the place."""
+    incs = [i for i in source.includes(data) if not i.nested]
     at = incs[-1].end if incs else 0
     inc = f'#include "{relative_include(f"{plan.spec.output_dir}/kernels.h", path)}"\n'
     if shipped:
@@ -155,27 +187,54 @@ def _rewrite_at_positions(root: Path, plan: Plan, cs: ChangeSet, done: set[str])
     """Sites tree-sitter did not find (a launch inside a macro argument that holds statements, as
     TE's nested TRANSFORMER_ENGINE_SWITCH_CONDITION): rewritten from the analysis' position when
     the text there is exactly `var<<<cfg>>>(` or `cudaFuncSetAttribute(var, ...)` with `var` the
-    kernel variable. Anything else stays for _check_rewritten to refuse."""
+    kernel variable, or the same with `kernel<...>` / `&kernel<...>` spelled in place of `var` (TE's
+    quantize_transpose_vector_blockwise.cu) and no other edit there. Anything else stays for
+    _check_rewritten to refuse."""
     rewritten: set[str] = set()
+    sites = _Sites.of(plan)
     for kp in plan.kernels:
         for site in kp.sites:
-            if site.id in done or not site.via or site.in_macro_body:
+            if site.id in done or site.in_macro_body or not (site.via or site.axes and all(a.arg for a in site.axes)):
                 continue
             data = (root / site.file).read_bytes()
             starts = [0] + [m.end() for m in re.finditer(rb"\n", data)]
             if site.line > len(starts):
                 continue
             at = starts[site.line - 1] + site.col - 1
-            edit = (_launch_at(data, at, site.via) if site.kind == "launch" and site.api == "<<<>>>"
-                    else _attribute_at(data, at, site.via) if site.api == "cudaFuncSetAttribute" else None)
+            var, var_end = site.via, None
+            if var is None:
+                found = source.template_id_at(data, at if site.api == "<<<>>>" else source.first_argument(data, at), kp.name)
+                if found is None:
+                    continue
+                var, var_end = found
+            if site.kind == "launch" and site.api == "<<<>>>":
+                edit = _launch_at(data, at, var, var_end)
+            elif site.api == "cudaFuncSetAttribute":
+                edit = _attribute_at(data, at, var)
+            else:
+                edit = None
+            if edit is not None and site.via is None:
+                spelled = var[1:].lstrip() if var.startswith("&") else var
+                handle = f"{_stub_qualifier(plan.spec.namespace, _namespaces_at(data, at))}::{spelled}({sites.factory_args.get(kp.name, '')})"
+                if site.api == "cudaFuncSetAttribute" and "," in spelled:
+                    handle = f"({handle})"      # as _rewrite_attribute_templates: a macro argument
+                edit = (edit[0], edit[1], handle + edit[2][len(var):])
+                if any(e.path == site.file and e.start < edit[1] and edit[0] < e.end for e in cs.edits):
+                    continue
             if edit is not None and not _has_directive(data, edit[0], edit[1]):
                 cs.edits.append(Edit(site.file, edit[0], edit[1], edit[2], "launch through NVRTC (analysis position)"))
                 rewritten.add(site.id)
     return rewritten
 
 
-def _launch_at(data: bytes, at: int, var: str) -> tuple[int, int, str] | None:
-    m = re.compile(re.escape(var.encode()) + rb"\s*<<<").match(data, at)
+def _namespaces_at(data: bytes, at: int) -> list[str]:
+    return [n for a, b, n in sorted(stdnames._namespaces(source.parse(data), data)) if a <= at < b]
+
+
+def _launch_at(data: bytes, at: int, var: str, var_end: int | None = None) -> tuple[int, int, str] | None:
+    """`var<<<cfg>>>(` at `at` (`var_end`: where a template-id spelled over several lines ends)."""
+    m = (re.compile(rb"\s*<<<").match(data, var_end) if var_end is not None
+         else re.compile(re.escape(var.encode()) + rb"\s*<<<").match(data, at))
     if m is None:
         return None
     close = data.find(b">>>", m.end())

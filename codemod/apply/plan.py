@@ -307,23 +307,43 @@ def _deduced_arguments(site: Site) -> tuple[list[str], str | None]:
     return [a.deduced_from["type"].strip() for a in tail], None
 
 
+def _attribute_on_template_id(root: Path, site: Site) -> bool:
+    """`cudaFuncSetAttribute(kernel<...>, attr, value)` with the spelled template-id (or its
+    address) the whole first argument."""
+    if not site.axes or not all(a.arg for a in site.axes):
+        return False
+    path = root / site.file
+    if not path.is_file():
+        return False
+    data = path.read_bytes()
+    starts = [0] + [m.end() for m in re.finditer(rb"\n", data)]
+    if not 1 <= site.line <= len(starts):
+        return False
+    found = source.template_id_at(data, source.first_argument(data, starts[site.line - 1] + site.col - 1),
+                                  site.kernel.rsplit("::", 1)[-1] if site.kernel else "")
+    return found is not None and re.compile(rb"\s*,").match(data, found[1]) is not None
+
+
 def _unrewritable(root: Path, site: Site) -> str | None:
     """Why apply cannot rewrite a site of a kernel it migrates, or None. Apply rewrites `<<<>>>`
-    launches and cudaFuncSetAttribute on a kernel variable; anything else (cudaLaunchKernel*,
+    launches and cudaFuncSetAttribute on a kernel variable or a spelled template-id; anything else (cudaLaunchKernel*,
     cooperative launches, occupancy queries, kernel tables) would keep a static instantiation or
     stop compiling, so the kernel stays static instead."""
     if site.kind == "launch" and site.api == "<<<>>>":
         return None
     if site.kind == "use" and site.api == "cudaFuncSetAttribute" and site.via:
         return None
+    if site.kind == "use" and site.api == "cudaFuncSetAttribute" and _attribute_on_template_id(root, site):
+        return None     # the stub object's set_attribute (launch_rewrite)
     if kernel_api.rewritable(site):
         return None
     if site.kind == "use" and site.api == "helper" and site.generic_lambda:
         return kernel_api.helper_refusal(root, site)
     what = "launch through" if site.kind == "launch" else "use in"
     return (f"{what} {site.api} at {site.id}: apply rewrites only `<<<>>>` launches, and "
-            "cudaFuncSetAttribute, cudaLaunchCooperativeKernel and cudaOccupancyMaxActiveBlocksPerMultiprocessor "
-            "on a kernel variable; migrate that site by hand, or exclude the kernel")
+            "cudaFuncSetAttribute on a kernel variable or a spelled template-id, and cudaLaunchCooperativeKernel "
+            "and cudaOccupancyMaxActiveBlocksPerMultiprocessor on a kernel variable; migrate that site by hand, "
+            "or exclude the kernel")
 
 
 def _incomplete(analysis: Analysis, spec: MigrateSpec, kernel: Kernel, sites: list[Site]) -> str | None:

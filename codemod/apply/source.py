@@ -51,6 +51,19 @@ class Include:
     rtc_guarded: bool = False   # in a branch not taken under NVRTC (`#ifndef __CUDACC_RTC__`)
     name_start: int = 0         # byte range of `name` (between the quotes or brackets)
     name_end: int = 0
+    nested: bool = False        # inside a namespace, class or function body (a data include such as
+                                # TE's `namespace detail { #include "string_code_....h" }`)
+
+
+def _nested(node: Node) -> bool:
+    """Whether a directive sits inside a declaration (a namespace body, a class, a function), not at
+    file scope (preprocessor conditionals do not count)."""
+    n = node.parent
+    while n is not None and n.type != "translation_unit":
+        if not n.type.startswith("preproc_"):
+            return True
+        n = n.parent
+    return False
 
 
 def _rtc_guarded(node: Node, data: bytes) -> bool:
@@ -98,7 +111,7 @@ def _includes(data: bytes) -> tuple[Include, ...]:
             path = n.child_by_field_name("path")
             text = data[path.start_byte:path.end_byte].decode()
             out.append(Include(text[1:-1], text.startswith("<"), n.start_byte, n.end_byte,
-                               _rtc_guarded(n, data), path.start_byte + 1, path.end_byte - 1))
+                               _rtc_guarded(n, data), path.start_byte + 1, path.end_byte - 1, _nested(n)))
     return tuple(sorted(out, key=lambda i: i.start))
 
 
@@ -339,6 +352,29 @@ def kernel_signature(data: bytes, start: int, end: int) -> KernelSignature:
         types.append(value_type(" ".join(cut.split()).strip()))
     return KernelSignature(" ".join(text[tparams.start_byte:tparams.end_byte].decode().split()), types, decls,
                            text[:plist.end_byte].decode())
+
+
+def first_argument(data: bytes, at: int) -> int:
+    """Where the first argument of the call at `at` starts (`at` itself when there is no call)."""
+    m = re.compile(rb"(::)?\w+\s*\(\s*").match(data, at)
+    return m.end() if m else at
+
+
+def template_id_at(data: bytes, at: int, name: str) -> tuple[str, int] | None:
+    """The text (whitespace collapsed) and end of `name<...>` or `&name<...>` (optionally
+    qualified) at `at`, its angle brackets balanced and holding no parenthesis, brace or
+    semicolon; else None."""
+    m = re.compile(rb"(&\s*)?(\w+::)*" + re.escape(name.encode()) + rb"\s*<").match(data, at)
+    if m is None:
+        return None
+    depth, i = 1, m.end()
+    while i < len(data) and depth:
+        c = data[i:i + 1]
+        if c in b"(){};":
+            return None
+        depth += 1 if c == b"<" else -1 if c == b">" else 0
+        i += 1
+    return (" ".join(data[at:i].decode().split()), i) if depth == 0 else None
 
 
 def template_ids(data: bytes, names: set[str]) -> list[tuple[int, int, str]]:

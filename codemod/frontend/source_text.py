@@ -152,13 +152,35 @@ def _needs_space(prev: str, tok: str) -> bool:
     word = lambda t: t[:1].isalnum() or t[:1] == "_"  # noqa: E731
     if prev == ",":
         return True
-    return word(prev) and word(tok)
+    if word(prev) and word(tok):
+        return True
+    # NOTE: `a ? b : ::c` joined was `b:::c`, which reads back as `::` `:`
+    return prev == ":" and tok.startswith(":")
 
 
 def _continues_name(tok: str) -> bool:
     """Whether `::` after `tok` continues a nested name (`a::`, `C<T>::`) rather than starting one
     at the global scope."""
     return tok[:1].isalnum() or tok[:1] == "_" or tok in (">", ">>")
+
+
+_BINARY = frozenset(("?", "+", "-", "/", "%", "==", "!=", "<=", ">=", "&&", "||", "|", "^", "<<"))
+
+
+def _compound(text: str) -> bool:
+    """Whether a replacement is an expression with an operator outside brackets (`c ? 4 : 8`,
+    `8 / 2`): put in place of a name it keeps its own precedence only in parentheses. Types never
+    qualify (`*`, `&` and angle brackets are not counted; a leading unary operator neither)."""
+    depth = 0
+    toks = tokens(text)
+    for i, t in enumerate(toks):
+        if t in ("(", "[", "{") or t == "<" and i and (toks[i - 1][:1].isalnum() or toks[i - 1][:1] == "_"):
+            depth += 1
+        elif t in (")", "]", "}") or t == ">" and depth:
+            depth -= 1
+        elif depth == 0 and i and t in _BINARY:
+            return True
+    return False
 
 
 def substitute(text: str, lookup, max_depth: int = 12) -> str:
@@ -179,7 +201,7 @@ def substitute(text: str, lookup, max_depth: int = 12) -> str:
                     # `::a::b`: a name from the global scope, looked up as such
                     rep = lookup("::" + name)
                     if rep is not None and rep != "::" + name:
-                        out[-1] = f" {rep} "
+                        out[-1] = f" ({rep}) " if _compound(rep) else f" {rep} "
                         changed = True
                     else:
                         out.append(f" {name} ")
@@ -187,7 +209,7 @@ def substitute(text: str, lookup, max_depth: int = 12) -> str:
                     continue
                 rep = None if prev in (".", "->", "::") else lookup(name)  # a member is not a name in scope
                 if rep is not None and rep != name:
-                    out.append(f" {rep} ")
+                    out.append(f" ({rep}) " if _compound(rep) else f" {rep} ")
                     changed = True
                 else:
                     out.append(f" {name} ")

@@ -38,6 +38,12 @@ def add_parser(sub) -> None:
                    help="CPU contention model: processor sharing over N cores (default: off)")
     p.add_argument("--contention", type=float, default=0.0, metavar="ALPHA",
                    help="extra slowdown per co-running job under --cores (default 0)")
+    p.add_argument("--floor", action="store_true",
+                   help="the floor: the wall once every CUDA step has lost its device phases (everything "
+                        "amenable moved to NVRTC), except the --keep steps; needs --nvcc-time")
+    p.add_argument("--keep", action="append", default=[], metavar="GLOB=REASON",
+                   help="with --floor: steps that stay as recorded, and why (cuDNN frontend graphs, "
+                        "CUTLASS/CuTe kernels); repeatable")
     p.add_argument("--against", metavar="LOG_B", help="compare LOG with LOG_B step by step")
     p.add_argument("--against-nvcc-time", action="append", default=[], metavar="CSV",
                    help="nvcc --time CSV of LOG_B; repeatable")
@@ -94,8 +100,31 @@ def run(args) -> int:
                              f"do{'es' if len(ignored) == 1 else ''} not apply to it",
                              hint="write the comparison with --json FILE, or run `codemod impact LOG --html F` "
                                   "on each log for its timeline")
+    if args.keep and not args.floor:
+        raise UsageError("--keep names the steps the floor keeps; it needs --floor")
+    if args.floor:
+        given = [flag for flag, on in (("--against", args.against), ("--what-if", args.what_if),
+                                       ("--remove", args.remove), ("--scale", args.scale), ("--html", args.html),
+                                       ("--trace", args.trace), ("--cores", args.cores is not None)) if on]
+        if given:
+            raise UsageError(f"--floor is a what-if of its own; {', '.join(given)} do(es) not apply to it",
+                             hint="run the floor alone (with --keep, --ninja-jobs, --policy, --json)")
+        if not args.nvcc_time:
+            raise UsageError("--floor needs the nvcc --time CSV of the build (--nvcc-time): it removes device phases")
     loaded = load(args.log, args.nvcc_time, args.build_ninja, args.build)
     quiet = args.json == "-"
+    if args.floor:
+        from .floor import floor_document, parse_keep, render
+
+        doc = floor_document(loaded, parse_keep(args.keep), jobs=jobs, policy=args.policy)
+        if args.json:
+            _write(args.json, strict_json.dumps(doc, "floor JSON", indent=1) + "\n")
+        if not quiet:
+            sys.stdout.write(printable_lines(render(doc)))
+            opts = doc["options"]
+            sys.stdout.write(printable(prediction_line(doc["floor_wall_s"], doc["what_if"], opts["jobs"],
+                                                       opts["jobs_source"], opts["policy"])) + "\n")
+        return 0
     if args.against:
         from .compare import compare
 

@@ -1,3 +1,4 @@
+from codemod.analysis.consteval import fold_text
 from codemod.analysis.instantiate import eval_condition, expansions, strip_type
 from codemod.frontend.source_text import normalize, read_macro_args, read_template_id, substitute
 
@@ -19,6 +20,27 @@ def test_substitute_and_normalize():
     assert normalize("gelu < fp32 ,fp32 >") == "gelu<fp32, fp32>"
     assert substitute("op<T, U>", {"T": "float", "U": "T"}.get) == "op<float, float>"
     assert substitute("x.T", {"T": "float"}.get) == "x.T"  # member access is not a name
+
+
+def test_a_global_name_after_a_colon_keeps_its_tokens():
+    # TE's cast_transpose_fusion.cu: `IS_DACT ? desired_load_size_dact : desired_load_size`, spelled
+    # by clang from the global scope, was normalized to `...dact:::transformer_engine::...`, which
+    # reads back as `::` `:` and left the template argument unfoldable
+    text = normalize("IS_DACT ? ::ns::a : ::ns::b")
+    assert text == "IS_DACT?::ns::a: ::ns::b"
+    assert normalize(text) == text
+    assert normalize("A<B<C> >") == "A<B<C>>"     # nested templates still close as `>>`
+
+
+def test_a_compound_replacement_keeps_its_precedence():
+    # nvec_in = load_size / itype_size with load_size = IS_DACT ? 4 : 8: without the parentheses
+    # `true ? 4 : 8 / 2` is 4, the kernel's argument is (4) / 2 = 2
+    got = substitute("load_size / itype_size", {"load_size": "IS_DACT?4:8", "IS_DACT": "true",
+                                                 "itype_size": "sizeof(__half)"}.get)
+    assert got == "(true?4:8)/sizeof(__half)"
+    assert fold_text(got) == "2"
+    # types and plain values are put in as they are
+    assert substitute("k<T, N>", {"T": "Vec<float, 4> *", "N": "-1"}.get) == "k<Vec<float, 4>*, -1>"
 
 
 def test_strip_type_and_conditions():

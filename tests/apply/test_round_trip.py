@@ -193,8 +193,8 @@ TE = os.environ.get("TE_SOURCE_DIR")
 
 @pytest.mark.slow
 @pytest.mark.skipif(not TE, reason="TE_SOURCE_DIR not set")
-def test_te_four_rules_merged_as_pull_requests_check_clean_without_a_manifest(tmp_path, capsys):
-    """TE with its four rules, each merged as its layer and kernel pull requests (`git apply` from the
+def test_te_rules_merged_as_pull_requests_check_clean_without_a_manifest(tmp_path, capsys):
+    """TE with its five rules (the four of issue 29 and transpose, stacked on them), each merged as its layer and kernel pull requests (`git apply` from the
     root, one commit each), no manifest anywhere: `--check` of every rule exits 0 from git history
     (before: CMakeLists.txt could not be un-migrated from under the later rules' blocks)."""
     repo = tmp_path / "te"
@@ -203,7 +203,7 @@ def test_te_four_rules_merged_as_pull_requests_check_clean_without_a_manifest(tm
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "base")
     lib = repo / "transformer_engine" / "common"
-    rules = ["activation", "scaled_activation", "fused_router", "fp4_transpose"]
+    rules = ["activation", "scaled_activation", "fused_router", "fp4_transpose", "transpose"]
     assert "fused_router" in _merge_as_pull_requests(repo, lib, rules, tmp_path)
     for rule in rules:
         capsys.readouterr()

@@ -126,14 +126,14 @@ TE = os.environ.get("TE_SOURCE_DIR")
 
 @pytest.mark.skipif(not TE, reason="TE_SOURCE_DIR not set")
 def test_te_rules_stacked_each_checks_clean(tmp_path):
-    """TE d0067d0 with three rules applied one after the other: `--check` of each passes (before
+    """TE d0067d0 with four rules applied one after the other: `--check` of each passes (before
     stacking.py, the first two were pending on docs/envvars.rst, CMakeLists.txt and utils.cuh)."""
     repo = tmp_path / "te"
     shutil.copytree(TE, repo, ignore=shutil.ignore_patterns(".git", "build", "*.so"))
     for cmd in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"]):
         subprocess.run(["git", *cmd], cwd=repo, check=True, capture_output=True)
     lib = str(repo / "transformer_engine" / "common")
-    rules = ["fused_router", "scaled_activation", "fp4_transpose"]
+    rules = ["fused_router", "scaled_activation", "fp4_transpose", "transpose"]
     for i, rule in enumerate(rules):
         assert main(["apply", "--target", rule, lib, "--write", "--no-precheck", "-q"]
                     + (["--allow-dirty"] if i else [])) == 0
