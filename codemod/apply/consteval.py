@@ -28,11 +28,26 @@ def evaluate(text: str, sizes: dict[str, int]):
 _NULL_CHECK = re.compile(r"^\((?P<f>.+?)\s*==\s*nullptr\)\s*\?\s*(?P<a>.+?)\s*(?<!:):(?!:)\s*(?P<b>.+)$")
 
 
+def _unwrapped(text: str) -> str:
+    """`text` without parentheses enclosing all of it (the analysis parenthesizes a substituted
+    expression that has an operator: `((f==nullptr)?g:f)`)."""
+    while text.startswith("(") and text.endswith(")"):
+        depth = 0
+        for i, c in enumerate(text):
+            depth += c == "("
+            depth -= c == ")"
+            if depth == 0 and i < len(text) - 1:
+                return text             # the first `(` closes before the end: `(a)?b:(c)`
+        text = text[1:-1].strip()
+    return text
+
+
 def function_choice(text: str) -> str:
     """`(f==nullptr)?g:f` with a named (hence non-null) `f` -> `f`; with `f` itself null
     (`(nullptr==nullptr)?g:nullptr`, TE's cast entry points passing OP = nullptr) -> `g`; other
     text unchanged."""
-    m = _NULL_CHECK.match(text.strip())
+    text = _unwrapped(text.strip())
+    m = _NULL_CHECK.match(text)
     if m:
         return m.group("a" if m.group("f").strip() in ("nullptr", "0") else "b").strip()
     return text

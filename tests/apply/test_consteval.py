@@ -31,3 +31,7 @@ def test_function_choice():
     # a null `f` chooses the first branch (TE's cast entry points: OP = nullptr -> detail::identity)
     assert function_choice("(nullptr==nullptr)?detail::identity:nullptr") == "detail::identity"
     assert function_choice("(nullptr == nullptr) ? a : b") == "a"
+    # parenthesized whole, as the analysis substitutes an expression with an operator into another
+    assert function_choice("((dgelu<float, float>==nullptr)?detail::identity:dgelu<float, float>)") == \
+        "dgelu<float, float>"
+    assert function_choice("(a)?b:(c)") == "(a)?b:(c)"
