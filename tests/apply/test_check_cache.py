@@ -96,6 +96,7 @@ def test_a_second_dry_run_compiles_and_parses_nothing_and_a_changed_header_misse
     assert any(p.endswith("activation/gelu.cu") for p in counted["parse"])
 
 
+@pytest.mark.slow
 def test_the_cache_folders_are_private(tmp_path, counted, capsys):
     root = tmp_path / "input"
     shutil.copytree(GOLDEN / "actlib" / "input", root)
@@ -108,6 +109,7 @@ def test_the_cache_folders_are_private(tmp_path, counted, capsys):
     assert not any(p.name in ("precheck", "kernels-h-parse") for p in root.rglob("*"))
 
 
+@pytest.mark.slow
 def test_quiet_prints_no_progress(tmp_path, counted, capsys):
     root = tmp_path / "input"
     shutil.copytree(GOLDEN / "actlib" / "input", root)
@@ -116,6 +118,7 @@ def test_quiet_prints_no_progress(tmp_path, counted, capsys):
     assert "precheck" not in err and "parse as migrated" not in err and "apply: planning" not in err
 
 
+@pytest.mark.slow
 def test_an_edit_no_unit_includes_keeps_the_entries(tmp_path, counted, capsys):
     """--build-log adds a CMake edit to the migration: no unit includes the CMake file, so neither
     the kernel strings nor the units' parses change, and nothing is compiled or parsed again."""

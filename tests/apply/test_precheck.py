@@ -49,6 +49,7 @@ def test_a_kernel_string_reaching_a_host_header_is_refused_and_nothing_written(t
     assert _digest(root) != before
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not _nvrtc_available(), reason="needs NVRTC (the nvidia-cuda-nvrtc wheel)")
 @pytest.mark.parametrize("hidden", ["cuda.h", "util/host_api.h"])
 def test_host_includes_hide_an_include_from_nvrtc(tmp_path, capsys, hidden):

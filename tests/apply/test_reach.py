@@ -67,6 +67,7 @@ def _wrap_unary_kernel(root: Path, before: str, after: str) -> None:
     path.write_text(text[:start] + before + text[start:end] + after + text[end:])
 
 
+@pytest.mark.slow
 @needs_nvrtc
 def test_kernel_in_an_unnamed_namespace_is_spelled_through_its_enclosing_namespace(tmp_path, capsys):
     """The analysis names it `actlib::(anonymous namespace)::unary_kernel`; C++ and NVRTC's name

@@ -384,6 +384,7 @@ def _git(root: Path, *args: str) -> None:
                    capture_output=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("step", ["journal", "replace state:manifests/activation.json"])
 def test_a_kill_during_update_write_leaves_a_tree_update_can_finish(actlib_git, capsys, step, tmp_path):
     root = actlib_git

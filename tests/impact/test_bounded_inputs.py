@@ -81,6 +81,7 @@ def test_doubling_variable_through_the_cli(tmp_path, capsys):
     assert "build.ninja" in err and "MiB" in err
 
 
+@pytest.mark.slow
 def test_many_lines_gz_refused(tmp_path):
     path = many_lines_gz(tmp_path)
     assert path.stat().st_size < 4 << 20

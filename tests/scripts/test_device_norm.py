@@ -131,6 +131,7 @@ def test_the_chain_builds_three_trees_and_runs_one_test_build_against_two_librar
     assert argv[argv.index("--work") + 1] == str(work) and "--skip-build" in argv
 
 
+@pytest.mark.slow
 def test_a_failed_build_is_reported_and_the_chain_still_ends_without_a_hand_tree(tmp_path):
     trees = [_tree(tmp_path, s) for s in ("orig", "migr", "hand")]
     (trees[1] / "transformer_engine" / "common" / "side.c").write_text("this does not compile\n")
@@ -218,6 +219,7 @@ def test_a_failed_preflight_starts_nothing(tmp_path):
     assert not (work / "chain.log").exists() and not (work / "res").exists()
 
 
+@pytest.mark.slow
 def test_without_tests_the_chain_is_the_builds_and_parity(tmp_path):
     """TESTS_CONFIGURE_CMD `-`: no tests build or run, parity runs once both libraries exist, and the
     chain's status is the builds' and parity's (`false` as the tests command made every such chain fail)."""
