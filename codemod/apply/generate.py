@@ -23,7 +23,7 @@ from .launch_rewrite import matching, rewrite_sites
 from .names import enum_cast, namespace_parts, spelled_id
 from .patch import apply_edits
 from .plan import Plan, host_include, symbol_for
-from .prelude_copies import COPY_HASH_BASE, copy_hash, grouped_checks
+from .prelude_copies import COPY_HASH_BASE, grouped_checks
 from .style import (FALLBACK_STYLE, C_FILE, TargetStyle, find_clang_format, leading_comment, license_header,
                     target_style)
 
@@ -389,9 +389,8 @@ def _kernels_h(run: _Run, stubs: _Stubs, shipped: dict[str, str]) -> None:
     # kernels.h declares the factories its includers' launch sites name; each is defined in the
     # section of the header defining its kernel. A kernel moved out of a unit is launched only there,
     # after that unit includes its header: kernels.h does not name it.
-    later = [dict(k, section=posixpath.basename(lay.section[lay.kernel_home[k["id"]]]),
-                  home=lay.kernel_home[k["id"]]) for k in stubs.kernels if not k["guard"]]
-    early: list[dict] = []
+    declared = [dict(k, section=posixpath.basename(lay.section[lay.kernel_home[k["id"]]]),
+                     home=lay.kernel_home[k["id"]]) for k in stubs.kernels if not k["guard"]]
     stub_ctx = dict(
         guard=run.guard(stub_path), cpp_name=posixpath.basename(cpp_path),
         stubs_header=relative_include(stubs_path, stub_path), stubs_header_name=posixpath.basename(stubs_path),
@@ -399,12 +398,12 @@ def _kernels_h(run: _Run, stubs: _Stubs, shipped: dict[str, str]) -> None:
         legacy_option=spec.legacy_option, namespace=spec.namespace,
         type_names=sorted(t for t in type_names if t not in lay.spelling_home),
         spell_macro=_spell_macro(spec), function_names=sorted(f for f in fn_names if f not in lay.spelling_home),
-        kernels=early, later_kernels=later,
+        kernels=declared,
         sections=[posixpath.basename(p) for p in lay.section.values()])
     _render_spelled(cs, fmt, "kernels.h.j2", stub_path, stub_ctx)
     for header, path in lay.section.items():
-        # the section is read inside the kernel's header: an extracted kernel's guard is defined
-        own = [dict(k, guard=None) for k in stubs.kernels if lay.kernel_home.get(k["id"]) == header]
+        # a kernel moved out of a unit: its section holds the factory's first declaration
+        own = [dict(k, first=bool(k["guard"])) for k in stubs.kernels if lay.kernel_home.get(k["id"]) == header]
         _render_spelled(cs, fmt, "kernels_section.h.j2", path, dict(
             guard=run.guard(path), header=header, kernels_h=relative_include(stub_path, path),
             kernels_h_name=posixpath.basename(stub_path), stubs_namespace=stubs_ns, namespace=spec.namespace,
@@ -413,9 +412,9 @@ def _kernels_h(run: _Run, stubs: _Stubs, shipped: dict[str, str]) -> None:
             function_names=sorted(f for f in fn_names if lay.spelling_home.get(f) == header)))
         _include_section(root, cs, header, path, header in shipped, [k["name"].rsplit("::", 1)[-1] for k in own],
                          [s for s in type_names | fn_names if lay.spelling_home.get(s) == header])
-        cs.notes.append(f"{path}: the stubs naming what {header} declares after a unit's include of kernels.h "
-                        f"({len(own)} kernel(s), {sum(1 for h in lay.spelling_home.values() if h == header)} "
-                        "spelling(s)); the header includes it at its end")
+        cs.notes.append(f"{path}: the stubs of what {header} defines and declares ({len(own)} kernel(s), "
+                        f"{sum(1 for h in lay.spelling_home.values() if h == header)} spelling(s)); the header "
+                        "includes it after them")
 
 
 def _kernels_cpp(run: _Run, stubs: _Stubs, shipped: dict[str, str], copy_checks: list[dict]) -> None:
@@ -751,7 +750,7 @@ def _include_section(root: Path, cs: ChangeSet, header: str, section: str, shipp
         data = cs.new_files[header].encode()
         at = source.guard_end(data)
         inc = ("" if data[:at].endswith(b"\n\n") else "\n") + (
-               f"#ifndef {RTC_GUARD}\n// The NVRTC host stubs of the kernels above.\n"
+               f"#ifndef {RTC_GUARD}\n{source.STUBS_COMMENT} kernels above.\n"
                f'#include "{relative_include(section, header)}"\n#endif  // {RTC_GUARD}\n')
         cs.new_files[header] = (data[:at].decode() + inc + ("\n" if at < len(data) else "")
                                 + data[at:].decode())
@@ -764,21 +763,21 @@ def _include_section(root: Path, cs: ChangeSet, header: str, section: str, shipp
             at = data.find(text.encode())
             if at >= 0:
                 ends.append(at + len(text.encode()))
-    at = source.stubs_point(data, ends) if ends else source.guard_end(data)
+    end = source.guard_end(data)
+    at = source.stubs_point(data, ends, end) if ends else end
     inc = f'#include "{relative_include(section, header)}"\n'
-    opened = source.namespaces_at(data, at) if at < source.guard_end(data) else []
+    opened = source.namespaces_at(data, at) if at < end else []
     if opened:
         # after the kernels and before the code launching them: at namespace scope, as an include must be
         closing = "".join(f"}}  // namespace {name}\n".replace("namespace \n", "namespace\n")
                           for _, name in reversed(opened))
-        inc = f"{closing}{inc}{''.join(text + chr(10) for text, _ in opened)}"
-    if opened:
-        inc = f"#ifndef {RTC_GUARD}\n{inc}#endif  // {RTC_GUARD}\n"
+        reopening = "".join(text + "\n" for text, _ in opened)
+        inc = f"#ifndef {RTC_GUARD}\n{closing}{inc}{reopening}#endif  // {RTC_GUARD}\n"
     elif shipped:
         inc = f"#ifndef {RTC_GUARD}\n{inc}#endif\n"
     lead = "" if data[:at].endswith(b"\n\n") or at == 0 else ("\n" if data[:at].endswith(b"\n") else "\n\n")
     what = "kernels above" if opened else "kernels and types above"
-    text = f"{lead}// The NVRTC host stubs of the {what}.\n{inc}"
+    text = f"{lead}{source.STUBS_COMMENT} {what}.\n{inc}"
     if at < len(data) and data[at:at + 1] != b"\n":
         text += "\n"
     cs.edits.append(Edit(header, at, at, text, "host stubs naming this header's declarations"))
@@ -819,18 +818,18 @@ def _shared_headers(programs: list[dict]) -> list[dict] | None:
 
 
 def _declaration_groups(kernels: list[dict]) -> list[dict]:
-    """kernels.h's declarations of the static kernels, one block per namespace (and guard)."""
+    """A section's launcher types (`<kernel>_rtc`), one block per kernel namespace."""
     groups: list[dict] = []
-    for k in sorted(kernels, key=lambda k: (k["guard"] or "", k["namespace"])):
+    for k in sorted(kernels, key=lambda k: k["namespace"]):
         parts = namespace_parts(k["namespace"])
-        key = (k["namespace"], k["guard"])
+        key = k["namespace"]
         if not groups or groups[-1]["key"] != key:
             if all(parts):
                 opening, closing = f"namespace {'::'.join(parts)} {{", f"}}  // namespace {'::'.join(parts)}"
             else:       # an anonymous namespace cannot be part of a nested namespace definition
                 opening = " ".join(f"namespace {n} {{" if n else "namespace {" for n in parts)
                 closing = "\n".join(f"}}  // namespace {n}".rstrip() for n in reversed(parts))
-            groups.append(dict(key=key, guard=k["guard"], opening=opening, closing=closing, kernels=[]))
+            groups.append(dict(key=key, opening=opening, closing=closing, kernels=[]))
         groups[-1]["kernels"].append(dict(name=k["name"].rsplit("::", 1)[-1], **{
             f: k[f] for f in ("declared_template_params", "param_names")}))
     return groups

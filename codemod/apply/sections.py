@@ -1,11 +1,12 @@
-"""Where each part of the host stubs goes: `<output_dir>/kernels.h`, or the section of the library
-header that declares a name the part spells. kernels.h is included by the first rewritten header a
-unit reaches, often before the headers that declare a template argument (TE: cast/fp8's
-`DequantizeParam`, 4over6's `Config`) or a kernel's parameter type, so it can spell only what every
-unit has read by then. A spelling naming anything else goes into `<output_dir>/kernels_<stem>.h`,
-which the header declaring that name includes at its end; so does a kernel's declaration, `_rtc`
-alias and factory when its parameter types are declared after kernels.h (kernels.h then declares
-the factory only). Each part is written once, where what it names exists by construction."""
+"""Where each part of the host stubs goes: `<output_dir>/kernels.h`, or the section of a library
+header, `<output_dir>/kernels_<stem>.h`. Every kernel's launcher type and factory go to the section
+of the header defining it (the type is `decltype` of the kernel, so it follows the kernel; the header
+includes its section right after its kernels: generate._include_section), and kernels.h declares the
+factory only. A spelling (a template argument as a name expression writes it) goes to kernels.h when
+every unit has read what it names where the unit first reaches kernels.h (through a header that
+launches a kernel or defines one), else to the section of the header declaring that name (TE:
+cast/fp8's `DequantizeParam`, 4over6's `Config`). Each part is written once, where what it names
+exists by construction."""
 
 from __future__ import annotations
 
@@ -20,7 +21,6 @@ from .plan import HEADER_SUFFIXES, _resolve, read_overlay, units_reaching
 
 # a name spelled with at least one qualifier (`::ns::Config`, `E::kName`), not inside a longer one
 _QUALIFIED = re.compile(r"(?<![\w:])(?:::)?(?:[A-Za-z_]\w*::)+[A-Za-z_]\w*")
-_IDENT = re.compile(r"(?<![\w:])(?:::)?(?:[A-Za-z_]\w*::)*[A-Za-z_]\w*")
 
 
 @dataclass
@@ -130,22 +130,13 @@ def section_path(output_dir: str, header: str, headers: list[str]) -> str:
 
 
 def layout(root: Path, plan, spellings: set[str], stubs_includes: list[str]) -> Layout:
-    """The sections of the stubs: each spelling (a type or function argument as kernels.h's
-    `<PREFIX>_RTC_SPELLING` writes it) and each kernel whose spelled names kernels.h cannot see, placed
-    with the header that declares them. `stubs_includes`: the library headers kernels.h includes
+    """The sections of the stubs: each kernel, placed with the header defining it, and each spelling
+    (a type or function argument as `<PREFIX>_RTC_SPELLING` writes it) kernels.h cannot see, placed
+    with the header that declares what it names. `stubs_includes`: the library headers kernels.h includes
     (the rule's stub_includes, and what rtc_stubs.h includes: the layer header, the error header)."""
     spec = plan.spec
-    extracted = {ex.header for ex in plan.extractions.values()}
-    kernel_names: dict[str, list[str]] = {}
-    for kp in plan.kernels:
-        if kp.kernel.file in plan.extractions:
-            continue        # declared in kernels.h under the extracted header's guard, after it
-        text = f"{kp.signature.param_types} {kp.signature.template_params}"
-        params = {p.name for p in kp.kernel.params}
-        kernel_names[kp.kernel.id] = [n for n in _IDENT.findall(text) if n not in params]
     spelled = {v: _QUALIFIED.findall(v) for v in sorted(spellings)}
-    asked = {part for names in [*kernel_names.values(), *spelled.values()] for n in names
-             for part in n.lstrip(":").split("::")}
+    asked = {part for names in spelled.values() for n in names for part in n.lstrip(":").split("::")}
     files = _Files(root, spec, plan.extractions, asked)
     reach = set(files.closure([s for s in stubs_includes if (root / s).is_file()]))
     # the files that include kernels.h: those launching a kernel, and (through its section) those

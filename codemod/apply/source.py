@@ -11,6 +11,8 @@ from functools import lru_cache
 import tree_sitter_cuda
 from tree_sitter import Language, Node, Parser
 
+from .changeset import RTC_GUARD
+
 
 @lru_cache(maxsize=1)
 def _parser() -> Parser:
@@ -538,7 +540,10 @@ def _conditioned(text: str, conds: list[str]) -> str:
     return text
 
 
-_STUB_BLOCK = re.compile(rb"// The NVRTC host stubs of the [^\n]*\n#ifndef __CUDACC_RTC__\n.*?#endif[^\n]*\n", re.S)
+# the comment opening the block a header includes its stubs section with (generate._include_section)
+STUBS_COMMENT = "// The NVRTC host stubs of the"
+_STUB_BLOCK = re.compile(re.escape(STUBS_COMMENT.encode()) + rb"[^\n]*\n#ifndef " + RTC_GUARD.encode()
+                         + rb"\n.*?#endif[^\n]*\n", re.S)
 
 
 def without_stub_blocks(data: bytes) -> bytes:
@@ -569,12 +574,11 @@ def namespaces_at(data: bytes, offset: int) -> list[tuple[str, str]]:
             node = inner
 
 
-def stubs_point(data: bytes, kernel_ends: list[int]) -> int:
+def stubs_point(data: bytes, kernel_ends: list[int], end: int) -> int:
     """Where a header includes the host stubs of the kernels it defines (ending at `kernel_ends`):
-    its end (the include guard's `#endif`) when nothing but namespace closings and comments follow
-    its last kernel; else the start of the line after the last kernel, before the code that launches
-    them (a launch whose arguments do not depend on a template parameter needs the stubs there)."""
-    end = guard_end(data)
+    `end` (its guard_end) when nothing but namespace closings and comments follow its last kernel;
+    else the start of the line after the last kernel, before the code that launches them (a launch
+    whose arguments do not depend on a template parameter needs the stubs there)."""
     last = max(kernel_ends)
     rest = re.sub(rb"//[^\n]*|/\*.*?\*/", b"", data[last:end], flags=re.S)
     if not rest.replace(b"}", b"").strip():
