@@ -93,7 +93,7 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     from .review import change_sets
     from .spec import migrate_spec
     from .style import format_edits, target_style
-    from . import arch_policy, build_order, migrated
+    from . import arch_policy, build_order, migrated, shared_header
 
     if build_log is not None and not Path(build_log).is_file():
         raise UsageError(f"build log not found: {build_log}")
@@ -171,7 +171,8 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
         progress(f"apply: formatting {len(edited)} file(s) in the target's style")
     files = format_edits(edited, style)
     plan.layer = layer_part(root, cs, files, lambda f: format_edits(f, style))
-    rewritten = {path for path, (old, _) in files.items() if old is not None}
+    moved_only = {e.path for e in cs.edits} - {e.path for e in cs.edits if e.why != shared_header.WHY}
+    rewritten = {path for path, (old, _) in files.items() if old is not None and path not in moved_only}
     if rewritten:
         analyzed = {tu.file for tu in analysis.translation_units}
         if progress:

@@ -16,7 +16,8 @@ import jinja2
 
 from .. import __version__, strict_json
 from ..errors import ApplyError
-from . import kernel_api, layer, layer_cache, option_scope, prelude_copies, sections, shared_variables, source, \
+from . import kernel_api, layer, layer_cache, option_scope, prelude_copies, sections, shared_header, \
+    shared_variables, source, \
     stacking, stdnames, stdshim, target_names, zero_length
 from .changeset import RTC_GUARD, ChangeSet, Edit, relative_include
 from .launch_rewrite import matching, rewrite_sites
@@ -145,12 +146,14 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
     if std_cfg:
         _std_header_in_prelude_kernels(plan, std_cfg["header"], shipped)
     copies = _preludes(run, shipped, std_cfg)
+    _moved_in_prelude_kernels(plan, copies.moved)
     _shims(run)
     _nvrtc_guards(run, shipped)
     _zero_length_arrays(root, plan, cs, shipped, std_cfg)
     if std_cfg:
         _std_names(root, plan, cs, shipped, std_cfg, copies.std_used, copies.ints)
     rewrite_sites(root, plan, cs, shipped)
+    shipped.update({m.to: symbol_for(m.to) for m in copies.moved})     # the programs' own from here on
     stubs = _stub_kernels(run, programs, copies.checks)
     features = _stubs_runtime(run)
     _kernels_h(run, stubs, shipped)
@@ -188,6 +191,7 @@ class _Copies:
     checks: list[dict] = field(default_factory=list)   # checked against their header at build time (kernels.cpp)
     std_used: set[str] = field(default_factory=set)    # std names the copies use
     ints: set[str] = field(default_factory=set)        # <cstdint> integers the copies spell
+    moved: list = field(default_factory=list)          # shared_header.Moved: definitions moved, not copied
 
 
 @dataclass
@@ -243,15 +247,27 @@ def _preludes(run: _Run, shipped: dict[str, str], std_cfg: dict | None) -> _Copi
     copy_from = prelude_copies.copy_sources(replaced_all, copy_names, declared)
     copies = _Copies()
     include_conds = {r: source.include_conditions((root / r).read_bytes()) for r in replaced_all}
+    move_to = ks_spec.get("move_to", {})
     for replaced in replaced_all:
         path = f"{spec.output_dir}/prelude/{replaced}"
-        groups = prelude_copies.copied(replaced, copy_from.get(replaced, []), declared, cs)
-        groups = prelude_copies.checked(groups, replaced, path, copies.checks)
-        macros, copied = prelude_copies.early_macros(
-            prelude_copies.respell_copies(groups, std_cfg, copies.std_used, copies.ints))
+        includes = prelude_copies.prelude_includes(ks_spec.get("prelude_includes", []), replaced, include_conds)
+        shared = None
+        if replaced in move_to:
+            own = [i for i in includes if i["name"] in include_conds[replaced]]
+            moved = shared_header.move(root, replaced, move_to[replaced], copy_from.get(replaced, []), std_cfg, own,
+                                       run.guard(move_to[replaced]), run.fmt, cs, spec.rule_id)
+            copies.std_used |= moved.std_used
+            copies.ints |= moved.ints
+            copies.moved.append(moved)
+            shared, macros, copied = moved.include, [], []
+        else:
+            groups = prelude_copies.copied(replaced, copy_from.get(replaced, []), declared, cs)
+            groups = prelude_copies.checked(groups, replaced, path, copies.checks)
+            macros, copied = prelude_copies.early_macros(
+                prelude_copies.respell_copies(groups, std_cfg, copies.std_used, copies.ints))
         cs.new_files[path] = run.fmt(render(
-            "prelude.h.j2", replaced=replaced, guard=run.guard(path), macros=macros,
-            includes=prelude_copies.prelude_includes(ks_spec.get("prelude_includes", []), replaced, include_conds),
+            "prelude.h.j2", replaced=replaced, guard=run.guard(path), macros=macros, shared=shared,
+            includes=includes,
             namespace=ks_spec.get("prelude_namespace", spec.names.get("default_namespace", "")),
             aliases=[c for c in spec.types["cases"].values() if c.get("alias")],
             std_header=std_cfg["header"] if std_cfg else None, copied=copied),
@@ -685,6 +701,16 @@ def _stub_headers(spec, kp) -> list[tuple[str, str]]:
     return [(name, path) for name, path in kp.headers.items() if name not in provided]
 
 
+def _moved_in_prelude_kernels(plan: Plan, moved: list) -> None:
+    """Kernels that see a prelude including a moved-definitions header get it under the name the
+    prelude includes it by."""
+    for m in moved:
+        prelude = f"{plan.spec.output_dir}/prelude/{m.header}"
+        for kp in plan.kernels:
+            if prelude in kp.headers.values():
+                kp.headers.setdefault(m.include, m.to)
+
+
 def _std_header_in_prelude_kernels(plan: Plan, header: str, shipped: dict[str, str]) -> None:
     """Kernels that see the prelude also get the std_names header under its library path, the name
     the prelude includes it by (its copies use the names that header defines)."""
@@ -875,10 +901,12 @@ def _std_names(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str], s
             cs.notes.append(f"{repo_path}: {len(found)} std:: uses in device code respelled in {target} "
                             f"({', '.join(sorted({f[2] for f in found}))})")
     data = (root / header).read_bytes()
-    at, text, defined = stdnames.additions(header, data, target, names, plan.spec.rule_id, cs.later)
-    if defined:
+    defined = stdnames.defined_names(names, data, target)
+    for at, text in stdnames.additions(header, data, target, names, plan.spec.rule_id, cs.later):
         cs.edits.append(Edit(header, at, at, text, "std names for NVRTC in the target's namespace", layer=True))
-        cs.notes.append(f"{header}: {', '.join(defined)} defined in {target} for device code (NVRTC has no std)")
+    if defined:
+        cs.notes.append(f"{header}: {', '.join(defined)} defined in {target} for device code (NVRTC has no std; "
+                        "the library's own build takes the standard library's)")
     ints = stdnames.integer_names([cs.new_files[p].encode() if p in cs.new_files else (root / p).read_bytes()
                                    for p in shipped if not p.startswith(out)]) | (names & set(stdnames._INTEGERS)) | copy_ints
     at, text, defined = stdnames.integer_additions(header, data, target, ints, plan.spec.rule_id, cs.later)

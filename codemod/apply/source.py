@@ -432,24 +432,41 @@ def declarations(data: bytes, names: set[str]) -> list[tuple[str, str]]:
     copied byte-for-byte (templates and their specializations alike), and of every `#define` of
     one of them. A declaration inside `#if` / `#ifdef` blocks (other than the include guard) keeps
     its condition: `#if COND\n<text>\n#endif`."""
-    return [(ns, text) for ns, _, text, _ in _declarations(data, names)]
+    return [(d.namespace, d.text) for d in _declarations(data, names)]
 
 
 def named_declarations(data: bytes, names: set[str]) -> list[tuple[str, str, str]]:
     """(namespace, name, text) of what `declarations` finds: each with the name it declares (a
     `#define`'s too)."""
-    return [(ns, name, text) for ns, name, text, _ in _declarations(data, names)]
+    return [(d.namespace, d.name, d.text) for d in _declarations(data, names)]
 
 
 def declared_names(data: bytes, names: set[str]) -> set[tuple[str, str]]:
     """(namespace, name) of each namespace-scope declaration of one of `names` (as `declarations`
     finds them; macros left out)."""
-    return {(ns, name) for ns, name, _, macro in _declarations(data, names) if not macro}
+    return {(d.namespace, d.name) for d in _declarations(data, names) if not d.macro}
 
 
-def _declarations(data: bytes, names: set[str]) -> list[tuple[str, str, str, bool]]:
-    """(namespace, declared name, text, whether a macro): `declarations`."""
-    out: list[tuple[str, str, str, bool]] = []
+@dataclass(frozen=True)
+class Declaration:
+    """A namespace-scope declaration (or `#define`) of a header, as `declarations` finds it."""
+    namespace: str
+    name: str
+    text: str                   # with the `#if` lines around it in the header
+    macro: bool
+    start: int                  # its own bytes (a struct's `;` included)
+    end: int
+    conditionals: tuple         # the (start, end) of the `#if` blocks around it, innermost last
+
+
+def declaration_spans(data: bytes, names: set[str]) -> list[Declaration]:
+    """`declarations` with where each lies in the header."""
+    return _declarations(data, names)
+
+
+def _declarations(data: bytes, names: set[str]) -> list[Declaration]:
+    """`declarations`, each with its span."""
+    out: list[Declaration] = []
 
     def visit(container: Node, ns: str, conds: list[str]) -> None:
         for child in container.children:
@@ -477,14 +494,15 @@ def _declarations(data: bytes, names: set[str]) -> list[tuple[str, str, str, boo
                     visit(body, ns, conds)
                 continue
             if child.type in ("preproc_if", "preproc_ifdef"):
-                line_end = data.find(b"\n", child.start_byte)
-                visit(child, ns, conds + [data[child.start_byte:line_end].decode().strip()])
+                visit(child, ns, conds)
                 continue
             if child.type in ("preproc_def", "preproc_function_def"):
                 name = node_text(data, child.child_by_field_name("name"))
                 if name in names:
-                    out.append((ns, name, _conditioned(data[child.start_byte:child.end_byte].decode().rstrip("\n"),
-                                                       conds), True))
+                    text = data[child.start_byte:child.end_byte].decode().rstrip("\n")
+                    conds, spans = _conditions_at(scanned, child.start_byte)
+                    out.append(Declaration(ns, name, _conditioned(text, conds), True, child.start_byte,
+                                           child.start_byte + len(text.encode()), spans))
                 continue
             if child.type == "expression_statement" or child.type.startswith("preproc"):
                 continue
@@ -494,10 +512,50 @@ def _declarations(data: bytes, names: set[str]) -> list[tuple[str, str, str, boo
                 nxt = child.next_sibling
                 if nxt is not None and nxt.type == ";":   # `struct X {...};`: the `;` is a sibling
                     end = nxt.end_byte
-                out.append((ns, declared, _conditioned(data[child.start_byte:end].decode(), conds), False))
+                conds, spans = _conditions_at(scanned, child.start_byte)
+                out.append(Declaration(ns, declared, _conditioned(data[child.start_byte:end].decode(), conds), False,
+                                       child.start_byte, end, spans))
 
+    scanned = _conditional_blocks(data)
     visit(parse(data), "", [])
     return out
+
+
+_DIRECTIVE = re.compile(rb"(?m)^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b[^\n]*")
+
+
+def _conditional_blocks(data: bytes) -> list[tuple[int, int, list[tuple[int, str]]]]:
+    """The preprocessor's `#if` blocks of a file as the preprocessor reads them (tree-sitter's
+    tree does not follow a C API header's `#ifdef __cplusplus` / `extern "C" {` / `#endif`): each
+    (start, end past its `#endif` line, [(offset, line) of its `#if` and each `#elif`/`#else`]),
+    the include guard left out."""
+    blocks, stack = [], []
+    for m in _DIRECTIVE.finditer(data):
+        kind, line = m.group(1), m.group(0).decode().strip()
+        if kind in (b"if", b"ifdef", b"ifndef"):
+            stack.append((m.start(), [(m.start(), line)]))
+        elif kind in (b"elif", b"else") and stack:
+            stack[-1][1].append((m.start(), line))
+        elif kind == b"endif" and stack:
+            start, branches = stack.pop()
+            nl = data.find(b"\n", m.end())
+            blocks.append((start, len(data) if nl < 0 else nl + 1, branches))
+    first = _DIRECTIVE.search(data)
+    if blocks and first is not None and first.group(1) == b"ifndef":
+        guard = max(blocks, key=lambda b: b[1] - b[0])
+        name = first.group(0).split()[-1]
+        if guard[0] == first.start() and re.search(rb"#\s*define\s+" + re.escape(name) + rb"\b", data) \
+                and not data[guard[1]:].strip(b" \t\n"):
+            blocks.remove(guard)
+    return blocks
+
+
+def _conditions_at(blocks, offset: int) -> tuple[list[str], tuple]:
+    """(the `#if` lines a declaration at `offset` lies under, outermost first; with the
+    `#elif`/`#else` lines before it when it is in a later branch), and the blocks' spans."""
+    around = sorted((b for b in blocks if b[0] < offset < b[1]), key=lambda b: b[0])
+    conds = ["\n".join(line for at, line in branches if at < offset) for _, _, branches in around]
+    return conds, tuple((start, end) for start, end, _ in around)
 
 
 def guard_end(data: bytes) -> int:

@@ -92,6 +92,8 @@ def _tree_paths(m: dict):
     ks = m.get("kernel_strings", {})
     for i, v in enumerate(ks.get("replace_with_prelude", [])):
         yield ["kernel_strings", "replace_with_prelude", i], v
+    for header, path in ks.get("move_to", {}).items():
+        yield ["kernel_strings", "move_to", header], path
     for kernel, paths in ks.get("include_first", {}).items():
         for i, v in enumerate(paths):
             yield ["kernel_strings", "include_first", kernel, i], v

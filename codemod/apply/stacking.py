@@ -101,6 +101,12 @@ def std_names_starts(text: str) -> list[tuple[int, str]]:
                          text)]
 
 
+def std_include_starts(text: str) -> list[tuple[int, str]]:
+    """(offset of its `#ifndef __CUDACC_RTC__` line, rule) of each rule's std-headers block."""
+    pattern = r"#ifndef __CUDACC_RTC__\n// std headers of the names below " + re.escape(note("X")).replace("X", r"([\w.-]+)")
+    return [(m.start(), m.group(1)) for m in re.finditer(pattern, text)]
+
+
 def integer_starts(text: str) -> list[tuple[int, str]]:
     """(offset of its `#ifdef __CUDACC_RTC__` line, rule) of each rule's `<cstdint>` names block."""
     pattern = r"#ifdef __CUDACC_RTC__\n// <cstdint> names NVRTC lacks " + re.escape(note("X")).replace("X", r"([\w.-]+)")

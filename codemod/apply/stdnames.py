@@ -112,34 +112,77 @@ def respell(text: str, target: str, chain: list[str] | None = None,
 
 
 def additions(header: str, data: bytes, target: str, names: set[str], rule_id: str = "std_names",
-              later: frozenset = frozenset()) -> tuple[int, str, list[str]]:
-    """(offset, text, names defined) to add to `header` so that `target` defines `names`: codemod's
-    definitions of those (and what they need) that the header does not declare in `target` already,
-    inserted before the closing brace of the header's `namespace` block for `target` (before the
-    blocks of rules migrated after `rule_id`, on a regeneration: stacking.py)."""
+              later: frozenset = frozenset()) -> list[tuple[int, str]]:
+    """The (offset, text) insertions into `header` so that `target` has `names` in both builds:
+    under NVRTC codemod's definitions of those (and what they need) that the header does not declare
+    in `target` already; in the library's own build the standard library's, by using-declarations
+    (the respelled code then means what it meant before), with the standard headers they come from
+    included at file scope before the namespace block. The definitions go before the closing brace
+    of the header's `namespace` block for `target` (before the blocks of rules migrated after
+    `rule_id`, on a regeneration: stacking.py)."""
     names = {n for n in names if n not in _INTEGERS}       # global: integer_additions
     have = _declared_in(data, target)
+    host_have = _declared_in(_without_rtc_definitions(data), target) | _using_std(data)
     texts, unknown = stdshim.definitions(sorted(names), have)
     if unknown:
         raise ApplyError(f"no definition of std::{', std::'.join(unknown)} for {target}", where=header)
-    defined = _closure(sorted(names), have)
-    if not texts:
-        return -1, "", []
+    host = sorted(n for n in names if n not in host_have)
+    if not texts and not host:
+        return []
     body = "\n".join(texts)
+    usings = "\n".join(f"using std::{n};" for n in host)
+    if texts:
+        block = f"#ifdef __CUDACC_RTC__\n{body}\n" + (f"#else\n{usings}\n" if host else "") + "#endif  // __CUDACC_RTC__"
+    else:
+        block = f"#ifndef __CUDACC_RTC__\n{usings}\n#endif  // __CUDACC_RTC__"
     note = f"// std names NVRTC lacks, for device code {stacking.note(rule_id)}."
     close = _namespace_close(data, target)
     if close >= 0:
         close = stacking.before_first(data.decode(), stacking.std_names_starts(data.decode()), close, later)
-        return close, f"\n{note}\n{body}\n\n", defined
+        return _std_includes(header, data, target, host, rule_id, later) + [(close, f"\n{note}\n{block}\n\n")]
     # NOTE: a new namespace goes at the top of the parent's first block: the header's own uses,
     # respelled into it, may come anywhere after (TE 6377ca161's utils.cuh uses is_same_v in
     # abs_val, 80 lines before its namespace block ends: at the end, nvcc failed on the host build).
     parent, _, last = target.rpartition("::")
     start = _namespace_close(data, parent, opening=True) if parent else -1
     if start < 0:
-        raise ApplyError(f"{header}: no `namespace` block of {parent or target} to add {', '.join(defined)} to",
+        raise ApplyError(f"{header}: no `namespace` block of {parent or target} to add "
+                         f"{', '.join(_closure(sorted(names), have))} to",
                          where=header, hint="check migrate/kernel_strings/std_names in the rule")
-    return start, f"\n{note}\nnamespace {last} {{\n\n{body}\n\n}}  // namespace {last}\n\n", defined
+    return _std_includes(header, data, target, host, rule_id, later) + [(start, f"\n{note}\nnamespace {last} {{\n\n{block}\n\n}}  // namespace {last}\n\n")]
+
+
+def defined_names(names: set[str], data: bytes, target: str) -> list[str]:
+    """The names `additions` defines under NVRTC (with what they need), for the notes."""
+    return _closure(sorted(n for n in names if n not in _INTEGERS), _declared_in(data, target))
+
+
+_RTC_DEFINITIONS = re.compile(rb"#ifdef __CUDACC_RTC__\n.*?\n#(?:else|endif)", re.S)
+
+
+def _without_rtc_definitions(data: bytes) -> bytes:
+    """`data` with the NVRTC branches of std-names blocks blanked (offsets kept)."""
+    return _RTC_DEFINITIONS.sub(lambda m: re.sub(rb"[^\n]", b" ", m.group(0)), data)
+
+
+def _using_std(data: bytes) -> set[str]:
+    return {m.group(1).decode() for m in re.finditer(rb"\busing\s+std::(\w+)\s*;", data)}
+
+
+def _std_includes(header: str, data: bytes, target: str, names: list[str], rule_id: str,
+                  later: frozenset) -> list[tuple[int, str]]:
+    """The standard headers `names` come from, included for the library's own build at file scope
+    before the header's first namespace block of `target`'s outermost namespace (none already
+    included)."""
+    wanted = sorted({stdshim.STD_HEADERS[n] for n in names} - {
+        m.group(1).decode() for m in re.finditer(rb"#\s*include\s*<([\w./]+)>", data)})
+    if not wanted:
+        return []
+    at = _before_namespace(header, data, target.split("::")[0])
+    at = stacking.before_first(data.decode(), stacking.std_include_starts(data.decode()), at, later)
+    lines = "\n".join(f"#include <{h}>" for h in wanted)
+    return [(at, f"#ifndef __CUDACC_RTC__\n// std headers of the names below {stacking.note(rule_id)}.\n{lines}\n"
+                 "#endif  // __CUDACC_RTC__\n\n")]
 
 
 def _declared_in(data: bytes, target: str) -> set[str]:
@@ -243,7 +286,16 @@ def integer_additions(header: str, data: bytes, target: str, names: set[str], ru
                                                        + n.encode() + rb"\s*;", data))
     if not missing:
         return -1, "", []
-    first = target.split("::")[0]
+    at = _before_namespace(header, data, target.split("::")[0], missing)
+    body = "\n".join(stdshim.DEFINITIONS[n][1] for n in missing)
+    at = stacking.before_first(data.decode(), stacking.integer_starts(data.decode()), at, later)
+    return at, (f"#ifdef __CUDACC_RTC__\n// <cstdint> names NVRTC lacks {stacking.note(rule_id)}.\n{body}\n"
+                "#endif  // __CUDACC_RTC__\n\n"), missing
+
+
+def _before_namespace(header: str, data: bytes, first: str, what: list[str] = ()) -> int:
+    """Offset of the line (or the comment above it) opening the header's first file-scope block of
+    namespace `first`."""
     at = -1
     for child in source.parse(data).children:
         node = child
@@ -260,9 +312,6 @@ def integer_additions(header: str, data: bytes, target: str, names: set[str], ru
         if at >= 0:
             break
     if at < 0:
-        raise ApplyError(f"{header}: no `namespace {first}` to put {', '.join(missing)} before", where=header)
-    at = source.comment_start(data, data.rfind(b"\n", 0, at) + 1)    # before the block's own comment
-    body = "\n".join(stdshim.DEFINITIONS[n][1] for n in missing)
-    at = stacking.before_first(data.decode(), stacking.integer_starts(data.decode()), at, later)
-    return at, (f"#ifdef __CUDACC_RTC__\n// <cstdint> names NVRTC lacks {stacking.note(rule_id)}.\n{body}\n"
-                "#endif  // __CUDACC_RTC__\n\n"), missing
+        raise ApplyError(f"{header}: no `namespace {first}` to put {', '.join(what) or 'std names'} before",
+                         where=header)
+    return source.comment_start(data, data.rfind(b"\n", 0, at) + 1)    # before the block's own comment

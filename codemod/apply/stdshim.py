@@ -7,6 +7,8 @@ include as before."""
 
 from __future__ import annotations
 
+import re
+
 _HD = "__host__ __device__"
 
 DEFINITIONS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -121,6 +123,14 @@ struct integral_constant {{
     "uintptr_t": ((), "using uintptr_t = unsigned long long;"),
     # glibc's <sys/types.h> (through <stdlib.h>), which TE's grouped MXFP8 kernels spell
     "uint": ((), "using uint = unsigned int;"),
+}
+
+
+# The standard header each name comes from, for the library's own build (stdnames.additions).
+STD_HEADERS: dict[str, str] = {
+    **{n: "type_traits" for n in DEFINITIONS if not re.fullmatch(r"u?int(8|16|32|64|ptr)_t|uint|min|max|numeric_limits", n)},
+    "min": "algorithm", "max": "algorithm", "numeric_limits": "limits",
+    **{n: "cstdint" for n in DEFINITIONS if re.fullmatch(r"u?int(8|16|32|64|ptr)_t", n)},
 }
 
 

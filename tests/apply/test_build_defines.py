@@ -193,14 +193,18 @@ def test_patched_buildlib_builds_and_passes_the_builds_value(tmp_path):
 
 def test_a_prelude_include_keeps_the_condition_of_its_header(tmp_path, capsys):
     """common.h includes cuda_fp8.h under `#if BUILDLIB_FP8_SUPPORTED` (TE: cuda_fp4.h under
-    FP4_TYPE_SUPPORTED, which an NVRTC before CUDA 12.8 lacks): its prelude defines the copied macro
-    first and includes cuda_fp8.h under the same condition; the C API header's prelude, whose header
-    does not include it, leaves it out (on main: included unconditionally in both)."""
+    FP4_TYPE_SUPPORTED, which an NVRTC before CUDA 12.8 lacks): the macro moves into common_types.h,
+    which defines it before including cuda_fp8.h under the same condition; the prelude includes that
+    header before its own conditional include; the C API header's prelude, whose header does not
+    include it, leaves it out (on main: included unconditionally in both)."""
     root = _copy(tmp_path)
     patch, _ = _apply(tmp_path, capsys, root)
+    moved = _new_file(patch, "common_types.h")
+    define = moved.index("#define BUILDLIB_FP8_SUPPORTED (CUDA_VERSION >= 11080)")
+    assert define < moved.index("#if BUILDLIB_FP8_SUPPORTED\n#include <cuda_fp8.h>\n#endif")
     common = _new_file(patch, "rtc/quant/prelude/common.h")
-    define = common.index("#define BUILDLIB_FP8_SUPPORTED (CUDA_VERSION >= 11080)")
-    assert define < common.index("#if BUILDLIB_FP8_SUPPORTED\n#include <cuda_fp8.h>\n#endif")
+    assert "#define BUILDLIB_FP8_SUPPORTED" not in common
+    assert common.index('#include "common_types.h"') < common.index("#if BUILDLIB_FP8_SUPPORTED\n#include <cuda_fp8.h>")
     assert "#include <cuda_fp16.h>" in common
     api = _new_file(patch, "rtc/quant/prelude/include/buildlib/quant.h")
     assert "cuda_fp8.h" not in api and "#include <cuda_fp16.h>" in api

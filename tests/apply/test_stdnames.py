@@ -52,14 +52,38 @@ def test_uses_are_respelled_in_the_target_namespace():
     assert "void host_only(T x) { std::min(x, x); }" in text              # host-only: unchanged
 
 
+def _added(header: bytes, target: str, names: set[str]) -> tuple[str, list[str]]:
+    """The header with stdnames.additions inserted, and the names defined under NVRTC."""
+    out = header.decode()
+    for at, text in sorted(stdnames.additions("utils.h", header, target, names), reverse=True):
+        out = out[:at] + text + out[at:]
+    return out, stdnames.defined_names(names, header, target)
+
+
 def test_missing_definitions_go_into_the_namespace_block():
-    at, text, defined = stdnames.additions("utils.h", HEADER, "lib::detail", {"is_same", "min", "true_type"})
+    out, defined = _added(HEADER, "lib::detail", {"is_same", "min", "true_type"})
     assert sorted(defined) == ["integral_constant", "min", "true_type"]    # is_same: the library's own
     assert defined.index("integral_constant") < defined.index("true_type")
-    out = HEADER[:at].decode() + text + HEADER[at:].decode()
     assert out.index("using true_type") < out.index("}  // namespace detail")
     assert "namespace std" not in out
     assert out.index("namespace detail {") < out.index("&min(") < out.index("}  // namespace detail")
+
+
+def test_the_library_build_takes_the_standard_librarys_names():
+    """Under NVRTC codemod's definitions; in the library's own build (nvcc, g++) the respelled
+    code names the standard library's (using-declarations, their headers included at file scope),
+    so it means what it meant before the migration, and a header that declares these names for
+    both builds (a moved definition's host branch) does not clash with them."""
+    out, _ = _added(HEADER, "lib::detail", {"is_same", "min", "true_type"})
+    rtc = out.index("// std names NVRTC lacks, for device code")
+    assert rtc < out.index("#else\nusing std::min;\nusing std::true_type;\n#endif  // __CUDACC_RTC__") \
+        < out.index("}  // namespace detail")
+    assert "using std::is_same;" not in out                                # the library's own, both builds
+    includes = out.index("#ifndef __CUDACC_RTC__\n// std headers of the names below")
+    assert includes < out.index("// The library's own traits.") < rtc
+    assert "#include <algorithm>\n#include <type_traits>\n#endif" in out
+    again, defined = _added(out.encode(), "lib::detail", {"min", "true_type"})
+    assert again == out and defined == []                                  # a second rule adds nothing
 
 
 def test_integers_defined_globally_under_nvrtc_before_the_commented_block():
@@ -72,8 +96,7 @@ def test_integers_defined_globally_under_nvrtc_before_the_commented_block():
 
 
 def test_a_missing_namespace_is_opened_in_its_parent_else_refused():
-    at, text, defined = stdnames.additions("utils.h", HEADER, "lib::other", {"min"})
-    out = HEADER[:at].decode() + text + HEADER[at:].decode()
+    out, _ = _added(HEADER, "lib::other", {"min"})
     assert "namespace other {" in out and out.index("namespace other {") < out.index("}  // namespace lib")
     with pytest.raises(ApplyError, match="no `namespace` block of elsewhere"):
         stdnames.additions("utils.h", HEADER, "elsewhere::detail", {"min"})
@@ -86,36 +109,37 @@ def test_a_new_namespace_comes_before_the_headers_own_uses():
     header = (b"namespace lib {\n\nstruct early {};\n\ntemplate <typename T>\n__device__ bool f() {\n"
               b"  return std::is_same_v<T, float>;\n}\n\n}  // namespace lib\n")
     use = stdnames.uses(header)[0]
-    at, text, _ = stdnames.additions("utils.h", header, "lib::detail", {"is_same_v"})
+    ins = stdnames.additions("utils.h", header, "lib::detail", {"is_same_v"})
+    at, text = ins[-1]
     assert at < use[0]
     edited = header[:use[0]] + stdnames.replacement("lib::detail", use[3], False, "is_same_v").encode() + header[use[1]:]
-    out = edited[:at].decode() + text + edited[at:].decode()
+    out = edited.decode()
+    for at, text in sorted(ins, reverse=True):
+        out = out[:at] + text + out[at:]
     assert out.index("namespace detail {") < out.index("detail::is_same_v<T, float>")
     assert out.index("namespace lib {") < out.index("namespace detail {")
 
 
 def test_a_second_rule_adds_only_what_is_missing():
     """Two rules applied one after the other to one tree: the second must not redefine min."""
-    at, text, _ = stdnames.additions("utils.h", HEADER, "lib::detail", {"min"})
-    once = (HEADER[:at].decode() + text + HEADER[at:].decode()).encode()
-    at, text, defined = stdnames.additions("utils.h", once, "lib::detail", {"min", "max", "true_type"})
+    once, _ = _added(HEADER, "lib::detail", {"min"})
+    twice, defined = _added(once.encode(), "lib::detail", {"min", "max", "true_type"})
     assert sorted(defined) == ["integral_constant", "max", "true_type"]     # min came with the first
-    assert "&min(" not in text
+    assert twice.count("&min(") == 1 and twice.count("using std::min;") == 1
 
 
 def test_std_integers_become_the_global_ones():
     text, names = stdnames.respell("namespace lib {\nusing std::int32_t;\n__device__ std::uint8_t f();\n}\n",
                                    "lib::detail")
     assert "using ::int32_t;" in text and "__device__ ::uint8_t f();" in text
-    at, add, defined = stdnames.additions("utils.h", HEADER, "lib::detail", names)
-    assert defined == [] and at == -1                     # nothing for the namespace
+    assert stdnames.additions("utils.h", HEADER, "lib::detail", names) == []    # nothing for the namespace
+    assert stdnames.defined_names(names, HEADER, "lib::detail") == []
 
 
 def test_a_member_function_named_min_is_not_a_definition_of_min():
-    at, text, _ = stdnames.additions("utils.h", HEADER, "lib::detail", {"numeric_limits"})
-    once = (HEADER[:at].decode() + text + HEADER[at:].decode()).encode()
-    assert "static constexpr float min()" in once.decode()
-    _, text, defined = stdnames.additions("utils.h", once, "lib::detail", {"min", "numeric_limits"})
+    once, _ = _added(HEADER, "lib::detail", {"numeric_limits"})
+    assert "static constexpr float min()" in once
+    _, defined = _added(once.encode(), "lib::detail", {"min", "numeric_limits"})
     assert defined == ["min"]
 
 

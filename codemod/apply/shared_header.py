@@ -1,0 +1,249 @@
+"""Definitions moved, not copied (`kernel_strings.move_to`): what a kernel string needs from a
+host-mixed header that NVRTC cannot compile (TE's common.h: `DIVUP`, `is_fp8`, `TypeExtrema`, the
+TMA alignments; an enum of its C API header) leaves that header for an NVRTC-safe one beside it,
+which the host-mixed header includes where the first of them stood and the NVRTC prelude includes
+in its place. One definition, both builds: nothing to copy, nothing to check at build time.
+
+The moved header is self-contained: its own toolkit includes, the std names its definitions use
+(under NVRTC the rule's std_names header's, in the library's build the standard library's, by
+using-declarations into the same namespace), the macros first. A later rule moving more names into
+an existing header appends them (and what they need of std) to it."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import ApplyError
+from . import source, stdnames, stdshim
+from .changeset import ChangeSet, Edit, relative_include
+
+
+# why every edit of a move says: a file edited only so is no rewritten kernel code (command.py)
+WHY = "definitions moved into the header both builds include"
+
+
+@dataclass
+class Moved:
+    """What moving one replaced header's names produced."""
+    header: str                 # the host-mixed header the names leave
+    to: str                     # the NVRTC-safe header they go to (library path)
+    include: str                # how the header and its prelude include it
+    names: list[str] = field(default_factory=list)      # moved now
+    std_used: set[str] = field(default_factory=set)     # std names the moved definitions use (respelled)
+    ints: set[str] = field(default_factory=set)         # <cstdint> integers they spell
+
+
+def move(root: Path, replaced: str, to: str, names: list[str], std_cfg: dict | None, includes: list[dict],
+         guard: str, fmt, cs: ChangeSet, rule_id: str) -> Moved:
+    """Move the declarations of `names` out of `replaced` into `to` (created, or appended to when an
+    earlier rule made it); edits and the new file go into `cs`. `includes`: the toolkit headers the
+    moved header includes (prelude_includes that `replaced` includes itself, with its conditions)."""
+    inc = relative_include(to, replaced)
+    moved = Moved(replaced, to, inc)
+    data = (root / replaced).read_bytes()
+    existing = (root / to).read_bytes() if (root / to).is_file() else None
+    already = {d.name for d in source.declaration_spans(existing, set(names))} if existing is not None else set()
+    decls = [d for d in source.declaration_spans(data, set(names) - already)]
+    missing = sorted(set(names) - already - {d.name for d in decls})
+    if missing:
+        raise ApplyError(f"{replaced}: no declaration of {', '.join(missing)} to move into {to}", where=replaced,
+                         hint="check migrate/kernel_strings/prelude_copy and move_to in the rule")
+    moved.names = sorted({d.name for d in decls})
+    if not decls:
+        if existing is not None and f'#include "{inc}"'.encode() not in data:
+            raise ApplyError(f"{replaced} does not include {to}, which holds {', '.join(sorted(already))}",
+                             where=replaced, hint=f'restore #include "{inc}" in {replaced}')
+        return moved
+    macros, groups = _texts(data, decls)
+    if std_cfg:
+        groups = _respelled(groups, std_cfg, moved)
+    if existing is None:
+        from .generate import render     # the templates' environment (generate imports this module)
+        std = _std_block(std_cfg, moved) if std_cfg else None
+        cs.new_files[to] = fmt(render("shared_header.h.j2", replaced_name=replaced.rsplit("/", 1)[-1], guard=guard,
+                                      macros=macros, includes=includes, std=std, body=_body(groups)), to)
+    else:
+        _append(existing, to, macros, groups, std_cfg, moved, cs, rule_id)
+    _edit_replaced(data, replaced, inc, decls, existing is None or f'#include "{inc}"'.encode() not in data, cs)
+    cs.notes.append(f"{replaced}: {', '.join(moved.names)} moved into {to} (included by {replaced} and by the NVRTC "
+                    "prelude in its place)")
+    return moved
+
+
+def _texts(data: bytes, decls: list) -> tuple[list[str], list[dict]]:
+    """(the moved `#define`s, the other declarations grouped by namespace), each with the comment
+    lines directly above it in the header."""
+    macros: list[str] = []
+    groups: list[dict] = []
+    for d in decls:
+        above = data[_comment_above(data, d.start):data.rfind(b"\n", 0, d.start) + 1].decode()
+        text = _conditioned_with_comment(d, above)
+        if d.macro:
+            macros.append(text)
+        elif groups and groups[-1]["namespace"] == d.namespace:
+            groups[-1]["texts"].append(text)
+        else:
+            groups.append({"namespace": d.namespace, "texts": [text]})
+    return macros, groups
+
+
+def _conditioned_with_comment(d, above: str) -> str:
+    """The declaration's text, its comment above it inside the `#if` lines its text carries."""
+    if not above:
+        return d.text
+    lines = d.text.split("\n")
+    n = sum(1 for line in lines if line.lstrip().startswith("#if")) if d.conditionals else 0
+    n = min(n, len(d.conditionals))
+    return "\n".join(lines[:n] + [above.rstrip("\n")] + lines[n:])
+
+
+def _comment_above(data: bytes, start: int) -> int:
+    """Start of the comment lines (`//` lines, or a `/* ... */` block) directly above the line of
+    `start`; `start`'s line when none."""
+    line = data.rfind(b"\n", 0, start) + 1
+    while line > 0:
+        prev = data.rfind(b"\n", 0, line - 1) + 1
+        text = data[prev:line].strip()
+        if text.startswith(b"//"):
+            line = prev
+        elif text.endswith(b"*/"):
+            opening = data.rfind(b"/*", 0, line)
+            if opening < 0:
+                break
+            line = data.rfind(b"\n", 0, opening) + 1
+        else:
+            break
+    return line
+
+
+def _respelled(groups: list[dict], std_cfg: dict, moved: Moved) -> list[dict]:
+    out = []
+    for g in groups:
+        texts = []
+        for t in g["texts"]:
+            new, used = stdnames.respell(t, std_cfg["namespace"], g["namespace"].split("::"))
+            texts.append(new)
+            moved.std_used |= used
+            moved.ints |= stdnames.integer_names([t.encode()])
+        out.append(dict(g, texts=texts))
+    return out
+
+
+def _std_block(std_cfg: dict, moved: Moved) -> dict | None:
+    names = sorted(n for n in moved.std_used if n not in stdnames._INTEGERS)
+    headers = sorted({stdshim.STD_HEADERS[n] for n in names} | ({"cstdint"} if moved.ints else set()))
+    if not names and not headers:
+        return None
+    return dict(header=std_cfg["header"], namespace=std_cfg["namespace"], names=names, std_headers=headers)
+
+
+def _body(groups: list[dict]) -> str:
+    out = ""
+    for g in groups:
+        texts = "\n\n".join(g["texts"])
+        out += (f"\nnamespace {g['namespace']} {{\n\n{texts}\n\n}}  // namespace {g['namespace']}\n"
+                if g["namespace"] else f"\n{texts}\n")
+    return out
+
+
+_HOST_USINGS = re.compile(r"((?:using std::\w+;\n)*)(}  // namespace ([\w:]+)\n#endif  // __CUDACC_RTC__)")
+
+
+def _append(existing: bytes, to: str, macros: list[str], groups: list[dict], std_cfg: dict | None, moved: Moved,
+            cs: ChangeSet, rule_id: str) -> None:
+    """Definitions another rule moves into a header an earlier rule made: at its end (inside the
+    guard), with the std names they need added to its host branch."""
+    text = existing.decode()
+    if macros:
+        raise ApplyError(f"{to}: moving the macros {', '.join(macros)} into an existing header is not supported",
+                         where=to, hint="move them with the rule that creates the header")
+    have = set(re.findall(r"using std::(\w+);", text))
+    need = sorted(n for n in moved.std_used if n not in stdnames._INTEGERS and n not in have)
+    if need:
+        m = _HOST_USINGS.search(text)
+        if m is None:
+            raise ApplyError(f"{to}: no host branch of std names to add {', '.join(need)} to", where=to)
+        at = m.start(2)
+        cs.edits.append(Edit(to, at, at, "".join(f"using std::{n};\n" for n in need), WHY))
+        headers = sorted({stdshim.STD_HEADERS[n] for n in need} - set(re.findall(r"#include <([\w./]+)>", text)))
+        if headers:
+            ns_open = text.rfind(f"namespace {m.group(3)} {{", 0, m.start(2))
+            cs.edits.append(Edit(to, ns_open, ns_open, "".join(f"#include <{h}>\n" for h in headers),
+                                 WHY))
+    at = source.guard_end(existing)
+    cs.edits.append(Edit(to, at, at, _body(groups).lstrip("\n") + "\n", WHY))
+
+
+def _edit_replaced(data: bytes, replaced: str, inc: str, decls: list, include: bool, cs: ChangeSet) -> None:
+    """The host-mixed header without the moved declarations (with their comments, and the `#if`
+    blocks left empty), including the moved header where the first of them stood."""
+    spans = []
+    for d in decls:
+        start, end = _comment_above(data, d.start), d.end
+        for b_start, b_end in reversed(d.conditionals):     # an #if block holding only moved code goes whole
+            if _only_moved(data, b_start, b_end, decls):
+                start, end = min(start, _comment_above(data, b_start)), max(end, b_end)
+            else:
+                break
+        spans.append((start, end))
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        end = _line_end(data, end)
+        if merged and not data[merged[-1][1]:start].strip():
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    for span in merged:        # a blank line on both sides: one goes
+        if data[:span[0]].endswith(b"\n\n") and data[span[1]:span[1] + 1] == b"\n":
+            span[1] += 1
+    line = f'#include "{inc}"\n'
+    at = _include_point(data, merged[0][0]) if include else -1
+    if at < -1:         # before a block: a blank line between them
+        at, line = -at - 1, line + "\n"
+    for start, end in merged:
+        if start == at:
+            cs.edits.append(Edit(replaced, start, end, line, WHY))
+            at = -1
+        else:
+            cs.edits.append(Edit(replaced, start, end, "", WHY))
+    if at >= 0:
+        cs.edits.append(Edit(replaced, at, at, line, WHY))
+
+
+def _line_end(data: bytes, end: int) -> int:
+    nl = data.find(b"\n", end)
+    return len(data) if nl < 0 else nl + 1
+
+
+def _only_moved(data: bytes, start: int, end: int, decls: list) -> bool:
+    """Whether an `#if` block holds nothing but moved declarations, comments and blank lines."""
+    body = bytearray(data[data.find(b"\n", start) + 1:data.rfind(b"#endif", start, end)])
+    offset = data.find(b"\n", start) + 1
+    for d in decls:
+        if start <= d.start and d.end <= end:
+            a = _comment_above(data, d.start) - offset
+            body[max(a, 0):d.end - offset] = b" " * (d.end - offset - max(a, 0))
+    return not bytes(body).strip()
+
+
+def _include_point(data: bytes, first: int) -> int:
+    """Where the header includes the moved one: after its last file-scope `#include` before the
+    first moved declaration (the toolkit headers it includes first stay first), else where that
+    declaration's file-scope block starts (returned as -offset - 1)."""
+    tops = list(source.parse(data).children)
+    code = [t for t in tops if t.type != "comment"]
+    if len(code) == 1 and code[0].type == "preproc_ifdef" and data[code[0].start_byte:code[0].start_byte + 7] == b"#ifndef":
+        tops = list(code[0].children)        # the include guard
+    last = -1
+    for node in tops:
+        if node.start_byte >= first:
+            break
+        if node.type == "preproc_include":
+            last = node.end_byte
+        elif node.end_byte > first:      # the block holding the first moved declaration
+            return -_comment_above(data, node.start_byte) - 1
+    if last >= 0:
+        return last if data[last - 1:last] == b"\n" else _line_end(data, last)
+    return first
