@@ -242,12 +242,15 @@ def _preludes(run: _Run, shipped: dict[str, str], std_cfg: dict | None) -> _Copi
     replaced_all = ks_spec.get("replace_with_prelude", [])
     copy_names = ks_spec.get("prelude_copy", [])
     declared = prelude_copies.replaced_declarations(root, replaced_all, copy_names)    # each header parsed once
+    move_to = ks_spec.get("move_to", {})
+    for replaced, to in move_to.items():       # moved by an earlier rule: they are the header's still
+        if replaced in declared and (root / to).is_file():
+            declared[replaced] += source.named_declarations((root / to).read_bytes(), set(copy_names))
     if {kp.kernel.id for kp in plan.kernels} != set(spec.kernels):
         copy_names = prelude_copies.selected_copies(root, plan, shipped, copy_names, replaced_all, declared, cs)
     copy_from = prelude_copies.copy_sources(replaced_all, copy_names, declared)
     copies = _Copies()
     include_conds = {r: source.include_conditions((root / r).read_bytes()) for r in replaced_all}
-    move_to = ks_spec.get("move_to", {})
     for replaced in replaced_all:
         path = f"{spec.output_dir}/prelude/{replaced}"
         includes = prelude_copies.prelude_includes(ks_spec.get("prelude_includes", []), replaced, include_conds)
@@ -255,7 +258,7 @@ def _preludes(run: _Run, shipped: dict[str, str], std_cfg: dict | None) -> _Copi
         if replaced in move_to:
             own = [i for i in includes if i["name"] in include_conds[replaced]]
             moved = shared_header.move(root, replaced, move_to[replaced], copy_from.get(replaced, []), std_cfg, own,
-                                       run.guard(move_to[replaced]), run.fmt, cs, spec.rule_id)
+                                       run.guard(move_to[replaced]), cs, spec.rule_id)
             copies.std_used |= moved.std_used
             copies.ints |= moved.ints
             copies.moved.append(moved)

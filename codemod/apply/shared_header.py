@@ -36,7 +36,7 @@ class Moved:
 
 
 def move(root: Path, replaced: str, to: str, names: list[str], std_cfg: dict | None, includes: list[dict],
-         guard: str, fmt, cs: ChangeSet, rule_id: str) -> Moved:
+         guard: str, cs: ChangeSet, rule_id: str) -> Moved:
     """Move the declarations of `names` out of `replaced` into `to` (created, or appended to when an
     earlier rule made it); edits and the new file go into `cs`. `includes`: the toolkit headers the
     moved header includes (prelude_includes that `replaced` includes itself, with its conditions)."""
@@ -56,47 +56,89 @@ def move(root: Path, replaced: str, to: str, names: list[str], std_cfg: dict | N
             raise ApplyError(f"{replaced} does not include {to}, which holds {', '.join(sorted(already))}",
                              where=replaced, hint=f'restore #include "{inc}" in {replaced}')
         return moved
-    macros, groups = _texts(data, decls)
+    spans = _spans(data, decls)
+    macros, groups = _texts(data, spans)
+    _check_needs(data, replaced, to, spans, macros, groups, set(names))
     if std_cfg:
         groups = _respelled(groups, std_cfg, moved)
     if existing is None:
         from .generate import render     # the templates' environment (generate imports this module)
         std = _std_block(std_cfg, moved) if std_cfg else None
-        cs.new_files[to] = fmt(render("shared_header.h.j2", replaced_name=replaced.rsplit("/", 1)[-1], guard=guard,
-                                      macros=macros, includes=includes, std=std, body=_body(groups)), to)
+        # not formatted: the moved code is the header's as it was, in the target's style already
+        cs.new_files[to] = (render("shared_header.h.j2", replaced_name=replaced.rsplit("/", 1)[-1], guard=guard,
+                                      macros=macros, includes=includes, std=std, body=_body(groups)))
     else:
         _append(existing, to, macros, groups, std_cfg, moved, cs, rule_id)
-    _edit_replaced(data, replaced, inc, decls, existing is None or f'#include "{inc}"'.encode() not in data, cs)
+    _edit_replaced(data, replaced, inc, spans, existing is None or f'#include "{inc}"'.encode() not in data, cs)
     cs.notes.append(f"{replaced}: {', '.join(moved.names)} moved into {to} (included by {replaced} and by the NVRTC "
                     "prelude in its place)")
     return moved
 
 
-def _texts(data: bytes, decls: list) -> tuple[list[str], list[dict]]:
-    """(the moved `#define`s, the other declarations grouped by namespace), each with the comment
-    lines directly above it in the header."""
+@dataclass
+class _Span:
+    """A run of moved declarations in the header: what leaves it, verbatim (their comments, the
+    rest of their last line, an `#if` block holding only moved code)."""
+    start: int
+    end: int
+    namespace: str
+    macro: bool
+    conds: list[str]            # the `#if` lines of the blocks around it that stay in the header
+
+
+def _spans(data: bytes, decls: list) -> list[_Span]:
+    blocks = {(b[0], b[1]): b[2] for b in source._conditional_blocks(data)}
+    spans: list[_Span] = []
+    for d in sorted(decls, key=lambda d: d.start):
+        start, end, kept = _comment_above(data, d.start), d.end, list(d.conditionals)
+        while kept and _only_moved(data, *kept[-1], decls):     # an #if block holding only moved code goes whole
+            b_start, b_end = kept.pop()
+            start, end = min(start, _comment_above(data, b_start)), max(end, b_end)
+        end = _line_end(data, end)
+        conds = ["\n".join(line for at, line in blocks[k] if at < d.start) for k in kept]
+        last = spans[-1] if spans else None
+        if last is not None and last.end >= start:
+            last.end = max(last.end, end)       # inside a block that already went whole
+        elif last is not None and not data[last.end:start].strip() and last.namespace == d.namespace \
+                and last.macro == d.macro and last.conds == conds:
+            last.end = end
+        else:
+            spans.append(_Span(start, end, d.namespace, d.macro, conds))
+    return spans
+
+
+def _texts(data: bytes, spans: list[_Span]) -> tuple[list[str], list[dict]]:
+    """(the moved `#define`s, the other runs grouped by namespace): the header's text as it is, in
+    the conditions that stay around it."""
     macros: list[str] = []
     groups: list[dict] = []
-    for d in decls:
-        above = data[_comment_above(data, d.start):data.rfind(b"\n", 0, d.start) + 1].decode()
-        text = _conditioned_with_comment(d, above)
-        if d.macro:
+    for sp in spans:
+        text = data[sp.start:sp.end].decode().rstrip("\n")
+        for cond in reversed(sp.conds):
+            text = f"{cond}\n{text}\n#endif"
+        if sp.macro:
             macros.append(text)
-        elif groups and groups[-1]["namespace"] == d.namespace:
+        elif groups and groups[-1]["namespace"] == sp.namespace:
             groups[-1]["texts"].append(text)
         else:
-            groups.append({"namespace": d.namespace, "texts": [text]})
+            groups.append({"namespace": sp.namespace, "texts": [text]})
     return macros, groups
 
 
-def _conditioned_with_comment(d, above: str) -> str:
-    """The declaration's text, its comment above it inside the `#if` lines its text carries."""
-    if not above:
-        return d.text
-    lines = d.text.split("\n")
-    n = sum(1 for line in lines if line.lstrip().startswith("#if")) if d.conditionals else 0
-    n = min(n, len(d.conditionals))
-    return "\n".join(lines[:n] + [above.rstrip("\n")] + lines[n:])
+def _check_needs(data: bytes, replaced: str, to: str, spans: list[_Span], macros: list[str], groups: list[dict],
+                 names: set[str]) -> None:
+    """Refuse a move whose definitions name something the header declares after where it includes
+    the moved header (the header's own dtype aliases, a macro its conditions test) and that does not
+    move with them: the library's build would see the name undeclared there."""
+    texts = "\n".join(macros + [t for g in groups for t in g["texts"]])
+    spelled = set(re.findall(r"[A-Za-z_]\w*", re.sub(r"//[^\n]*|/\*.*?\*/", " ", texts, flags=re.S)))
+    at = _include_point(data, spans[0].start)
+    at = -at - 1 if at < 0 else at
+    later = sorted({d.name for d in source.declaration_spans(data, spelled - names) if d.start >= at})
+    if later:
+        raise ApplyError(f"{replaced}: what moves into {to} names {', '.join(later)}, which {replaced} declares "
+                         "after where it would include the moved header", where=replaced,
+                         hint=f"add {', '.join(later)} to migrate/kernel_strings/prelude_copy: they move too")
 
 
 def _comment_above(data: bytes, start: int) -> int:
@@ -176,33 +218,16 @@ def _append(existing: bytes, to: str, macros: list[str], groups: list[dict], std
     cs.edits.append(Edit(to, at, at, _body(groups).lstrip("\n") + "\n", WHY))
 
 
-def _edit_replaced(data: bytes, replaced: str, inc: str, decls: list, include: bool, cs: ChangeSet) -> None:
-    """The host-mixed header without the moved declarations (with their comments, and the `#if`
-    blocks left empty), including the moved header where the first of them stood."""
-    spans = []
-    for d in decls:
-        start, end = _comment_above(data, d.start), d.end
-        for b_start, b_end in reversed(d.conditionals):     # an #if block holding only moved code goes whole
-            if _only_moved(data, b_start, b_end, decls):
-                start, end = min(start, _comment_above(data, b_start)), max(end, b_end)
-            else:
-                break
-        spans.append((start, end))
-    merged: list[list[int]] = []
-    for start, end in sorted(spans):
-        end = _line_end(data, end)
-        if merged and not data[merged[-1][1]:start].strip():
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    for span in merged:        # a blank line on both sides: one goes
+def _edit_replaced(data: bytes, replaced: str, inc: str, spans: list[_Span], include: bool, cs: ChangeSet) -> None:
+    """The host-mixed header without the moved runs, including the moved header after its last
+    file-scope `#include` before the first of them."""
+    cut = [[sp.start, sp.end] for sp in spans]
+    for span in cut:        # a blank line on both sides: one goes
         if data[:span[0]].endswith(b"\n\n") and data[span[1]:span[1] + 1] == b"\n":
             span[1] += 1
     line = f'#include "{inc}"\n'
-    at = _include_point(data, merged[0][0]) if include else -1
-    if at < -1:         # before a block: a blank line between them
-        at, line = -at - 1, line + "\n"
-    for start, end in merged:
+    at = _include_point(data, cut[0][0]) if include else -1
+    for start, end in cut:
         if start == at:
             cs.edits.append(Edit(replaced, start, end, line, WHY))
             at = -1
@@ -229,21 +254,15 @@ def _only_moved(data: bytes, start: int, end: int, decls: list) -> bool:
 
 
 def _include_point(data: bytes, first: int) -> int:
-    """Where the header includes the moved one: after its last file-scope `#include` before the
-    first moved declaration (the toolkit headers it includes first stay first), else where that
-    declaration's file-scope block starts (returned as -offset - 1)."""
-    tops = list(source.parse(data).children)
-    code = [t for t in tops if t.type != "comment"]
-    if len(code) == 1 and code[0].type == "preproc_ifdef" and data[code[0].start_byte:code[0].start_byte + 7] == b"#ifndef":
-        tops = list(code[0].children)        # the include guard
+    """Where the header includes the moved one: after its last `#include` at file scope (outside
+    `#if` blocks and namespaces) before the first moved run, so the headers it includes first stay
+    first; else after its include guard's `#define`, else at its top."""
+    blocks = source._conditional_blocks(data)
     last = -1
-    for node in tops:
-        if node.start_byte >= first:
-            break
-        if node.type == "preproc_include":
-            last = node.end_byte
-        elif node.end_byte > first:      # the block holding the first moved declaration
-            return -_comment_above(data, node.start_byte) - 1
+    for m in re.finditer(rb"(?m)^[ \t]*#[ \t]*include\b[^\n]*\n", data[:first]):
+        if not any(b[0] < m.start() < b[1] for b in blocks) and not source.namespaces_at(data, m.start()):
+            last = m.end()
     if last >= 0:
-        return last if data[last - 1:last] == b"\n" else _line_end(data, last)
-    return first
+        return last
+    guard = re.match(rb"(?s)(?:\s|//[^\n]*\n|/\*.*?\*/)*#\s*ifndef\s+(\w+)\s*\n\s*#\s*define\s+\1\b[^\n]*\n", data)
+    return guard.end() if guard and guard.end() <= first else 0

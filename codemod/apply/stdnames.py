@@ -29,7 +29,8 @@ def uses(data: bytes, skip: list[tuple[int, int]] = ()) -> list[tuple[int, int, 
     """(start, end, name, enclosing namespaces) of each `std::NAME` (or `::std::NAME`) with a name
     codemod can define (stdshim.DEFINITIONS), outside comments, strings and the `skip` ranges."""
     root = source.parse(data)
-    ignored = [(n.start_byte, n.end_byte) for n in source._walk(root) if n.type in _SKIP_NODES] + list(skip)
+    ignored = [(n.start_byte, n.end_byte) for n in source._walk(root) if n.type in _SKIP_NODES] + list(skip) \
+        + host_branches(data)
     spaces = _namespaces(root, data)
     out = []
     for m in _USE.finditer(data):
@@ -38,6 +39,24 @@ def uses(data: bytes, skip: list[tuple[int, int]] = ()) -> list[tuple[int, int, 
             continue
         chain = [ns for a, b, ns in sorted(spaces) if a <= m.start() < b]
         out.append((m.start(), m.end(), name, chain))
+    return out
+
+
+_NOT_RTC = re.compile(r"#\s*(?:ifndef\s+__CUDACC_RTC__|if\s+!\s*defined\s*\(?\s*__CUDACC_RTC__\s*\)?)\s*$")
+_RTC = re.compile(r"#\s*(?:ifdef\s+__CUDACC_RTC__|if\s+defined\s*\(?\s*__CUDACC_RTC__\s*\)?)\s*$")
+
+
+def host_branches(data: bytes) -> list[tuple[int, int]]:
+    """The spans NVRTC never compiles: the `#ifndef __CUDACC_RTC__` branch of a block, the `#else`
+    of an `#ifdef __CUDACC_RTC__` (the standard library's names for the library's own build)."""
+    out = []
+    for start, end, branches in source._conditional_blocks(data):
+        marks = [at for at, _ in branches[1:]] + [data.rfind(b"#endif", start, end)]
+        first = branches[0][1]
+        if _NOT_RTC.match(first):
+            out.append((start, marks[0]))
+        elif _RTC.match(first) and len(branches) > 1:
+            out.append((branches[1][0], marks[-1]))
     return out
 
 

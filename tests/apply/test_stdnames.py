@@ -178,3 +178,16 @@ def test_uses_below_the_parent_are_short_unless_a_namespace_in_between_declares_
     (tmp_path / "v.cuh").write_text("namespace lib::a::mxfp8 { using namespace lib::a::fp8; }\n")
     assert stdnames.namespace_clashes(tmp_path, "lib::detail") is None
     assert stdnames.replacement("lib::detail", ["lib", "a", "mxfp8"], False, "min", None) == "lib::detail::min"
+
+
+def test_code_nvrtc_never_sees_keeps_its_std_names():
+    """The library's own branch of a std-names block (`#else using std::min;`) and any
+    `#ifndef __CUDACC_RTC__` code are not respelled: a later rule respelling `using std::min;` into
+    `using lib::detail::min;` made TE's utils.cuh name itself (the fused_router rule stacked on the
+    activation rule: 'no member named enable_if_t in namespace transformer_engine::detail')."""
+    data = (b"namespace lib {\n#ifdef __CUDACC_RTC__\n__device__ int a = std::min(1, 2);\n#else\nusing std::min;\n"
+            b"#endif  // __CUDACC_RTC__\n#if !defined(__CUDACC_RTC__)\nusing std::max;\n#endif\n"
+            b"__device__ int b = std::max(1, 2);\n}\n")
+    text, names = stdnames.respell(data.decode(), "lib::detail")
+    assert "using std::min;" in text and "using std::max;" in text
+    assert "a = detail::min(1, 2)" in text and "b = detail::max(1, 2)" in text and names == {"min", "max"}
