@@ -235,21 +235,27 @@ def unmigrated(root: Path, spec, doc: dict | None, later: frozenset[str] | None 
         current = _text(target.read_bytes(), path)      # CRLF kept: the recorded texts have it
         out[path] = original if current == written else _merge(path, current, written, original, stacked)
     _moved_back(root, out, created, doc, commit)
+    _moved_back(root, out, created, doc, commit, pairs={r: t for r, t in spec.kernel_strings.get("move_to", {}).items()})
     return out, source, frozenset(later)
 
 
 def _moved_back(root: Path, out: dict[str, str | None], created: list[str], doc: dict | None,
-                commit: str | None) -> None:
+                commit: str | None, pairs: dict[str, str] | None = None) -> None:
     """The kernels a migration moved from a unit into its `<unit>_kernels.cuh` (extract.py) go back
     into the un-migrated unit with the edits made to them since: each change of the header since
     the migration created it is replayed where its text occurs in the unit (a parameter or body
     edit in the extracted header is kept, never reverted by a regeneration). Without the header's
     created text (a manifest records only its hash) or where a change cannot be placed, an
-    Unmigratable names the header."""
+    Unmigratable names the header. `pairs`: instead of the units' kernel headers, each replaced
+    header's moved definitions (`kernel_strings.move_to`, shared_header.py): an edit of DIVUP in
+    common_device.h goes back into common.h; definitions a later rule appended cannot, and refuse."""
     from .extract import header_path
 
     for unit, text in list(out.items()):
-        header = header_path(unit) if unit.endswith(".cu") else None
+        if pairs is not None:
+            header = pairs.get(unit)
+        else:
+            header = header_path(unit) if unit.endswith(".cu") else None
         if text is None or header not in created or not (root / header).is_file():
             continue
         now = (root / header).read_bytes().decode()
@@ -260,7 +266,7 @@ def _moved_back(root: Path, out: dict[str, str | None], created: list[str], doc:
             recorded = doc.get("files", {}).get(header) if isinstance(doc, dict) else None
             if isinstance(recorded, dict) and recorded.get("after") == sha256(now.encode()):
                 continue
-            raise Unmigratable(f"{header} changed since the migration moved {unit}'s kernels into it, and the "
+            raise Unmigratable(f"{header} changed since the migration moved {unit}'s code into it, and the "
                                "manifest does not record the text it created", where=header,
                                hint="commit the migration and regenerate from git history (drop the stored "
                                     "manifest), or make the change in the kernels' new home after --update")
@@ -268,7 +274,7 @@ def _moved_back(root: Path, out: dict[str, str | None], created: list[str], doc:
             continue
         replayed = _replay_hunks(text, then, now)
         if replayed is None:
-            raise Unmigratable(f"{header} changed since the migration moved {unit}'s kernels into it, and the "
+            raise Unmigratable(f"{header} changed since the migration moved {unit}'s code into it, and the "
                                "change cannot be placed in the unit they came from", where=header,
                                hint="regenerate before editing the moved kernels, or revert the migration and "
                                     "apply the rule again")

@@ -210,3 +210,25 @@ def test_te_rules_merged_as_pull_requests_check_clean_without_a_manifest(tmp_pat
         code = main(["apply", "--target", rule, str(lib), "--check", "-q"])
         out, err = capsys.readouterr()
         assert code == 0, (rule, out, err)
+
+
+@pytest.mark.slow
+def test_an_edit_of_a_moved_definition_is_kept_by_every_stacked_rule(stacked, capsys):
+    """The parameter structs moved out of src/common.h into src/kernel_params.h (move_to) are the
+    library's own after the merge: a field added there needs no regeneration, and `--update` keeps
+    it (the un-migration moves the header's current text back into common.h; before, it restored
+    common.h's original structs and a regeneration dropped the field)."""
+    repo, rules = stacked
+    path = repo / "src" / "kernel_params.h"
+    text = path.read_text()
+    old = "  float epsilon = 0.f;\n"
+    assert text.count(old) == 1
+    path.write_text(text.replace(old, old + "  float upstream_scale = 1.f;\n"))
+    _git(repo, "commit", "-qam", "an upstream field in the moved parameter structs")
+    for rule in rules:
+        code, said = _check(repo, rule, capsys)
+        assert code == 0, (rule.stem, said)
+    capsys.readouterr()
+    assert main(["apply", "--target", str(rules[0]), str(repo), "--update", "-q"]) == 0
+    assert "float upstream_scale = 1.f;" in path.read_text()
+    assert "upstream_scale" not in (repo / "src" / "common.h").read_text()
