@@ -93,7 +93,7 @@ def _axis_expr(kind: str, param: str, enum: str | None = None) -> str:
 
 # What rtc_stubs.h holds for each optional feature: another rule's stubs may need it already.
 _STUB_FEATURES = {"cooperative": "launch_cooperative(", "occupancy": "occupancy(int *num_blocks",
-                  "adl": "cudaFuncSetAttribute(const RtcKernel", "shared": "struct SharedVariable"}
+                  "adl": "", "shared": "struct SharedVariable"}
 
 
 def _stub_features(root: Path, path: str, plan: Plan) -> dict[str, bool]:
@@ -102,7 +102,10 @@ def _stub_features(root: Path, path: str, plan: Plan) -> dict[str, bool]:
     features = kernel_api.stub_features(s for kp in plan.kernels for s in kp.sites)
     features["shared"] = any(kp.shared_variables for kp in plan.kernels)
     existing = (root / path).read_text() if (root / path).is_file() else ""
-    return {name: needed or _STUB_FEATURES[name] in existing for name, needed in features.items()}
+    out = {name: needed or bool(_STUB_FEATURES[name]) and _STUB_FEATURES[name] in existing
+           for name, needed in features.items()}
+    out["adl"] = features["adl"] or (root / kernel_calls_location(plan.spec)).is_file()
+    return out
 
 
 def stubs_location(spec) -> tuple[str, str]:
@@ -113,6 +116,12 @@ def stubs_location(spec) -> tuple[str, str]:
         raise ApplyError(f"nvrtc_layer/header_type {spec.layer['header_type']} names no namespace: the stubs' "
                          "runtime goes into the NVRTC layer's namespace", hint="spell the header type qualified")
     return posixpath.join(posixpath.dirname(spec.layer["header"]), "rtc_stubs.h"), qualifier + "::stubs"
+
+
+def kernel_calls_location(spec) -> str:
+    """The header of the calls that take a stub object or a kernel pointer (`occupancy`,
+    `set_attribute`), beside the stubs' runtime, in its namespace."""
+    return posixpath.join(posixpath.dirname(stubs_location(spec)[0]), "rtc_kernel_calls.h")
 
 
 def program_paths(plan: Plan) -> dict[str, str]:
@@ -392,6 +401,11 @@ def _stubs_runtime(run: _Run) -> dict[str, bool]:
                        ([spec.layer["error_header"]] if spec.layer.get("error_header") else spec.stub_includes)]),
         stubs_path)
     cs.layer_files.add(stubs_path)
+    if features["adl"]:
+        calls = kernel_calls_location(spec)
+        cs.new_files[calls] = run.fmt(render("layer/kernel_calls.h.j2", guard=run.guard(calls), namespace=stubs_ns),
+                                      calls)
+        cs.layer_files.add(calls)
     return features
 
 

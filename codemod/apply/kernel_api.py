@@ -63,11 +63,13 @@ def rewritable(site) -> bool:
 
 
 # --- Generic lambdas ----------------------------------------------------------------------------
-# A helper a generic lambda hands its `auto kernel` to (TE's compute_persistent_grid) stays as it
-# is: its CUDA calls on that parameter are unqualified, so for a stub object argument-dependent
-# lookup picks the stub namespace's overloads of these functions (kernels.h), and for a kernel
-# pointer the runtime API as before. A `::`-qualified call would not compile for a stub object.
+# A helper a generic lambda hands its `auto kernel` to (TE's compute_persistent_grid) calls the
+# stubs' functions of the same job instead of these (rtc_stubs.h: `stubs::occupancy`,
+# `stubs::set_attribute`, overloaded for a stub object and for a kernel pointer, which goes to the
+# runtime API as before): an explicit call, no overload of a CUDA runtime name found by
+# argument-dependent lookup.
 ADL_APIS = (OCCUPANCY, "cudaFuncSetAttribute")
+HELPER_CALLS = {OCCUPANCY: "occupancy", "cudaFuncSetAttribute": "set_attribute"}
 
 
 def _called_name(root: Path, use: dict) -> str | None:
@@ -98,8 +100,8 @@ def helper_refusal(root: Path, site) -> str | None:
         if name not in ADL_APIS:
             at = f"{use.get('file')}:{use.get('line')}"
             what = f"`{name}`" if name else f"a {use.get('api')} call"
-            return (f"{where} hands the kernel to {what} at {at}: the stubs overload only the unqualified "
-                    f"{' and '.join(ADL_APIS)} for a stub object; migrate that call by hand, or exclude "
+            return (f"{where} hands the kernel to {what} at {at}: the stubs stand in only for the unqualified "
+                    f"{' and '.join(ADL_APIS)} on a stub object; migrate that call by hand, or exclude "
                     "the kernel")
     return None
 
@@ -116,7 +118,7 @@ def passing_sites(sites) -> dict[str, dict]:
 
 def stub_features(sites) -> dict[str, bool]:
     """Which optional stub methods the migrated sites need (kernels.h emits only those); `adl`: the
-    free overloads a generic lambda's helper finds by argument-dependent lookup."""
+    free functions a generic lambda's helper calls (`stubs::occupancy`, `stubs::set_attribute`)."""
     sites = list(sites)
     apis = {s.api for s in sites}
     helper = {u.get("api") for s in sites if s.api == "helper" for u in (getattr(s, "helper_uses", None) or [])}

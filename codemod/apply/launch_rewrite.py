@@ -19,7 +19,49 @@ def rewrite_sites(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str]
     """Rewrite every planned site, then check that each one was (`_check_rewritten`)."""
     rewritten = _rewrite_launches(root, plan, cs, shipped)
     rewritten |= _rewrite_at_positions(root, plan, cs, rewritten)
+    _rewrite_helper_calls(root, plan, cs, shipped)
     _check_rewritten(plan, rewritten)
+
+
+def _rewrite_helper_calls(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str]) -> None:
+    """A helper that a generic lambda hands the stub object to (TE's compute_persistent_grid): its
+    unqualified `cudaOccupancyMaxActiveBlocksPerMultiprocessor(` / `cudaFuncSetAttribute(` on the
+    kernel become the stubs' `occupancy(` / `set_attribute(` (a kernel pointer still reaches the
+    runtime), and its file includes their header, rtc_kernel_calls.h (hidden from NVRTC in a shipped
+    header; it needs only the CUDA runtime, so a helper in the header the stubs include is fine)."""
+    from .generate import kernel_calls_location, stubs_location     # generate imports this module
+
+    header, namespace = kernel_calls_location(plan.spec), stubs_location(plan.spec)[1]
+    files: set[str] = set()
+    for kp in plan.kernels:
+        for site in kp.sites:
+            if site.api != "helper" or not site.generic_lambda:
+                continue
+            for use in site.helper_uses or []:
+                path = str(use.get("file") or "")
+                data = (root / path).read_bytes()
+                starts = [0] + [m.end() for m in re.finditer(rb"\n", data)]
+                line, col = int(use.get("line") or 0), int(use.get("col") or 0)
+                if not 1 <= line <= len(starts):
+                    continue
+                at = starts[line - 1] + max(col - 1, 0)
+                m = re.compile(rb"\s*(" + b"|".join(n.encode() for n in kernel_api.HELPER_CALLS) + rb")\b").match(data, at)
+                if m is None:
+                    continue        # kernel_api.helper_refusal names what it is
+                name = kernel_api.HELPER_CALLS[m.group(1).decode()]
+                cs.edits.append(Edit(path, m.start(1), m.end(1), f"::{namespace}::{name}",
+                                     "the stubs' call for a helper a generic lambda hands the kernel to"))
+                files.add(path)
+    for path in sorted(files):
+        data = (root / path).read_bytes()
+        if f'"{relative_include(header, path)}"'.encode() in data:
+            continue
+        incs = [i for i in source.includes(data) if not i.nested]
+        at = incs[-1].end if incs else 0
+        inc = f'#include "{relative_include(header, path)}"\n'
+        if path in shipped:
+            inc = f"#ifndef {RTC_GUARD}\n{inc}#endif  // {RTC_GUARD}\n"
+        cs.edits.append(Edit(path, at, at, inc, "the stubs' calls of a helper"))
 
 
 @dataclass
@@ -45,7 +87,7 @@ class _Sites:
 def _rewrite_launches(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str]) -> set[str]:
     """The launch and attribute rewrites; returns the ids of the sites rewritten."""
     sites = _Sites.of(plan)
-    # a generic lambda's helper is unchanged: its CUDA calls find the stubs' overloads (ADL)
+    # a generic lambda's helper: its CUDA calls on the kernel are the stubs' (_rewrite_helper_calls)
     done = {s.id for kp in plan.kernels for s in kp.sites if s.api == "helper" and s.generic_lambda}
     files = sorted({s.file for kp in plan.kernels for s in kp.sites})
     for path in files:
@@ -178,7 +220,7 @@ def _include_stubs(plan: Plan, cs: ChangeSet, path: str, data: bytes, shipped: b
     if path in plan.extractions:
         # NOTE: a comment line ends the include block, so the target's clang-format (TE sorts
         # and regroups includes) cannot move the stubs above the header they declare again.
-        inc = "// The host stubs declare the kernels of the header above again.\n" + inc
+        inc = "// The host stubs of the kernels the header above defines.\n" + inc
     _include_extracted(plan, cs, path, at)
     cs.edits.append(Edit(path, at, at, inc, "host stubs"))
 

@@ -1,6 +1,7 @@
 """apply on kernels launched through generic lambdas taking the kernel as `auto` (golden/routerlib):
-the passing sites pass the stub object, the lambda launches it, the unchanged occupancy helper finds
-the stubs' overloads by argument-dependent lookup; a lambda is migrated whole or not at all."""
+the passing sites pass the stub object, the lambda launches it, the occupancy helper calls the
+stubs' `occupancy` (a stub object or a kernel pointer; no overload of a CUDA runtime name found by
+argument-dependent lookup); a lambda is migrated whole or not at all."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ def test_routerlib_golden_patch_matches_expected():
                     "--update` and review):\n" + diff[:8000])
 
 
-def test_lambdas_get_the_stub_object_and_the_helper_is_unchanged(tmp_path, capsys):
+def test_lambdas_get_the_stub_object_and_the_helper_calls_the_stubs(tmp_path, capsys):
     root = _copy(tmp_path)
     helper = (root / "src" / "common.h").read_text()
     assert main(["apply", "--target", str(RULE), str(root), "--write", "-q", "--no-precheck"]) == 0, \
@@ -52,10 +53,16 @@ def test_lambdas_get_the_stub_object_and_the_helper_is_unchanged(tmp_path, capsy
     assert "kernel.set_attribute(cudaFuncAttributeMaxDynamicSharedMemorySize," in unit
     assert "persistent_grid(kernel, kThreads, shmem, total_blocks);" in unit
     assert "<<<" not in unit.split("topk_debug_dump")[0]       # only the unmigrated debug launch keeps <<<
-    assert (root / "src" / "common.h").read_text() == helper
-    stubs = (root / "util" / "rtc_stubs.h").read_text()     # the shared runtime holds the ADL overloads
-    assert ("cudaError_tcudaOccupancyMaxActiveBlocksPerMultiprocessor(int*num_blocks,constRtcKernel<Params...>&kernel,"
-            in "".join(stubs.split()))
+    after = (root / "src" / "common.h").read_text()
+    assert after == helper.replace("cudaOccupancyMaxActiveBlocksPerMultiprocessor(",
+                                   "::routerlib::rtc::stubs::occupancy(").replace(
+        '#include "routerlib/router.h"\n', '#include "routerlib/router.h"\n#include "../util/rtc_kernel_calls.h"\n')
+    calls = "".join((root / "util" / "rtc_kernel_calls.h").read_text().split())
+    assert "cudaError_toccupancy(int*num_blocks,constKernel&kernel," in calls
+    assert "returncudaOccupancyMaxActiveBlocksPerMultiprocessor(num_blocks,kernel," in calls   # a kernel pointer
+    stubs = (root / "util" / "rtc_stubs.h").read_text()     # no CUDA runtime name overloaded for the stubs
+    assert "cudaOccupancyMaxActiveBlocksPerMultiprocessor(int" not in stubs
+    assert "cudaError_t cudaFuncSetAttribute(" not in stubs
 
 
 def test_a_qualified_call_in_the_helper_keeps_its_kernels_static(tmp_path, capsys):
