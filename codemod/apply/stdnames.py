@@ -198,6 +198,9 @@ def _std_includes(header: str, data: bytes, target: str, names: list[str], rule_
     if not wanted:
         return []
     at = _before_namespace(header, data, target.split("::")[0])
+    # before every rule's <cstdint> block (which each rule puts last before the namespace): a
+    # rule's two blocks keep their order whichever rules came before or after it
+    at = min([at] + [o for o, _ in stacking.integer_starts(data.decode()) if o <= at])
     at = stacking.before_first(data.decode(), stacking.std_include_starts(data.decode()), at, later)
     lines = "\n".join(f"#include <{h}>" for h in wanted)
     return [(at, f"#ifndef __CUDACC_RTC__\n// std headers of the names below {stacking.note(rule_id)}.\n{lines}\n"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from codemod.apply import source, stdnames
@@ -191,3 +193,33 @@ def test_code_nvrtc_never_sees_keeps_its_std_names():
     text, names = stdnames.respell(data.decode(), "lib::detail")
     assert "using std::min;" in text and "using std::max;" in text
     assert "a = detail::min(1, 2)" in text and "b = detail::max(1, 2)" in text and names == {"min", "max"}
+
+
+def test_std_header_blocks_keep_their_order_with_another_rules_integer_block():
+    """Rule A adds its std-headers block and its <cstdint> block; rule B, applied after, adds its
+    std-headers block before A's <cstdint> block, where a regeneration of A (B later) puts it too:
+    otherwise `--check` of A found utils.cuh pending (TE: fused_router, then scaled_activation)."""
+    def add(data: bytes, names: set[str], rule: str, later=frozenset()) -> bytes:
+        out = data.decode()
+        ins = stdnames.additions("utils.h", data, "lib::detail", names, rule, later)
+        at, text, _ = stdnames.integer_additions("utils.h", data, "lib::detail", {"int32_t"}, rule, later)
+        if at >= 0:
+            ins.append((at, text))
+        # as apply_edits: insertions at one offset in the order they were made
+        for _, (a, t) in sorted(enumerate(ins), key=lambda x: (x[1][0], x[0]), reverse=True):
+            out = out[:a] + t + out[a:]
+        return out.encode()
+
+    a = add(HEADER, {"true_type"}, "a")
+    both = add(a, {"min"}, "b").decode()
+    assert both.index("(NVRTC migration of the b kernels).\n#include <algorithm>") \
+        < both.index("// <cstdint> names NVRTC lacks (NVRTC migration of the a kernels)")
+    # A regenerated with B after it, on the tree without A's blocks, gives the same text
+    without_a = both
+    for block in re.findall(r"#ifn?def __CUDACC_RTC__\n// [^\n]*\(NVRTC migration of the a kernels\)\.\n.*?"
+                            r"#endif  // __CUDACC_RTC__\n\n", both, re.S):
+        without_a = without_a.replace(block, "", 1)
+    without_a = re.sub(r"\n// std names NVRTC lacks, for device code \(NVRTC migration of the a kernels\)\.\n.*?"
+                       r"#endif  // __CUDACC_RTC__\n\n", "", without_a, flags=re.S)
+    assert "migration of the a kernels" not in without_a
+    assert add(without_a.encode(), {"true_type"}, "a", frozenset({"b"})).decode() == both
