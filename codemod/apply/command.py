@@ -171,8 +171,9 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
         progress(f"apply: formatting {len(edited)} file(s) in the target's style")
     files = format_edits(edited, style)
     plan.layer = layer_part(root, cs, files, lambda f: format_edits(f, style))
-    moved_only = {e.path for e in cs.edits} - {e.path for e in cs.edits if e.why != shared_header.WHY}
-    rewritten = {path for path, (old, _) in files.items() if old is not None and path not in moved_only}
+    # a header whose only edits move definitions out of it holds no rewritten kernel code
+    only_moves = {e.path for e in cs.edits} - {e.path for e in cs.edits if e.why != shared_header.WHY}
+    rewritten = {path for path, (old, _) in files.items() if old is not None and path not in only_moves}
     if rewritten:
         analyzed = {tu.file for tu in analysis.translation_units}
         if progress:

@@ -17,8 +17,7 @@ import jinja2
 from .. import __version__, strict_json
 from ..errors import ApplyError
 from . import kernel_api, layer, layer_cache, option_scope, prelude_copies, sections, shared_header, \
-    shared_variables, source, \
-    stacking, stdnames, stdshim, target_names, zero_length
+    shared_variables, source, stacking, stdnames, stdshim, target_names, zero_length
 from .changeset import RTC_GUARD, ChangeSet, Edit, relative_include
 from .launch_rewrite import matching, rewrite_sites
 from .names import enum_cast, namespace_parts, spelled_id
@@ -91,9 +90,10 @@ def _axis_expr(kind: str, param: str, enum: str | None = None) -> str:
     return f"stubs::value({param})"
 
 
-# What rtc_stubs.h holds for each optional feature: another rule's stubs may need it already.
+# What rtc_stubs.h holds for each optional feature: another rule's stubs may need it already. (The
+# calls a generic lambda's helper makes, `adl`, are a header of their own: rtc_kernel_calls.h.)
 _STUB_FEATURES = {"cooperative": "launch_cooperative(", "occupancy": "occupancy(int *num_blocks",
-                  "adl": "", "shared": "struct SharedVariable"}
+                  "shared": "struct SharedVariable"}
 
 
 def _stub_features(root: Path, path: str, plan: Plan) -> dict[str, bool]:
@@ -102,8 +102,7 @@ def _stub_features(root: Path, path: str, plan: Plan) -> dict[str, bool]:
     features = kernel_api.stub_features(s for kp in plan.kernels for s in kp.sites)
     features["shared"] = any(kp.shared_variables for kp in plan.kernels)
     existing = (root / path).read_text() if (root / path).is_file() else ""
-    out = {name: needed or bool(_STUB_FEATURES[name]) and _STUB_FEATURES[name] in existing
-           for name, needed in features.items()}
+    out = {name: needed or _STUB_FEATURES[name] in existing for name, needed in features.items() if name != "adl"}
     out["adl"] = features["adl"] or (root / kernel_calls_location(plan.spec)).is_file()
     return out
 

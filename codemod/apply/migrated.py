@@ -235,7 +235,7 @@ def unmigrated(root: Path, spec, doc: dict | None, later: frozenset[str] | None 
         current = _text(target.read_bytes(), path)      # CRLF kept: the recorded texts have it
         out[path] = original if current == written else _merge(path, current, written, original, stacked)
     _moved_back(root, out, created, doc, commit)
-    _moved_back(root, out, created, doc, commit, pairs={r: t for r, t in spec.kernel_strings.get("move_to", {}).items()})
+    _moved_back(root, out, created, doc, commit, pairs=dict(spec.kernel_strings.get("move_to", {})))
     return out, source, frozenset(later)
 
 

@@ -179,6 +179,20 @@ def _check_include_first(rule: Rule, m: dict) -> None:
                         where=str(rule.path), hint="key it by a kernel id listed under migrate.kernels")
 
 
+def _check_move_to(rule: Rule, m: dict) -> None:
+    """`kernel_strings.move_to` is keyed by headers of `replace_with_prelude`, each to a header of
+    its own."""
+    ks = m.get("kernel_strings", {})
+    move_to = ks.get("move_to", {})
+    unknown = sorted(h for h in move_to if h not in ks.get("replace_with_prelude", []))
+    if unknown:
+        raise RuleError(f"migrate.kernel_strings.move_to names {', '.join(unknown)}, not in replace_with_prelude",
+                        where=str(rule.path), hint="key it by a header the prelude replaces")
+    if len(set(move_to.values())) != len(move_to) or set(move_to.values()) & set(move_to):
+        raise RuleError("migrate.kernel_strings.move_to: each replaced header needs a new header of its own",
+                        where=str(rule.path))
+
+
 def migrate_spec(rule: Rule) -> MigrateSpec:
     m = rule.raw.get("migrate")
     if not m:
@@ -186,6 +200,7 @@ def migrate_spec(rule: Rule) -> MigrateSpec:
                         hint="see docs/rules.md, section migrate")
     check_paths(rule, m)
     _check_include_first(rule, m)
+    _check_move_to(rule, m)
     _check_c_shims(rule, m)
     shared_variables.check_rule(rule.path, m)
     return MigrateSpec(

@@ -141,3 +141,21 @@ def test_a_later_rule_appends_to_the_header_an_earlier_rule_made(tmp_path):
     assert device.count("struct is_fp8 : detail::false_type") == 1
     assert device.index("constexpr int kTile = 32;") < device.index("#endif  // LIB_COMMON_DEVICE_H_")
     assert "kTile" not in files2["common.h"] and files2["common.h"].count('#include "common_device.h"') == 1
+
+
+def test_move_to_names_a_replaced_header(tmp_path):
+    """A `move_to` key that the prelude does not replace is a rule error naming it."""
+    import yaml
+
+    from codemod.apply.spec import migrate_spec
+    from codemod.errors import RuleError
+    from codemod.rule import load_rule
+
+    from codemod.apply.golden import GOLDEN
+
+    doc = yaml.safe_load((GOLDEN / "buildlib" / "rule.yaml").read_text())
+    doc["migrate"]["kernel_strings"]["move_to"] = {"util/other.h": "util/other_device.h"}
+    path = tmp_path / "rule.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(RuleError, match="move_to names util/other.h, not in replace_with_prelude"):
+        migrate_spec(load_rule(str(path)))
