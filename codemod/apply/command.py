@@ -93,7 +93,7 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     from .review import change_sets
     from .spec import migrate_spec
     from .style import format_edits, target_style
-    from . import arch_policy, build_order, migrated
+    from . import arch_policy, build_order, device_pass, migrated
 
     if build_log is not None and not Path(build_log).is_file():
         raise UsageError(f"build log not found: {build_log}")
@@ -172,6 +172,9 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     files = format_edits(edited, style)
     plan.layer = layer_part(root, cs, files, lambda f: format_edits(f, style))
     rewritten = {path for path, (old, _) in files.items() if old is not None}
+    # a header only device-pass trimming edits changes no code its includers compile for NVRTC
+    rewritten -= {e.path for e in cs.edits if e.why == device_pass.WHY} - \
+        {e.path for e in cs.edits if e.why != device_pass.WHY}
     if rewritten:
         analyzed = {tu.file for tu in analysis.translation_units}
         if progress:
