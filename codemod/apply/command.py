@@ -276,6 +276,11 @@ def _regenerate(root: Path, target: str, spec, doc: dict | None, update: bool, s
     for path, text in overlay.items():
         if text is not None and path not in desired:
             desired[path] = text          # edited by the old migration, not by the new one
+    cmake_file = spec.cmake["file"]
+    if kwargs.get("build_log") is None and cmake_file in desired and (root / cmake_file).is_file():
+        from . import build_order
+        desired[cmake_file] = build_order.kept_block(spec, (root / cmake_file).read_bytes().decode(),
+                                                     desired[cmake_file])
     files = {}
     for path, want in sorted(desired.items()):
         have = (root / path).read_bytes().decode() if (root / path).is_file() else None
