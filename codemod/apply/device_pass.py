@@ -1,6 +1,8 @@
 """Device-pass trimming (`migrate.device_pass`): a header's host-only includes, and the declarations
 that need them, hidden from nvcc's device passes with `#ifndef __CUDA_ARCH__`, so the .cu units
-including it stop parsing them once per target; checked against every such unit before any edit."""
+including it stop parsing them once per target; checked against every such unit before any edit.
+A `.cu` unit with no device code of its own (host code launching kernels defined elsewhere) is
+hidden whole."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from .changeset import ChangeSet, Edit
 DEVICE_GUARD = "__CUDA_ARCH__"
 WHY = "host-only code hidden from device passes"
 _NAME_NODES = ("identifier", "type_identifier", "namespace_identifier")
+_DEVICE_NODES = ("__global__", "__device__", "__constant__", "__shared__", "__managed__")
 _SKIPPED = ("comment", "preproc_include", "preproc_def", "preproc_function_def", "preproc_call", ";", "{", "}",
             "namespace", "#ifndef", "#ifdef", "#if", "#endif", "#define", "preproc_arg")
 
@@ -320,15 +323,82 @@ def check_units(root: Path, trim: Trim, entry: dict, include_dirs: list[str], un
                              "passes too")
 
 
+def plan_unit(root: Path, entry: dict) -> tuple[int, int] | None:
+    """The byte range of a `.cu` unit to hide whole: from its first line after the leading comment
+    (the license) to its end; None when it is hidden already."""
+    unit = entry["unit"]
+    if not unit.endswith(".cu") or not (root / unit).is_file():
+        raise ApplyError(f"migrate/device_pass: {unit} is not a .cu unit under {root}",
+                         hint="name a CUDA translation unit of the library, relative to its root")
+    data = (root / unit).read_bytes()
+    tops = [c for c in source.parse(data).children if c.type != "comment"]
+    if not tops or (len(tops) == 1 and tops[0].type in ("preproc_ifdef", "preproc_if")
+                    and _hides_device(tops[0], data)):
+        return None
+    return _line_start(data, tops[0].start_byte), len(data)
+
+
+def check_unit(root: Path, entry: dict, include_dirs: list[str]) -> None:
+    """A unit hidden whole must hold no device code of its own (`__global__`, `__device__` functions
+    or variables) and spell no kernel that a file it includes defines (a template it would
+    instantiate, or a kernel whose only definition its device pass compiles): the kernels it launches
+    are defined and compiled in other units. ApplyError naming the first such place otherwise."""
+    unit = entry["unit"]
+    data = (root / unit).read_bytes()
+    tree = source.parse(data)
+    for n in source._walk(tree):
+        if n.type in _DEVICE_NODES:
+            line = data[:n.start_byte].count(b"\n") + 1
+            raise ApplyError(f"{unit}:{line}: `{n.type}`: the unit has device code of its own, which its device "
+                             "passes compile", where=f"{unit}:{line}",
+                             hint="trim the headers it includes instead (device_pass `header`)")
+    files, _ = _closure(root, unit, include_dirs, {})
+    defined = {}
+    for path in sorted(files - {unit}):
+        text = (root / path).read_bytes()
+        for n in source._walk(source.parse(text)):
+            if n.type == "function_definition" and any(c.type == "__global__" for c in source._walk(n)
+                                                       if c.start_byte < (n.child_by_field_name("body") or n).start_byte):
+                decl = n.child_by_field_name("declarator")
+                while decl is not None and decl.type not in ("identifier", "field_identifier", "qualified_identifier"):
+                    decl = decl.child_by_field_name("declarator")
+                if decl is not None:
+                    defined.setdefault(source.node_text(text, decl).split("::")[-1], path)
+    for name, at in _names(tree, data):
+        if name in defined:
+            line = data[:at].count(b"\n") + 1
+            raise ApplyError(f"{unit}:{line}: `{name}` is a kernel {defined[name]} defines: hidden from the device "
+                             "passes, the unit would launch it without its device code", where=f"{unit}:{line}",
+                             hint="leave the unit out of migrate.device_pass")
+
+
 def edits(root: Path, spec, cs: ChangeSet) -> None:
     """The guards of every `migrate.device_pass` entry (none once they are there: a second apply
     finds nothing to hide), after checking the .cu units that include each header."""
     from .generate import render
     from .plan import units_reaching
 
+    # units hidden whole have empty device passes: the header checks leave them out
+    whole_units = {e["unit"] for e in spec.raw.get("device_pass", []) if "unit" in e}
     for entry in spec.raw.get("device_pass", []):
+        if "unit" in entry:
+            whole = plan_unit(root, entry)
+            if whole is None:
+                continue
+            check_unit(root, entry, spec.include_dirs)
+            data = (root / entry["unit"]).read_bytes()
+            start, end = whole
+            cs.edits.append(Edit(entry["unit"], start, start,
+                                 render("device_pass_guard.h.j2", guard=DEVICE_GUARD, reason=entry["reason"],
+                                        first=True, end=False), WHY))
+            cs.edits.append(Edit(entry["unit"], end, end, ("" if data.endswith(b"\n") else "\n")
+                                 + render("device_pass_guard.h.j2", guard=DEVICE_GUARD, end=True), WHY))
+            cs.notes.append(f"{entry['unit']}: hidden whole from nvcc's device passes by #ifndef {DEVICE_GUARD} "
+                            "(no device code of its own; the kernels it launches are defined in other units)")
+            continue
         trim = plan_trim(root, entry, spec.include_dirs)
-        units = [u for u in units_reaching(root, {trim.header}, spec.include_dirs) if u.endswith(".cu")]
+        units = [u for u in units_reaching(root, {trim.header}, spec.include_dirs)
+                 if u.endswith(".cu") and u not in whole_units]
         if not trim.blocks:
             continue
         check_units(root, trim, entry, spec.include_dirs, units)

@@ -107,7 +107,8 @@ def _tree_paths(m: dict):
             yield ["nvrtc_layer", "cache", key], m["nvrtc_layer"]["cache"][key]
     yield ["cmake", "file"], m["cmake"]["file"]
     for i, entry in enumerate(m.get("device_pass", [])):
-        yield ["device_pass", i, "header"], entry["header"]
+        key = "unit" if "unit" in entry else "header"
+        yield ["device_pass", i, key], entry[key]
     license = m.get("license")
     if isinstance(license, dict) and isinstance(license.get("from"), str):
         yield ["license", "from"], license["from"]                           # read into every generated file

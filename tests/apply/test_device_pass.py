@@ -14,6 +14,7 @@ import pytest
 from codemod.apply import device_pass
 from codemod.apply.golden import GOLDEN
 from codemod.cli import main
+from codemod.errors import ApplyError
 
 CASE = GOLDEN / "ctlib"
 RULE = CASE / "rule.yaml"
@@ -106,7 +107,7 @@ def test_te_normalization_common_keeps_the_cudnn_frontend_from_the_norm_units():
 
     root = Path(TE) / "transformer_engine" / "common"
     rule = yaml.safe_load((Path(__file__).resolve().parents[2] / "rules" / "transpose.yaml").read_text())
-    (entry,) = rule["migrate"]["device_pass"]
+    (entry,) = [e for e in rule["migrate"]["device_pass"] if "header" in e]
     dirs = rule["analyze"]["include_dirs"]
     trim = device_pass.plan_trim(root, entry, dirs)
     assert set(trim.declared) == {"fe", "CudnnNormalizationPlan"}
@@ -117,3 +118,75 @@ def test_te_normalization_common_keeps_the_cudnn_frontend_from_the_norm_units():
                      "normalization/rmsnorm/rmsnorm_bwd_semi_cuda_kernel.cu",
                      "normalization/rmsnorm/rmsnorm_fwd_cuda_kernel.cu"]
     device_pass.check_units(root, trim, entry, dirs, units)     # no error: none uses what is hidden
+
+
+UNIT = {"unit": "plan/graph_plan.cu", "reason": "host code"}
+
+
+def test_a_unit_without_device_code_is_hidden_whole():
+    start, end = device_pass.plan_unit(CASE / "input", UNIT)
+    data = (CASE / "input" / "plan" / "graph_plan.cu").read_bytes()
+    assert data[start:].startswith(b"#include <vector>") and end == len(data)    # the leading comment stays out
+    device_pass.check_unit(CASE / "input", UNIT, DIRS)      # launches fill_kernel, defined in scale.cu
+
+
+def test_a_unit_with_device_code_is_refused(tmp_path):
+    root = tmp_path / "input"
+    shutil.copytree(CASE / "input", root)
+    unit = root / "plan" / "graph_plan.cu"
+    unit.write_text(unit.read_text().replace("void GraphPlan::run", "__device__ float twice(float v) { return 2 * v; }\n\n"
+                                             "void GraphPlan::run"))
+    with pytest.raises(ApplyError, match=r"plan/graph_plan.cu:\d+: `__device__`: the unit has device code"):
+        device_pass.check_unit(root, UNIT, DIRS)
+
+
+def test_a_unit_launching_a_kernel_its_headers_define_is_refused(tmp_path):
+    """Hidden whole, its device pass would not compile a kernel a header defines (a template it
+    instantiates, or here the only definition it sees): refused."""
+    root = tmp_path / "input"
+    shutil.copytree(CASE / "input", root)
+    header = root / "plan" / "kernels.cuh"
+    header.write_text(header.read_text().replace(
+        "__global__ void fill_kernel(float *y, size_t n, float value);",
+        "__global__ void fill_kernel(float *y, size_t n, float value);\n"
+        "template <typename T>\n__global__ void zero_kernel(T *y, size_t n) {\n  if (threadIdx.x < n) y[threadIdx.x] = T(0);\n}"))
+    unit = root / "plan" / "graph_plan.cu"
+    unit.write_text(unit.read_text().replace("fill_kernel<<<blocks, 256, 0, stream>>>(y, n, 0.0f);",
+                                             "zero_kernel<<<blocks, 256, 0, stream>>>(y, n);"))
+    with pytest.raises(ApplyError, match=r"`zero_kernel` is a kernel plan/kernels.cuh defines"):
+        device_pass.check_unit(root, UNIT, DIRS)
+
+
+@pytest.mark.slow
+def test_the_unit_hidden_whole_compiles_to_an_empty_device_pass(tmp_path, capsys):
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc not found")
+    root = tmp_path / "input"
+    shutil.copytree(CASE / "input", root)
+
+    def compile_unit() -> str:
+        p = subprocess.run([nvcc, "-c", "-std=c++17", "-arch=sm_90", "-Iinclude", "-I.", "plan/graph_plan.cu",
+                            "-o", str(tmp_path / "graph_plan.o")], cwd=root, capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        return p.stderr
+
+    assert "parsed in a device pass" in compile_unit()
+    assert main(["apply", "--target", str(RULE), str(root), "--write", "-q", "--no-precheck"]) == 0, \
+        capsys.readouterr().err
+    assert "parsed in a device pass" not in compile_unit()
+
+
+@pytest.mark.skipif(not TE, reason="TE_SOURCE_DIR not set")
+def test_te_fused_attention_units_hidden_whole_and_utils_refused():
+    import yaml
+
+    root = Path(TE) / "transformer_engine" / "common"
+    rule = yaml.safe_load((Path(__file__).resolve().parents[2] / "rules" / "transpose.yaml").read_text())
+    dirs = rule["analyze"]["include_dirs"]
+    units = [e for e in rule["migrate"]["device_pass"] if "unit" in e]
+    assert [e["unit"] for e in units] == ["fused_attn/fused_attn_fp8.cu", "fused_attn/fused_attn_f16_arbitrary_seqlen.cu"]
+    for entry in units:
+        device_pass.check_unit(root, entry, dirs)      # they launch utils.cu's kernels, define none
+    with pytest.raises(ApplyError, match="fused_attn/utils.cu:.*`__global__`"):
+        device_pass.check_unit(root, {"unit": "fused_attn/utils.cu", "reason": "r"}, dirs)

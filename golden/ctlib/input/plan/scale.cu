@@ -1,5 +1,6 @@
 // y = scale * x through a plan: the kernel plan. The unit includes plan.h for the plan types only,
 // as TE's normalization kernel units include normalization/common.h.
+#include "kernels.cuh"
 #include "plan.h"
 
 namespace ctlib {
@@ -22,6 +23,11 @@ class KernelPlan : public PlanBase {
 };
 
 }  // namespace
+
+__global__ void fill_kernel(float *y, size_t n, float value) {
+  const size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) y[i] = value;
+}
 
 PlanBase *kernel_plan() {
   static KernelPlan plan;
