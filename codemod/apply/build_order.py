@@ -199,3 +199,26 @@ def add_edit(spec, bo: BuildOrder, cs: ChangeSet) -> None:
                   log=bo.log, without_s=bo.without_s, with_s=bo.with_s, jobs=bo.jobs,
                   list_variable=list_variable(spec), variable=bo.variable)
     cs.edits.append(Edit(path, at, at, text, "build order: longest predicted TUs first"))
+
+
+def kept_block(spec, current: str, regenerated: str) -> str:
+    """`regenerated`, the rule's CMake file as a regeneration without a build log writes it, with the
+    build-order block `current` (the tree's file) holds, at the same place: the block is data from
+    a build log that the tree cannot give back, so `--check` and `--update` without `--build-log`
+    keep it (with the log they write it anew). Unchanged when the tree holds no block or the
+    regeneration wrote one."""
+    opted = settings(spec)
+    if not opted:
+        return regenerated
+    head = f"# {mark(spec.rule_id)}: build order.\n"
+    tail = f"list(PREPEND {opted['variable']} ${{{list_variable(spec)}}})\n"
+    start = current.find(head)
+    end = current.find(tail, start) if start >= 0 else -1
+    if end < 0 or head in regenerated:
+        return regenerated
+    end += len(tail)
+    nxt = re.search(r"\S[^\n]*", current[end:])     # the line the block stands before (add_library)
+    if nxt is None or regenerated.count(nxt.group(0)) != 1:
+        return regenerated
+    at = regenerated.index(nxt.group(0))
+    return regenerated[:at] + current[start:end + nxt.start()] + regenerated[at:]

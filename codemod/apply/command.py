@@ -93,7 +93,7 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     from .review import change_sets
     from .spec import migrate_spec
     from .style import format_edits, target_style
-    from . import arch_policy, build_order, migrated, shared_header
+    from . import arch_policy, build_order, device_pass, migrated, shared_header
 
     if build_log is not None and not Path(build_log).is_file():
         raise UsageError(f"build log not found: {build_log}")
@@ -171,9 +171,11 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
         progress(f"apply: formatting {len(edited)} file(s) in the target's style")
     files = format_edits(edited, style)
     plan.layer = layer_part(root, cs, files, lambda f: format_edits(f, style))
-    # a header whose only edits move definitions out of it holds no rewritten kernel code
-    only_moves = {e.path for e in cs.edits} - {e.path for e in cs.edits if e.why != shared_header.WHY}
-    rewritten = {path for path, (old, _) in files.items() if old is not None and path not in only_moves}
+    # a header whose only edits move definitions out of it or trim nvcc's device passes holds no
+    # code its includers compile for NVRTC
+    not_code = (shared_header.WHY, device_pass.WHY)
+    only_those = {e.path for e in cs.edits} - {e.path for e in cs.edits if e.why not in not_code}
+    rewritten = {path for path, (old, _) in files.items() if old is not None and path not in only_those}
     if rewritten:
         analyzed = {tu.file for tu in analysis.translation_units}
         if progress:
@@ -275,6 +277,11 @@ def _regenerate(root: Path, target: str, spec, doc: dict | None, update: bool, s
     for path, text in overlay.items():
         if text is not None and path not in desired:
             desired[path] = text          # edited by the old migration, not by the new one
+    cmake_file = spec.cmake["file"]
+    if kwargs.get("build_log") is None and cmake_file in desired and (root / cmake_file).is_file():
+        from . import build_order
+        desired[cmake_file] = build_order.kept_block(spec, (root / cmake_file).read_bytes().decode(),
+                                                     desired[cmake_file])
     files = {}
     for path, want in sorted(desired.items()):
         have = (root / path).read_bytes().decode() if (root / path).is_file() else None

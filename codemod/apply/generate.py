@@ -16,8 +16,8 @@ import jinja2
 
 from .. import __version__, strict_json
 from ..errors import ApplyError
-from . import kernel_api, layer, layer_cache, option_scope, prelude_copies, sections, shared_header, \
-    shared_variables, source, stacking, stdnames, stdshim, target_names, zero_length
+from . import device_pass, kernel_api, layer, layer_cache, option_scope, prelude_copies, sections, \
+    shared_header, shared_variables, source, stacking, stdnames, stdshim, target_names, zero_length
 from .changeset import RTC_GUARD, ChangeSet, Edit, relative_include
 from .launch_rewrite import matching, rewrite_sites
 from .names import enum_cast, namespace_parts, spelled_id
@@ -167,6 +167,7 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
     _kernels_h(run, stubs, shipped)
     _kernels_cpp(run, stubs, shipped, copies.checks)
     _nvrtc_layer(run, features)
+    device_pass.edits(root, plan.spec, cs)
     strings = sorted(set(shipped) | set(programs.values()) | {c["file"] for c in copies.checks})   # string headers
     _cmake(root, plan, cs, strings, _stub_paths(plan.spec)[1])
     _docs(root, plan, cs)

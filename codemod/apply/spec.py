@@ -108,6 +108,9 @@ def _tree_paths(m: dict):
         if key in m["nvrtc_layer"].get("cache", {}):
             yield ["nvrtc_layer", "cache", key], m["nvrtc_layer"]["cache"][key]
     yield ["cmake", "file"], m["cmake"]["file"]
+    for i, entry in enumerate(m.get("device_pass", [])):
+        key = "unit" if "unit" in entry else "header"
+        yield ["device_pass", i, key], entry[key]
     license = m.get("license")
     if isinstance(license, dict) and isinstance(license.get("from"), str):
         yield ["license", "from"], license["from"]                           # read into every generated file

@@ -270,3 +270,17 @@ def test_cmake_writes_the_listed_objects_first(actlib_git, build_log, tmp_path):
     assert edges[:3] == ["util/rtc.cpp", "dequantize/dequantize.cu", "transpose/transpose.cpp"]
     # every source once, plus the one unit the migration adds (the rule's kernel strings)
     assert sorted(edges) == sorted([src for src, *_ in BUILD] + ["rtc/activation/kernels.cpp"])
+
+
+def test_check_and_update_without_the_log_keep_the_block(actlib_git, build_log, capsys):
+    """The block is data from a build log: a CI `--check` (or `--update`) without `--build-log`
+    regenerates the migration without it and keeps the tree's block (TE's five rules merged as
+    pull requests: activation's --check exited 1 on the block before, docs/results/te_issue31_builds.md)."""
+    log, csv = build_log
+    assert main(["apply", "--target", RULE, str(actlib_git), "--build-log", str(log), "--nvcc-time", str(csv),
+                 "--write", "-q"]) == 0
+    block = "list(PREPEND actlib_sources ${actlib_longest_sources})"
+    assert block in (actlib_git / "CMakeLists.txt").read_text()
+    assert main(["apply", "--target", RULE, str(actlib_git), "--check", "-q"]) == 0, capsys.readouterr().err
+    files, _, _ = compute(actlib_git, RULE, update=True)
+    assert files == {}

@@ -193,7 +193,7 @@ def test_tulib_device_code_lives_in_one_place(tmp_path, capsys):
         assert kept in unit and kept not in header, kept
     # the stubs come after the moved header, a comment line between (no include sorting can swap them)
     assert ('#include "tulib/scaled.h"\n#include "scaled_kernels.cuh"\n'
-            '// The host stubs declare the kernels of the header above again.\n#include "../rtc/scaled/kernels.h"\n') in unit
+            '// The host stubs of the kernels the header above defines.\n#include "../rtc/scaled/kernels.h"\n') in unit
     assert "namespace tulib {\n\nnamespace {\n" in header
     assert (root / "rtc" / "scaled" / "scaled_kernels.cu").read_text().endswith('#include "tu/scaled_kernels.cuh"\n')
 

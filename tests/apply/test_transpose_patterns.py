@@ -59,7 +59,7 @@ def test_attribute_on_a_template_id_goes_to_the_stub(tmp_path, capsys):
     assert "cudaFuncSetAttribute" not in unit
     # the moved header and the stubs follow the last file-scope include, not the one in the namespace
     assert ('#include "ctlib/transpose.h"\n#include "transpose_kernels.cuh"\n'
-            '// The host stubs declare the kernels of the header above again.\n'
+            '// The host stubs of the kernels the header above defines.\n'
             '#include "../rtc/transpose/kernels.h"\n\nnamespace ctlib {\nnamespace detail {\n\n'
             '#include "transpose_name.h"\n') in unit
     # the host-only constants stay; the kernel's constant and device function moved

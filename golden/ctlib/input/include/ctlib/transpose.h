@@ -23,6 +23,8 @@ void ctlib_cast_transpose(const CtlibTensor *in, CtlibTensor *out_c, CtlibTensor
 // The same of grad * dgelu(act_in).
 void ctlib_cast_transpose_dgelu(const CtlibTensor *grad, const CtlibTensor *act_in, CtlibTensor *out_c,
                                 CtlibTensor *out_t, cudaStream_t stream);
+// y = scale * x through a plan: an execution graph (use_graph) or a kernel.
+void ctlib_scale(const float *x, float *y, size_t n, float scale, int use_graph, cudaStream_t stream);
 
 #ifdef __cplusplus
 }
