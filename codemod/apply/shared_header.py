@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ApplyError
-from . import source, stdnames, stdshim
+from . import prelude_copies, source, stdnames, stdshim
 from .changeset import ChangeSet, Edit, relative_include
 
 
@@ -59,8 +59,7 @@ def move(root: Path, replaced: str, to: str, names: list[str], std_cfg: dict | N
     spans = _spans(data, decls)
     macros, groups = _texts(data, spans)
     _check_needs(data, replaced, to, spans, macros, groups, set(names))
-    if std_cfg:
-        groups = _respelled(groups, std_cfg, moved)
+    groups = prelude_copies.respell_copies(groups, std_cfg, moved.std_used, moved.ints)
     if existing is None:
         from .generate import render     # the templates' environment (generate imports this module)
         std = _std_block(std_cfg, moved) if std_cfg else None
@@ -158,19 +157,6 @@ def _comment_above(data: bytes, start: int) -> int:
         else:
             break
     return line
-
-
-def _respelled(groups: list[dict], std_cfg: dict, moved: Moved) -> list[dict]:
-    out = []
-    for g in groups:
-        texts = []
-        for t in g["texts"]:
-            new, used = stdnames.respell(t, std_cfg["namespace"], g["namespace"].split("::"))
-            texts.append(new)
-            moved.std_used |= used
-            moved.ints |= stdnames.integer_names([t.encode()])
-        out.append(dict(g, texts=texts))
-    return out
 
 
 def _std_block(std_cfg: dict, moved: Moved) -> dict | None:
