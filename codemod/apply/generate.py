@@ -16,7 +16,7 @@ import jinja2
 
 from .. import __version__, strict_json
 from ..errors import ApplyError
-from . import kernel_api, layer, layer_cache, option_scope, prelude_copies, sections, shared_variables, source, \
+from . import kernel_api, layer, layer_cache, own_layer, option_scope, prelude_copies, sections, shared_variables, source, \
     stacking, stdnames, stdshim, target_names, zero_length
 from .changeset import RTC_GUARD, ChangeSet, Edit, relative_include
 from .launch_rewrite import matching, rewrite_sites
@@ -437,7 +437,13 @@ def _kernels_cpp(run: _Run, stubs: _Stubs, shipped: dict[str, str], copy_checks:
 def _nvrtc_layer(run: _Run, features: dict[str, bool]) -> None:
     """The NVRTC layer's edits: what the stubs call and it lacks (nvrtc_layer.extend), its disk cache."""
     root, spec, cs = run.root, run.plan.spec, run.cs
-    if "extend" in spec.layer:
+    if "create" in spec.layer:
+        files, note = own_layer.add(root, spec.layer, spec.legacy_option, spec.library or spec.rule_id, features,
+                                    render, run.fmt, run.guard, relative_include)
+        cs.new_files.update(files)
+        cs.layer_files.update(files)
+        cs.notes.append(note)
+    elif "extend" in spec.layer:
         edits, added, present = layer.extend(root, spec.layer, features, render)
         cs.edits += [Edit(e.path, e.start, e.end, e.text, e.why, layer=True) for e in edits]
         if added:
