@@ -16,8 +16,8 @@ import jinja2
 
 from .. import __version__, strict_json
 from ..errors import ApplyError
-from . import kernel_api, layer, layer_cache, own_layer, option_scope, prelude_copies, sections, shared_variables, source, \
-    stacking, stdnames, stdshim, target_names, zero_length
+from . import kernel_api, layer, layer_cache, own_layer, option_scope, prelude_copies, sections, setuptools_build, \
+    shared_variables, source, stacking, stdnames, stdshim, target_names, zero_length
 from .changeset import RTC_GUARD, ChangeSet, Edit, relative_include
 from .launch_rewrite import matching, rewrite_sites
 from .names import enum_cast, namespace_parts, spelled_id
@@ -157,7 +157,10 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
     _kernels_cpp(run, stubs, shipped, copies.checks)
     _nvrtc_layer(run, features)
     strings = sorted(set(shipped) | set(programs.values()) | {c["file"] for c in copies.checks})   # string headers
-    _cmake(root, plan, cs, strings, _stub_paths(plan.spec)[1])
+    if "setuptools" in plan.spec.raw:
+        _setuptools(run, strings, _stub_paths(plan.spec)[1])
+    else:
+        _cmake(root, plan, cs, strings, _stub_paths(plan.spec)[1])
     _docs(root, plan, cs)
     _operator_test(root, plan, cs, run.fmt)
     cs.manifest = manifest(plan, version)       # data for codemod (verify, apply --update), kept outside the tree
@@ -987,6 +990,16 @@ def _cmake(root: Path, plan: Plan, cs: ChangeSet, strings: list[str], cpp: str) 
     end = stacking.before_first(data.decode(), stacking.cmake_options_starts(data.decode()), len(data), cs.later)
     cs.edits.append(Edit(path, end, end, "\n" + render("cmake_defs.cmake.j2", marker=stacking.mark(spec.rule_id), target=cm["target"],
                                                        defines=defines, cpp=cpp), "options seen by the stubs"))
+
+
+def _setuptools(run: _Run, strings: list[str], cpp: str) -> None:
+    """`migrate.setuptools`: the string-header script and the setup script's edits (setuptools_build.py)."""
+    spec = run.plan.spec
+    sources = [cpp] + ([spec.layer["source"]] if "create" in spec.layer else [])
+    files, edits = setuptools_build.edits(run.root, spec.raw["setuptools"], spec.repo_path, spec.rule_id,
+                                          spec.output_dir, sources, strings, spec.library or spec.rule_id, render)
+    run.cs.new_files.update(files)
+    run.cs.edits += [Edit(e.path, e.start, e.end, e.text, e.why) for e in edits]
 
 
 _STRING_LOOP = (r'foreach\(\s*(\w+)\s+IN\s+ITEMS\s+([^)]*)\)\s*string\(\s*MAKE_C_IDENTIFIER\s+"string_code_\$\{\1\}"\s+'
