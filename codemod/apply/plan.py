@@ -335,8 +335,8 @@ def _unrewritable(root: Path, site: Site) -> str | None:
         return None
     if site.kind == "use" and site.api == "cudaFuncSetAttribute" and _attribute_on_template_id(root, site):
         return None     # the stub object's set_attribute (launch_rewrite)
-    if kernel_api.rewritable(site):
-        return None
+    if kernel_api.rewritable(site) or site.kind == "use" and site.api == "explicit_instantiation":
+        return None     # an explicit instantiation: behind the legacy option (explicit_sites.py)
     if site.kind == "use" and site.api == "helper" and site.generic_lambda:
         return kernel_api.helper_refusal(root, site)
     what = "launch through" if site.kind == "launch" else "use in"
@@ -447,9 +447,9 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
             refused = _unrewritable(root, s)
             if refused:
                 break
-            if s.kind != "launch":
+            if s.kind != "launch" and s.api != "explicit_instantiation":     # the latter: its one variant
                 continue
-            explicit, why = _deduced_arguments(s)
+            explicit, why = _deduced_arguments(s) if s.kind == "launch" else ([], None)
             if why:
                 refused = why
                 break
