@@ -1,0 +1,104 @@
+"""golden/scanlib: a library with no NVRTC layer and no CMake (a torch-extension-shaped setup.py):
+the migration adds the layer (nvrtc_layer.create), the setup.py build step (migrate.setuptools)
+and moves the explicit instantiations behind the legacy option."""
+
+from __future__ import annotations
+
+import difflib
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from codemod.apply.golden import golden_patch
+
+REPO = Path(__file__).resolve().parents[2]
+GOLDEN = REPO / "golden"
+RULE = GOLDEN / "scanlib" / "rule.yaml"
+
+
+def test_scanlib_golden_patch_matches_expected():
+    patch, _, manifest = golden_patch("scanlib")
+    assert manifest == (GOLDEN / "scanlib" / "expected" / "apply.manifest.json").read_text()
+    expected = (GOLDEN / "scanlib" / "expected" / "apply.patch").read_text()
+    if patch != expected:
+        diff = "".join(difflib.unified_diff(expected.splitlines(True), patch.splitlines(True),
+                                            "expected/apply.patch", "generated", n=2))
+        pytest.fail("golden patch drifted (regenerate with `python -m codemod.apply.golden scanlib --update` "
+                    "and review):\n" + diff[:8000])
+
+
+def test_scanlib_patch_applies_with_git_and_migrates_every_kernel(tmp_path):
+    patch, report, manifest = golden_patch("scanlib")
+    root = tmp_path / "input"
+    shutil.copytree(GOLDEN / "scanlib" / "input", root)
+    (tmp_path / "p.diff").write_text(patch)
+    subprocess.run(["git", "init", "-q", "."], cwd=root, check=True)
+    subprocess.run(["git", "apply", "--check", str(tmp_path / "p.diff")], cwd=root, check=True)
+    assert "2 kernels migrated" in report and "## Left static\n\n- nothing" in report
+    # the domain: 48 forward variants (launches) + the 2 explicit instantiations of the fill kernel
+    assert manifest.count('"name_expression"') == 50
+
+
+def _nvrtc():
+    try:
+        import nvidia.cu13 as cu
+    except ImportError:
+        return None
+    base = Path(list(cu.__path__)[0])
+    return base if (base / "include" / "nvrtc.h").is_file() else None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("nvcc") is None or _nvrtc() is None, reason="needs nvcc and the NVRTC wheel")
+@pytest.mark.parametrize("legacy", ["0", "1"])
+def test_patched_scanlib_builds_and_keeps_static_kernels_only_in_a_legacy_build(tmp_path, legacy):
+    """What setup.py would do, without torch: the string-header step, then every unit with the
+    legacy define, linked with NVRTC. The default build has no static kernel; the legacy build all 50."""
+    from codemod.apply.command import compute
+    from codemod.apply.patch import write_all
+
+    root = tmp_path / "input"
+    shutil.copytree(GOLDEN / "scanlib" / "input", root)
+    write_all(root, compute(root, str(RULE))[0])
+    subprocess.run([sys.executable, "src/rtc/scan/string_headers.py", "build/strings"], cwd=root, check=True)
+    nv = _nvrtc()   # the wheel: cuda_runtime.h, nvrtc.h and their libraries
+    flags = ["-std=c++17", "-O2", "-Isrc", "-Ibuild/strings", f"-I{nv / 'include'}",
+             f"-DSCANLIB_BUILD_LEGACY_STATIC_SCAN={legacy}"]
+    objects = []
+    for unit in ["src/scan_fwd_f32.cu", "src/scan_fwd_f16.cu", "src/scan_fill.cu"]:
+        out = tmp_path / (Path(unit).name + ".o")
+        proc = subprocess.run(["nvcc", "-arch=sm_90", "-Xcompiler", "-fPIC", *flags, "-c", unit, "-o", str(out)],
+                              cwd=root, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        objects.append(out)
+    for unit in ["src/rtc/scan/kernels.cpp", "src/rtc/rtc.cpp", "src/scan_api.cpp"]:
+        out = tmp_path / (Path(unit).name + ".o")
+        proc = subprocess.run(["g++", "-fPIC", *flags, "-c", unit, "-o", str(out)],
+                              cwd=root, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        objects.append(out)
+    lib = tmp_path / "libscan.so"
+    proc = subprocess.run(["g++", "-shared", *map(str, objects), "-o", str(lib), "-Wl,--no-undefined",
+                           str(next((nv / "lib").glob("libnvrtc.so.*"))), str(next((nv / "lib").glob("libcudart.so.*")))],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    count = subprocess.run([sys.executable, str(REPO / "scripts" / "count_kernel_symbols.py"),
+                            *[str(o) for o in objects if o.name.endswith(".cu.o")]], capture_output=True, text=True)
+    assert f"total {50 if legacy == '1' else 0} " in count.stdout, count.stdout + count.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(_nvrtc() is None, reason="needs the NVRTC wheel")
+def test_patched_scanlib_verifies_for_sm80_sm90_sm100a(tmp_path, capsys):
+    from codemod.cli import main
+
+    root = tmp_path / "input"
+    shutil.copytree(GOLDEN / "scanlib" / "input", root)
+    assert main(["apply", "--target", str(RULE), str(root), "--write", "-q"]) == 0
+    assert main(["verify", str(root), "--arch", "sm_80", "--arch", "sm_90", "--arch", "sm_100a",
+                 "--all-variants", "--no-host", "-j", "2"]) == 0
+    out = capsys.readouterr()
+    assert "50 of 50 variants" in out.out + out.err
