@@ -67,6 +67,7 @@ def check_tree(root: Path, own: OwnLayer) -> None:
 def render_files(own: OwnLayer, features: dict[str, bool], library: str, guard: Callable[[str], str],
                  render: Callable[..., str], include: Callable[[str, str], str]) -> dict[str, str]:
     """Library path -> text of the layer's header and source (unformatted)."""
+    features = {name: bool(features.get(name)) for name in ("occupancy", "cooperative", "shared")}
     ctx = dict(library=library, namespace=own.namespace, manager=own.manager, header_type=own.header_type,
                error_macro=own.error_macro, framework=own.framework, features=features,
                include_dir_macro=own.include_dir_macro)

@@ -136,8 +136,8 @@ def edits(root: Path, setup: dict, repo_path: Callable[[str], str], rule_id: str
             raise ApplyError(f"{path}:{kw.value.lineno}: the extension's {name}= is not a list literal: the "
                              f"migration appends {', '.join(items)} to it", where=where,
                              hint=f"write {name}=[...] in the extension call, or add them by hand")
-        written = {ast.unparse(e) for e in kw.value.elts}
-        items = [i for i in items if i not in written]
+        written = {ast.dump(e) for e in kw.value.elts}
+        items = [i for i in items if ast.dump(ast.parse(i, mode="eval").body) not in written]
         if not items:
             return
         elts = kw.value.elts
