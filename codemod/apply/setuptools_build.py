@@ -98,7 +98,6 @@ def edits(root: Path, setup: dict, repo_path: Callable[[str], str], rule_id: str
     setup_dir = posixpath.dirname(path)
     lib = os.path.relpath(root.resolve(), (root / setup_dir).resolve()).replace(os.sep, "/")
     rel = lambda p: posixpath.normpath(posixpath.join(lib, p))  # noqa: E731  library path -> setup-relative
-    strings_dir = f"build/{rule_id}_kernel_strings"
     legacy = setup["legacy_option"]
     out: list[SetupEdit] = []
     why = "kernel strings, the stubs and the legacy option in the extension's build"
@@ -118,7 +117,7 @@ def edits(root: Path, setup: dict, repo_path: Callable[[str], str], rule_id: str
     indent = data[at(stmt.lineno, 0):at(stmt.lineno, stmt.col_offset)].decode()
     variable = f"{rule_id}_legacy_static"
     block = render("setuptools/setup_step.py.j2", indent=indent, rule=rule_id, legacy_option=legacy,
-                   script=rel(posixpath.join(output_dir, SCRIPT)), strings_dir=strings_dir, variable=variable)
+                   script=rel(posixpath.join(output_dir, SCRIPT)), variable=variable)
     start = at(stmt.lineno, 0)
     out.append(SetupEdit(path, start, start, block, why))
 
@@ -152,7 +151,7 @@ def edits(root: Path, setup: dict, repo_path: Callable[[str], str], rule_id: str
         out.append(SetupEdit(path, pos, pos, "".join(sep + i for i in items), why))
 
     kwarg("sources", [f'"{rel(s)}"' for s in sources])
-    kwarg("include_dirs", [f'"{strings_dir}"'])
+    kwarg("include_dirs", [f"{rule_id}_kernel_strings"])
     kwarg("define_macros", [f'("{legacy}", {variable})'])
     kwarg("libraries", ['"nvrtc"'])
     script_path = posixpath.join(output_dir, SCRIPT)
