@@ -16,7 +16,7 @@ import jinja2
 
 from .. import __version__, strict_json
 from ..errors import ApplyError
-from . import kernel_api, layer, layer_cache, own_layer, option_scope, prelude_copies, sections, setuptools_build, \
+from . import framework_types, kernel_api, layer, layer_cache, own_layer, option_scope, prelude_copies, sections, setuptools_build, \
     shared_variables, source, stacking, stdnames, stdshim, target_names, zero_length
 from .changeset import RTC_GUARD, ChangeSet, Edit, relative_include
 from .launch_rewrite import matching, rewrite_sites
@@ -223,6 +223,7 @@ def _kernel_strings(run: _Run, programs: dict[str, str]) -> dict[str, str]:
                                             kernel_ids=[kp.kernel.id for kp in kps],
                                             include=kps[0].source_file or kps[0].kernel.file,
                                             type_headers=kps[0].type_headers, first_headers=kps[0].first_headers,
+                                            framework_aliases=framework_types.uses(kps, plan.spec),
                                             shared=[dict(name=v, symbol=shared_variables.module_symbol(v, listed))
                                                     for v in shared]),
                                      path)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..errors import ApplyError, UnsupportedConstruct, UsageError
 from ..model import Analysis, Kernel, Site
-from . import build_defines, kernel_api, shared_variables, source
+from . import build_defines, framework_types, kernel_api, shared_variables, source
 from .names import Unspellable, argument, spelled_id
 from .spec import MigrateSpec
 from .stdshim import shim_path
@@ -467,6 +467,8 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
                 if s.id not in variants[key].sites:
                     variants[key].sites.append(s.id)
                 variants[key].entry_points += [e for e in entry_points if e not in variants[key].entry_points]
+        if not refused:
+            refused = framework_types.refusal(kid, variants.values(), spec)
         if not refused and not variants:
             refused = (f"the analysis reached no instantiation of {kid} from the rule's entry points "
                        "(nothing to compile or verify); add the translation units that hold its entry "
@@ -550,6 +552,8 @@ def _type_headers(root: Path, spec: MigrateSpec, kernel: Kernel, source_file: st
     # the members of a declaration the prelude copies (`::E::kName` of a copied enum) come with it
     copied = set(spec.kernel_strings.get("prelude_copy", []))
     names -= {m.group(2) for v in values for m in _MEMBER.finditer(v) if m.group(1) in copied}
+    # framework types the programs alias to CUDA's (framework_types.py): declared there
+    names -= {n.rpartition("::")[2] for v in values for n in framework_types.names(v) if n in framework_types.mapped(spec)}
     if not names:
         return [], None
     out = spec.output_dir + "/"

@@ -175,3 +175,62 @@ def test_explicit_instantiation_statement_ends():
     assert data[second:explicit_sites._statement_end(data, second)] == b"MAKE_K(half, 4096, 4, 0, General8bit)"
     third = data.index(b"MAKE_K(a")
     assert data[third:explicit_sites._statement_end(data, third)] == b"MAKE_K(a, b);"
+
+
+HALF_STANDIN = """// A stand-in for PyTorch's c10::Half in this test: a 2-byte float converting through float.
+#pragma once
+#include <cuda_fp16.h>
+namespace c10 {
+struct alignas(2) Half {
+  unsigned short x;
+  Half() = default;
+  __host__ __device__ Half(float f) : x(__half_as_ushort(__float2half(f))) {}
+  __host__ __device__ operator float() const { return __half2float(__ushort_as_half(x)); }
+};
+}  // namespace c10
+namespace at {
+using c10::Half;
+}  // namespace at
+"""
+
+
+def _torch_shaped_scanlib(tmp_path, framework):
+    """golden scanlib whose half unit instantiates the launcher with at::Half (a stand-in header)."""
+    import yaml
+
+    root = tmp_path / "input"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "golden" / "scanlib" / "input", root)
+    (root / "third" / "c10" / "util").mkdir(parents=True)
+    (root / "third" / "c10" / "util" / "Half.h").write_text(HALF_STANDIN)
+    header = root / "src" / "scan_fwd.cuh"      # as mamba's kernel headers include c10/util/Half.h
+    header.write_text(header.read_text().replace("#include <cuda_fp16.h>\n", "#include <c10/util/Half.h>\n"
+                                                                          "#include <cuda_fp16.h>\n"))
+    unit = root / "src" / "scan_fwd_f16.cu"
+    unit.write_text(unit.read_text().replace("<__half,", "<at::Half,").replace(", __half>", ", at::Half>"))
+    rule = yaml.safe_load((Path(__file__).resolve().parents[2] / "golden" / "scanlib" / "rule.yaml").read_text())
+    rule["analyze"]["include_dirs"] = ["src", "third"]
+    rule["migrate"]["kernel_strings"] = {"host_includes": ["c10/util/Half.h"]}
+    if framework:
+        rule["migrate"]["types"]["framework"] = framework
+    (tmp_path / "rule.yaml").write_text(yaml.safe_dump(rule))
+    return root, tmp_path / "rule.yaml"
+
+
+def test_a_pytorch_half_argument_leaves_the_kernel_static_naming_the_rule_key(tmp_path):
+    from codemod.apply.command import compute
+
+    root, rule = _torch_shaped_scanlib(tmp_path, None)
+    _, report, _ = compute(root, str(rule))
+    assert "spells the PyTorch type `at::Half`" in report and "migrate.types.framework: torch" in report
+    assert "`scan_fwd_kernel`" in report.split("## Left static")[1].split("##")[0]
+
+
+@pytest.mark.skipif(_nvrtc_include() is None, reason="needs the NVRTC wheel (apply's precheck)")
+def test_framework_torch_maps_half_to_cuda_half_in_the_nvrtc_programs(tmp_path):
+    from codemod.cli import main
+
+    root, rule = _torch_shaped_scanlib(tmp_path, "torch")
+    assert main(["apply", "--target", str(rule), str(root), "--write", "-q"]) == 0   # NVRTC precheck included
+    program = (root / "src" / "rtc" / "scan" / "scan_fwd.cu").read_text()
+    assert "using Half = __half;" in program and program.index("using Half") < program.index('#include "src/')
+    assert "at::Half" in (root / "src" / "rtc" / "scan" / "kernels_scan_fwd.h").read_text()   # the host spelling
