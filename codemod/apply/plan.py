@@ -392,9 +392,13 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
     by_id = {k.id: k for k in analysis.kernels}
     missing = [k for k in spec.kernels if k not in by_id]
     if missing:
+        migrated = (root / spec.output_dir / "kernels.h").is_file()
+        why = (f"{spec.output_dir}/kernels.h exists: the tree may hold this rule's migration already" if migrated
+               else f"the tree holds no migration of this rule (no {spec.output_dir}/kernels.h): check the ids "
+                    "against `codemod analyze --target` (a kernel in an unnamed namespace is "
+                    "`ns::(anonymous namespace)::k`) and that apply parses as analyze did (--compile-db)")
         raise ApplyError("the tree does not match the rule: kernels not found: " + ", ".join(missing),
-                         hint=f"found: {', '.join(sorted(by_id)) or 'none'}; is the tree already "
-                              "migrated, or does the rule name other kernels?")
+                         hint=f"found: {', '.join(sorted(by_id)) or 'none'}; {why}")
     check_selection(spec, only, exclude)
     declined = declined or {}
     wanted = [k for k in spec.kernels if (not only or _selected(k, only)) and not _selected(k, exclude)

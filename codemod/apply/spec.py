@@ -194,7 +194,8 @@ def migrate_spec(rule: Rule) -> MigrateSpec:
         rule_id=rule.id, output_dir=m["output_dir"].strip("/"), namespace=m["namespace"],
         kernels=list(m["kernels"]), translation_units=list(m["translation_units"]),
         stub_includes=list(m.get("stub_includes", [])), names=m.get("names", {}), types=m["types"],
-        kernel_strings=m.get("kernel_strings", {}), layer=m["nvrtc_layer"],
+        kernel_strings=m.get("kernel_strings", {}),
+        layer={"disable_env": None, **m["nvrtc_layer"]},     # optional: the templates test it
         options={"always": m.get("options", {}).get("always", []),
                  "conditional": m.get("options", {}).get("conditional", []),
                  "kernels": _kernel_options(rule, m),

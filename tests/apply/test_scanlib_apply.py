@@ -102,3 +102,34 @@ def test_patched_scanlib_verifies_for_sm80_sm90_sm100a(tmp_path, capsys):
                  "--all-variants", "--no-host", "-j", "2"]) == 0
     out = capsys.readouterr()
     assert "50 of 50 variants" in out.out + out.err
+
+
+def test_a_rule_without_disable_env_applies(tmp_path):
+    """nvrtc_layer.disable_env is optional: without it apply crashed in the stubs' template (issue 30)."""
+    from codemod.apply.command import compute
+
+    rule = tmp_path / "rule.yaml"
+    rule.write_text("".join(line for line in RULE.read_text().splitlines(True) if "disable_env" not in line))
+    root = tmp_path / "input"
+    shutil.copytree(GOLDEN / "scanlib" / "input", root)
+    files, report, _ = compute(root, str(rule))
+    assert "2 kernels migrated" in report
+    stubs = files["src/rtc/rtc_stubs.h"][1]
+    assert "inline bool nvrtc_disabled() { return false; }" in stubs
+
+
+def test_kernels_not_found_on_an_unmigrated_tree_does_not_suggest_a_migration(tmp_path):
+    """The hint said "is the tree already migrated?" on a tree holding no migration (issue 30)."""
+    from codemod.apply.command import compute
+    from codemod.errors import ApplyError
+
+    rule = tmp_path / "rule.yaml"
+    rule.write_text(RULE.read_text().replace("kernels: [scan_fwd_kernel, scan_fill_kernel]",
+                                             "kernels: [scan_fwd_kernel, scanlib::scan_fill_kernel]"))
+    root = tmp_path / "input"
+    shutil.copytree(GOLDEN / "scanlib" / "input", root)
+    with pytest.raises(ApplyError) as err:
+        compute(root, str(rule))
+    assert "kernels not found: scanlib::scan_fill_kernel" in str(err.value)
+    assert "the tree holds no migration of this rule" in err.value.hint
+    assert "already migrated" not in err.value.hint
