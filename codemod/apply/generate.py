@@ -964,7 +964,7 @@ def _cmake(root: Path, plan: Plan, cs: ChangeSet, strings: list[str], cpp: str) 
     # After the library's last string-header line, else before its add_library(<target> ...).
     fn = cm["string_header_function"].encode() + b"("
     lines = [i for i in range(len(data)) if data.startswith(fn, i) and (i == 0 or data[i - 1:i] == b"\n")]
-    target_line = re.search(rb"(?m)^add_library\(" + re.escape(cm["target"].encode()) + rb"\s", data)
+    target_line = re.search(rb"(?m)^[ \t]*add_library\(\s*" + re.escape(cm["target"].encode()) + rb"\s", data)
     if lines:
         close = cmake_command_end(data, lines[-1] + len(fn) - 1)
         if close < 0:
@@ -986,11 +986,22 @@ def _cmake(root: Path, plan: Plan, cs: ChangeSet, strings: list[str], cpp: str) 
         at = stacking.cmake_block_at(data.decode(), at, cs.later)
     else:
         at = stacking.before_first(data.decode(), stacking.cmake_block_starts(data.decode()), at, cs.later)
-    cs.edits.append(Edit(path, at, at, "\n" + block if lines else block + "\n", "kernel strings and legacy option"))
     defines = [spec.legacy_option] + [c["cmake_option"] for c in spec.options["conditional"]]
+    defs = render("cmake_defs.cmake.j2", marker=stacking.mark(spec.rule_id), target=cm["target"], defines=defines,
+                  cpp=cpp)
     end = stacking.before_first(data.decode(), stacking.cmake_options_starts(data.decode()), len(data), cs.later)
-    cs.edits.append(Edit(path, end, end, "\n" + render("cmake_defs.cmake.j2", marker=stacking.mark(spec.rule_id), target=cm["target"],
-                                                       defines=defines, cpp=cpp), "options seen by the stubs"))
+    if "create" in spec.layer and target_line and not lines:
+        # a library without a layer: the string function (unless defined), and the layer's block and the
+        # stubs' after add_library, at its indentation (inside its if(), when it is inside one)
+        indent = re.match(rb"[ \t]*", target_line.group(0)).group(0).decode()
+        block = own_layer.cmake_function(data, cm["string_header_function"], stacking.mark(spec.rule_id),
+                                         spec.rule_id, render) + block
+        defs = own_layer.cmake_layer(spec.layer, spec.legacy_option, cm["target"], stacking.mark(spec.rule_id),
+                                     spec.rule_id, render) + "\n" + defs
+        block, defs = own_layer.indented(block, indent), own_layer.indented(defs, indent) + "\n"
+        end = _line_end(data, cmake_command_end(data, data.index(b"(", target_line.start())))
+    cs.edits.append(Edit(path, at, at, "\n" + block if lines else block + "\n", "kernel strings and legacy option"))
+    cs.edits.append(Edit(path, end, end, "\n" + defs, "options seen by the stubs"))
 
 
 def _setuptools(run: _Run, strings: list[str], cpp: str) -> None:

@@ -87,3 +87,30 @@ def add(root: Path, layer: dict, legacy_option: str, library: str, features: dic
             f"(nvrtc_layer.create, errors {'through TORCH_CHECK' if own.framework == 'torch' else 'as std::runtime_error'})"
             + (f"; regenerated: {', '.join(kept)}" if kept else ""))
     return {p: fmt(text, p) for p, text in files.items()}, note
+
+
+def _strings_dir(rule_id: str) -> str:
+    """The folder of the string headers under the build folder: one per library (every rule's
+    blocks call the one function)."""
+    return "kernel_strings"
+
+
+def cmake_function(data: bytes, function: str, marker: str, rule_id: str, render: Callable[..., str]) -> str:
+    """The string-header function, unless the CMake file defines it already (a second rule)."""
+    if re.search(rb"(?mi)^[ \t]*function\(\s*" + re.escape(function.encode()) + rb"\s", data):
+        return ""
+    return render("own_layer/string_function.cmake.j2", marker=marker, function=function,
+                  strings_dir=_strings_dir(rule_id))
+
+
+def cmake_layer(layer: dict, legacy_option: str, target: str, marker: str, rule_id: str,
+                render: Callable[..., str]) -> str:
+    """The target's layer source, string headers' folder, CUDA include folder define and NVRTC."""
+    own = settings(layer, legacy_option)
+    return render("own_layer/cmake_layer.cmake.j2", marker=marker, target=target, source=own.source,
+                  strings_dir=_strings_dir(rule_id), include_dir_macro=own.include_dir_macro)
+
+
+def indented(text: str, indent: str) -> str:
+    """`text` with `indent` before every non-blank line."""
+    return "".join(indent + line if line.strip() else line for line in text.splitlines(True))

@@ -133,3 +133,73 @@ def test_kernels_not_found_on_an_unmigrated_tree_does_not_suggest_a_migration(tm
     assert "kernels not found: scanlib::scan_fill_kernel" in str(err.value)
     assert "the tree holds no migration of this rule" in err.value.hint
     assert "already migrated" not in err.value.hint
+
+
+CMAKE = """cmake_minimum_required(VERSION 3.21)
+project(scanlib LANGUAGES CXX CUDA)
+set(CMAKE_CUDA_ARCHITECTURES 90)
+option(SCANLIB_BUILD_CUDA "Build the CUDA library" ON)
+if(SCANLIB_BUILD_CUDA)
+  find_package(CUDAToolkit REQUIRED)
+  if(NOT TARGET CUDA::nvrtc)  # the test's NVRTC: the wheel's, when the toolkit has none
+    add_library(CUDA::nvrtc SHARED IMPORTED)
+    set_target_properties(CUDA::nvrtc PROPERTIES IMPORTED_LOCATION "${SCANLIB_NVRTC_LIB}"
+                          INTERFACE_INCLUDE_DIRECTORIES "${SCANLIB_NVRTC_INCLUDE}")
+  endif()
+  set(scanlib_sources src/scan_api.cpp src/scan_fwd_f32.cu src/scan_fwd_f16.cu src/scan_fill.cu)
+  add_library(scanlib SHARED ${scanlib_sources})
+  target_compile_features(scanlib PUBLIC cxx_std_17)
+  target_include_directories(scanlib PUBLIC src)
+  target_link_libraries(scanlib PUBLIC CUDA::cudart)
+endif()
+"""
+
+
+def _cmake_scanlib(tmp_path):
+    rule = tmp_path / "rule.yaml"
+    text = RULE.read_text()
+    text = text[:text.index("  setuptools:")] + ("  cmake:\n    file: CMakeLists.txt\n"
+                                                 "    string_header_function: scanlib_string_header\n"
+                                                 "    legacy_option: SCANLIB_BUILD_LEGACY_STATIC_SCAN\n"
+                                                 "    target: scanlib\n")
+    rule.write_text(text)
+    root = tmp_path / "input"
+    shutil.copytree(GOLDEN / "scanlib" / "input", root)
+    (root / "CMakeLists.txt").write_text(CMAKE)
+    return root, rule
+
+
+def test_cmake_library_without_layer_gains_the_string_function_and_the_layer(tmp_path):
+    """A CMake library with no NVRTC layer and no string-header function, its add_library indented
+    inside an if() (issue 30: the anchor was found only at column 0)."""
+    from codemod.apply.command import compute
+
+    root, rule = _cmake_scanlib(tmp_path)
+    files, report, _ = compute(root, str(rule))
+    assert "2 kernels migrated" in report
+    cmake = files["CMakeLists.txt"][1]
+    assert cmake.index("function(scanlib_string_header file symbol)") < cmake.index("foreach(rtc_file IN ITEMS") \
+        < cmake.index("  add_library(scanlib SHARED")
+    assert "target_sources(scanlib PRIVATE src/rtc/rtc.cpp)" in cmake
+    assert "target_link_libraries(scanlib PRIVATE CUDA::nvrtc)" in cmake
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("ninja") is None or _nvrtc() is None,
+                    reason="needs cmake, ninja and the NVRTC wheel")
+@pytest.mark.parametrize("legacy", ["OFF", "ON"])
+def test_cmake_library_without_layer_builds(tmp_path, legacy):
+    from codemod.apply.command import compute
+    from codemod.apply.patch import write_all
+
+    root, rule = _cmake_scanlib(tmp_path)
+    write_all(root, compute(root, str(rule))[0])
+    nv = _nvrtc()
+    build = tmp_path / "b"
+    for cmd in (["cmake", "-S", str(root), "-B", str(build), "-G", "Ninja", f"-DSCANLIB_BUILD_LEGACY_STATIC_SCAN={legacy}",
+                 f"-DSCANLIB_NVRTC_LIB={next((nv / 'lib').glob('libnvrtc.so.*'))}",
+                 f"-DSCANLIB_NVRTC_INCLUDE={nv / 'include'}"],
+                ["ninja", "-C", str(build)]):
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    assert (build / "kernel_strings" / "string_code_src_scan_fwd_cuh.h").is_file()
