@@ -346,6 +346,16 @@ def _unrewritable(root: Path, site: Site) -> str | None:
             "or exclude the kernel")
 
 
+def _defining_unit(root: Path, kernel: Kernel) -> str | None:
+    """The translation unit instantiating `kernel` that holds its definition, when its recorded
+    file (a header) only declares it."""
+    for unit in sorted(kernel.tus):
+        p = root / unit
+        if p.is_file() and source.kernel_definition(unit, p.read_bytes(), kernel.name) is not None:
+            return unit
+    return None
+
+
 def _incomplete(analysis: Analysis, spec: MigrateSpec, kernel: Kernel, sites: list[Site]) -> str | None:
     """Why the kernel's analysis is incomplete, or None: a parse error in a TU whose kernels the
     rule moves (its launches are unknown), or in the kernel's file, a site's file or a TU that
@@ -443,6 +453,12 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
         data = (root / kernel.file).read_bytes()
         decl = source.kernel_definition(kernel.file, data, kernel.name)
         if decl is None:
+            defined_in = _defining_unit(root, kernel)
+            if defined_in:      # bitsandbytes: declared in kernels.cuh, defined in kernels.cu
+                skipped.append(Skipped(kid, f"declared in {kernel.file} but defined in {defined_in}, a translation "
+                                            "unit that other units launch it from through the declaration: apply "
+                                            "migrates kernels defined in a header, or in the unit launching them"))
+                continue
             raise ApplyError(f"definition of {kid} not found", where=f"{kernel.file}:{kernel.line}")
         variants: dict[tuple, Variant] = {}
         deduced_at: dict[str, list[str]] = {}
