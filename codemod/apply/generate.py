@@ -428,7 +428,7 @@ def _kernels_cpp(run: _Run, stubs: _Stubs, shipped: dict[str, str], copy_checks:
     cpp_path = _stub_paths(spec)[1]
     run.cs.new_files[cpp_path] = run.fmt(render(
         "kernels.cpp.j2", stubs_header=relative_include(stubs_path, cpp_path),
-        stubs_namespace=stubs_ns,
+        stubs_namespace=stubs_ns, string_headers_by="string_headers.py" if "setuptools" in spec.raw else "CMake",
         string_headers=sorted({symbol_for(p) for p in shipped} | {k["symbol"] for k in stubs.kernels}
                               | {c["symbol"] for c in copy_checks}), copy_checks=grouped_checks(copy_checks),
         copy_hash_base=COPY_HASH_BASE, build_value=target_names.macro_prefix(spec) + "_RTC_BUILD_VALUE",

@@ -203,3 +203,24 @@ def test_cmake_library_without_layer_builds(tmp_path, legacy):
         proc = subprocess.run(cmd, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     assert (build / "kernel_strings" / "string_code_src_scan_fwd_cuh.h").is_file()
+
+
+@pytest.mark.slow
+def test_second_apply_is_a_no_op_and_check_reads_git_history(tmp_path, capsys):
+    """The created layer, setup.py's edits and the string-header script are recognised as the
+    migration's: a second apply writes nothing, and --check without the manifest exits 0."""
+    from codemod.cli import main
+
+    root = tmp_path / "input"
+    shutil.copytree(GOLDEN / "scanlib" / "input", root)
+    git = lambda *a: subprocess.run(["git", *a], cwd=root, check=True, capture_output=True)  # noqa: E731
+    git("init", "-q", ".")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "scanlib")
+    assert main(["apply", "--target", str(RULE), str(root), "--write", "-q", "--no-precheck"]) == 0
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "migrated")
+    assert main(["apply", "--target", str(RULE), str(root), "--write", "-q", "--no-precheck"]) == 0
+    assert "already migrated" in capsys.readouterr().err
+    shutil.rmtree(root / ".git" / "codemod")
+    assert main(["apply", "--target", str(RULE), str(root), "--check", "-q"]) == 0
