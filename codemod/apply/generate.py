@@ -1000,6 +1000,8 @@ def _cmake(root: Path, plan: Plan, cs: ChangeSet, strings: list[str], cpp: str) 
                                      spec.rule_id, render) + "\n" + defs
         block, defs = own_layer.indented(block, indent), own_layer.indented(defs, indent) + "\n"
         end = _line_end(data, cmake_command_end(data, data.index(b"(", target_line.start())))
+    if cm.get("condition"):     # the blocks only where the target's CUDA part is configured (bitsandbytes: BUILD_CUDA)
+        block, defs = own_layer.conditional(block, cm["condition"]), own_layer.conditional(defs, cm["condition"])
     cs.edits.append(Edit(path, at, at, "\n" + block if lines else block + "\n", "kernel strings and legacy option"))
     cs.edits.append(Edit(path, end, end, "\n" + defs, "options seen by the stubs"))
 

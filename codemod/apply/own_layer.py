@@ -114,3 +114,12 @@ def cmake_layer(layer: dict, legacy_option: str, target: str, marker: str, rule_
 def indented(text: str, indent: str) -> str:
     """`text` with `indent` before every non-blank line."""
     return "".join(indent + line if line.strip() else line for line in text.splitlines(True))
+
+
+def conditional(text: str, condition: str) -> str:
+    """A CMake block inside `if(<condition>)`, at the block's own indentation."""
+    body = text.rstrip("\n")
+    first = next((line for line in body.splitlines() if line.strip()), "")
+    indent = first[:len(first) - len(first.lstrip())]
+    tail = text[len(body):]
+    return f"{indent}if({condition})\n" + indented(body + "\n", "  ") + f"{indent}endif()\n" + tail[1:]

@@ -224,3 +224,24 @@ def test_second_apply_is_a_no_op_and_check_reads_git_history(tmp_path, capsys):
     assert "already migrated" in capsys.readouterr().err
     shutil.rmtree(root / ".git" / "codemod")
     assert main(["apply", "--target", str(RULE), str(root), "--check", "-q"]) == 0
+
+
+def test_cmake_condition_wraps_the_blocks(tmp_path):
+    """bitsandbytes' add_library is outside its if(BUILD_CUDA): cmake.condition keeps the
+    migration's blocks (CUDA::nvrtc, the CUDA include folder) out of a CPU-only configure."""
+    from codemod.apply.command import compute
+
+    root, rule = _cmake_scanlib(tmp_path)
+    rule.write_text(rule.read_text() + "    condition: SCANLIB_BUILD_CUDA\n")
+    cmake = (root / "CMakeLists.txt").read_text()
+    lines = cmake.splitlines(True)
+    start = next(i for i, line in enumerate(lines) if "add_library(scanlib" in line)
+    # add_library and what follows it at column 0, after the endif()
+    moved = [line.strip() + "\n" for line in lines[start:start + 4]]
+    rest = lines[:start] + lines[start + 4:]
+    (root / "CMakeLists.txt").write_text("".join(rest) + "".join(moved))
+    files, report, _ = compute(root, str(rule))
+    out = files["CMakeLists.txt"][1]
+    assert "if(SCANLIB_BUILD_CUDA)\n  # NVRTC migration of the scan kernels: the string headers." in out
+    assert "if(SCANLIB_BUILD_CUDA)\n  # NVRTC migration of the scan kernels: the NVRTC layer" in out
+    assert out.count("if(SCANLIB_BUILD_CUDA)") == 3 and out.count("endif()") == 4   # 2 of the input
