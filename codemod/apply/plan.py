@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import ApplyError, UnsupportedConstruct, UsageError
@@ -58,6 +58,8 @@ class KernelPlan:
     # headers the NVRTC program includes before source_file (kernel_strings.include_first): what a
     # kernel header takes from its includers
     first_headers: list[str] = field(default_factory=list)
+    # the header declaring a kernel a unit defines (the launching units see only it): its stubs' home
+    declared_in: str | None = None
 
     @property
     def name(self) -> str:
@@ -346,6 +348,15 @@ def _unrewritable(root: Path, site: Site) -> str | None:
             "or exclude the kernel")
 
 
+def _declared_only(root: Path, kernel: Kernel) -> str | None:
+    """The unit defining `kernel` when its recorded file is a header that only declares it."""
+    p = root / kernel.file
+    if not kernel.file.endswith(HEADER_SUFFIXES) or not p.is_file() or \
+            source.kernel_definition(kernel.file, p.read_bytes(), kernel.name) is not None:
+        return None
+    return _defining_unit(root, kernel)
+
+
 def _defining_unit(root: Path, kernel: Kernel) -> str | None:
     """The translation unit instantiating `kernel` that holds its definition, when its recorded
     file (a header) only declares it."""
@@ -419,7 +430,14 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
     skipped += [Skipped(k.id, "not listed in the rule's migrate/kernels") for k in analysis.kernels
                 if k.id not in spec.kernels]
     sites_by_id = {s.id: s for s in analysis.sites}
-    extractions, refused_units = _extractions(root, spec, [by_id[k] for k in wanted], sites_by_id)
+    # a kernel a header declares and a unit defines (bitsandbytes' kernels.cuh / kernels.cu): planned
+    # from the unit (its device code extracted), its stubs' section in the declaring header
+    declared_in = {}
+    for k in wanted:
+        if k in by_id and (unit := _declared_only(root, by_id[k])):
+            declared_in[k] = by_id[k].file
+            by_id[k] = replace(by_id[k], file=unit)
+    extractions, refused_units = _extractions(root, spec, [by_id[k] for k in wanted if k in by_id], sites_by_id)
     respelled = include_respellings(root, [extractions[by_id[k].file].header if by_id[k].file in extractions
                                            else by_id[k].file for k in wanted], spec, spec.output_dir, extractions)
     plans: list[KernelPlan] = []
@@ -513,7 +531,8 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
         variants = _one_spelling_per_type(root, spec, kernel, source_file, headers, variants, extractions)
         plans.append(KernelPlan(kernel, source.kernel_signature(data, *decl), sites,
                                 sorted(variants.values(), key=lambda v: v.name_expression(kid)),
-                                dict(sorted(headers.items())), deduced_at, source_file, extra, copied, first))
+                                dict(sorted(headers.items())), deduced_at, source_file, extra, copied, first,
+                                declared_in.get(kid)))
     plans = _whole_lambdas(plans, skipped)
     removed = sum(kp.kernel.instantiations for kp in plans)
     used = {kp.kernel.file for kp in plans}

@@ -159,7 +159,7 @@ def layout(root: Path, plan, spellings: set[str], stubs_includes: list[str]) -> 
     out = Layout(reach=reach, visible=visible)
     for kp in plan.kernels:
         # every kernel's stubs follow its definition: the launcher type comes from the kernel itself
-        out.kernel_home[kp.kernel.id] = kp.source_file or kp.kernel.file
+        out.kernel_home[kp.kernel.id] = kp.declared_in or kp.source_file or kp.kernel.file
     for value, names in spelled.items():
         homes = {h for h in (_home(files, n, [], visible, search) for n in names) if h}
         if not homes:

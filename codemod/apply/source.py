@@ -59,10 +59,11 @@ class Include:
 
 def _nested(node: Node) -> bool:
     """Whether a directive sits inside a declaration (a namespace body, a class, a function), not at
-    file scope (preprocessor conditionals do not count)."""
+    file scope (preprocessor conditionals do not count, nor an ERROR node: tree-sitter's reading of
+    a file whose macro invocations end without `;`, bitsandbytes' `MAKE_k(...)` lines)."""
     n = node.parent
     while n is not None and n.type != "translation_unit":
-        if not n.type.startswith("preproc_"):
+        if not n.type.startswith("preproc_") and n.type != "ERROR":
             return True
         n = n.parent
     return False
