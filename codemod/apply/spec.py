@@ -195,7 +195,9 @@ def migrate_spec(rule: Rule) -> MigrateSpec:
         kernels=list(m["kernels"]), translation_units=list(m["translation_units"]),
         stub_includes=list(m.get("stub_includes", [])), names=m.get("names", {}), types=m["types"],
         kernel_strings=m.get("kernel_strings", {}),
-        layer={"disable_env": None, **m["nvrtc_layer"]},     # optional: the templates test it
+        # disable_env optional (the templates test it); a created layer passes <CUDA include>/cccl
+        layer={"disable_env": None, **({"cuda_includes_cccl": True} if "create" in m["nvrtc_layer"] else {}),
+               **m["nvrtc_layer"]},
         options={"always": m.get("options", {}).get("always", []),
                  "conditional": m.get("options", {}).get("conditional", []),
                  "kernels": _kernel_options(rule, m),

@@ -24,16 +24,16 @@ def test_bnb_rule_loads():
 
 @pytest.mark.slow
 @pytest.mark.skipif(not SOURCE or not os.environ.get("BNB_COMPILE_DB"), reason="needs BNB_SOURCE_DIR and BNB_COMPILE_DB")
-def test_bnb_apply_stops_at_the_instantiation_macros_bodies(tmp_path, capsys):
-    """kernels.cuh declares the kernels, kernels.cu defines them and ops.cu launches them: planned
-    from kernels.cu since golden splitlib (before: exit 2, "definition of kQuantizeBlockwise not
-    found"). What stops it now (docs/results/bnb_apply.md): the kernel template-ids inside the
-    bodies of kernels.cu's `#define MAKE_...` macros, which the device-code move and the handle
-    rewrite both claim. Exit 2, one line, nothing written."""
+def test_bnb_rule_migrates_the_nine_kernels(tmp_path, capsys):
+    """kernels.cuh declares them, kernels.cu defines them (instantiation macro lines) and ops.cu
+    launches them: all 9 migrate, NVRTC precheck (sm_90) and the parse as migrated included.
+    Before this branch: exit 2, "definition of kQuantizeBlockwise not found"."""
     from codemod.cli import main
 
     code = main(["apply", "--target", str(RULE), SOURCE, "--compile-db", os.environ["BNB_COMPILE_DB"],
                  "--diff", str(tmp_path / "b.diff"), "-q"])
-    assert code == 2
-    assert "csrc/kernels.cu: overlapping edits" in capsys.readouterr().err
-    assert not (tmp_path / "b.diff").exists()
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "9 kernels migrated, 4 left static" in err
+    report = (tmp_path / "b.diff.report.md").read_text()
+    assert "## Left static" in report and report.count("not listed in the rule's migrate/kernels") == 4

@@ -234,3 +234,16 @@ def test_framework_torch_maps_half_to_cuda_half_in_the_nvrtc_programs(tmp_path):
     program = (root / "src" / "rtc" / "scan" / "scan_fwd.cu").read_text()
     assert "using Half = __half;" in program and program.index("using Half") < program.index('#include "src/')
     assert "at::Half" in (root / "src" / "rtc" / "scan" / "kernels_scan_fwd.h").read_text()   # the host spelling
+
+
+def test_bare_macro_invocation_lines_are_blanked_for_tree_sitter():
+    """bitsandbytes' kernels.cu: `MAKE_k(...)` lines without `;` made tree-sitter read the file,
+    the `#define`s of those macros included, as ERROR nodes."""
+    from codemod.apply import source
+
+    data = (b"#define MAKE_k(T) \\\n  template __global__ void k<T>(T *);\n\nMAKE_k(float)\nMAKE_k(half)\n"
+            b"void f() { g(1); }\n")
+    masked = source.without_bare_invocations(data)
+    assert len(masked) == len(data) and b"MAKE_k(float)" not in masked and b"g(1);" in masked
+    assert b"#define MAKE_k(T)" in masked
+    assert source.template_ids(data, {"k"}) == []          # the macro body's `k<T>` is no handle
