@@ -340,6 +340,13 @@ def _stub_kernels(run: _Run, programs: dict[str, str], copy_checks: list[dict]) 
             path=programs[kp.kernel.id], symbol=symbol_for(programs[kp.kernel.id]),
             headers=[dict(symbol=sym, include_name=name) for sym, name in headers]))
         _signature_as_left(root, kp, cs)
+        named = _template_param_names(kp.signature.template_params)
+        if len(named) == len(params) and named != params:
+            # the factory heads spell the definition's names; a declaration may use others
+            # (bitsandbytes' kDequantizeBlockwise: BLOCK_SIZE declared, TILE_SIZE defined)
+            rename = dict(zip(params, named))
+            kinds, enums = {rename[k]: v for k, v in kinds.items()}, {rename[k]: v for k, v in enums.items()}
+            params = named
         kernels_ctx.append(dict(
             id=kp.kernel.id, spelled_id=spelled_id(kp.kernel.id), name=kp.name,
             namespace=kp.namespace, symbol=symbol_for(programs[kp.kernel.id]),
@@ -714,6 +721,29 @@ def _final_text(root: Path, cs: ChangeSet, path: str) -> bytes:
         return cs.new_files[path].encode()
     mine = ChangeSet(edits=[e for e in cs.edits if e.path == path])
     return (apply_edits(root, mine)[path][1] if mine.edits else (root / path).read_text()).encode()
+
+
+def _template_param_names(template_params: str) -> list[str]:
+    """The parameter names of a template head `<typename T, int N = 4>`: ["T", "N"]."""
+    inner = template_params.strip()
+    inner = inner[inner.find("<") + 1:inner.rfind(">")] if "<" in inner else inner
+    parts, depth, cur = [], 0, ""
+    for c in inner:
+        depth += c in "<([{"
+        depth -= c in ">)]}"
+        if c == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += c
+    parts.append(cur)
+    names = []
+    for part in parts:
+        head = part.split("=")[0]
+        pointer = re.search(r"\(\s*\*\s*([A-Za-z_]\w*)\s*\)", head)     # `float (*OP)(float, const P &)`
+        found = re.findall(r"[A-Za-z_]\w*", head)
+        names.append(pointer.group(1) if pointer else found[-1] if found else "")
+    return names
 
 
 def _signature_as_left(root: Path, kp, cs: ChangeSet) -> None:
