@@ -507,9 +507,9 @@ def _run(args, root: Path) -> int:
         kept = f" Manifest (outside the tree): {stored}." if stored else ""
         if not files:
             print(printable(f"{summary}; nothing written" + (f".{kept}" if kept else "")), file=sys.stderr)
-            return 0
+            return _exit_code(plan)
         print(printable(f"{summary}; written.{kept} Next: build, then `codemod verify {root}`."), file=sys.stderr)
-        return 0
+        return _exit_code(plan)
     if args.diff:
         diffs = [args.diff]
         if layer:
@@ -531,6 +531,16 @@ def _run(args, root: Path) -> int:
     else:
         sys.stdout.write(diff)  # NOTE: file contents as they are (CRLF kept): `git apply` reads it
         print(printable(summary), file=sys.stderr)
+    return _exit_code(plan)
+
+
+def _exit_code(plan) -> int:
+    """1 when the rule's kernels exist but none was migrated (each left static, the report says
+    why): an apply that changes nothing for them is no success to a script or CI."""
+    if plan is not None and not plan.kernels and plan.skipped:
+        print(f"codemod: error: no kernel migrated: the rule's {len(plan.skipped)} kernel(s) all stay static "
+              "(reasons under \"Left static\" in the report); fix the rule or exclude them", file=sys.stderr)
+        return 1
     return 0
 
 

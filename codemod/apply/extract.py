@@ -170,7 +170,7 @@ def extract(root, unit: str, kernels: set[str], rule_id: str, guard: str,
     header = header_path(unit)
     if (root / header).exists():
         raise Refused(f"{header} exists already; rename it or move the kernels into a header by hand")
-    tree = source.parse(data)
+    tree = source.parse(source.without_bare_invocations(data))   # macro lines stay in the unit
     decls = [d for d in scan_bytes(unit, data).kernels if d.name in kernels and d.is_definition]
     items, chains = _items(data, tree, {d.start for d in decls})
     kernel_items = [it for it in items if it.node.start_byte in {d.start for d in decls}]

@@ -16,8 +16,9 @@ import jinja2
 
 from .. import __version__, strict_json
 from ..errors import ApplyError
-from . import device_pass, kernel_api, layer, layer_cache, option_scope, prelude_copies, sections, \
-    shared_header, shared_variables, source, stacking, stdnames, stdshim, target_names, zero_length
+from . import device_pass, framework_types, kernel_api, layer, layer_cache, option_scope, own_layer, \
+    prelude_copies, sections, setuptools_build, shared_header, shared_variables, source, stacking, stdnames, \
+    stdshim, target_names, zero_length
 from .changeset import RTC_GUARD, ChangeSet, Edit, relative_include
 from .launch_rewrite import matching, rewrite_sites
 from .names import enum_cast, namespace_parts, spelled_id
@@ -169,7 +170,10 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
     _nvrtc_layer(run, features)
     device_pass.edits(root, plan.spec, cs)
     strings = sorted(set(shipped) | set(programs.values()) | {c["file"] for c in copies.checks})   # string headers
-    _cmake(root, plan, cs, strings, _stub_paths(plan.spec)[1])
+    if "setuptools" in plan.spec.raw:
+        _setuptools(run, strings, _stub_paths(plan.spec)[1])
+    else:
+        _cmake(root, plan, cs, strings, _stub_paths(plan.spec)[1])
     _docs(root, plan, cs)
     _operator_test(root, plan, cs, run.fmt)
     cs.manifest = manifest(plan, version)       # data for codemod (verify, apply --update), kept outside the tree
@@ -233,6 +237,7 @@ def _kernel_strings(run: _Run, programs: dict[str, str]) -> dict[str, str]:
                                             kernel_ids=[kp.kernel.id for kp in kps],
                                             include=kps[0].source_file or kps[0].kernel.file,
                                             type_headers=kps[0].type_headers, first_headers=kps[0].first_headers,
+                                            framework_aliases=framework_types.uses(kps, plan.spec),
                                             shared=[dict(name=v, symbol=shared_variables.module_symbol(v, listed))
                                                     for v in shared]),
                                      path)
@@ -364,6 +369,13 @@ def _stub_kernels(run: _Run, programs: dict[str, str], copy_checks: list[dict]) 
             path=programs[kp.kernel.id], symbol=symbol_for(programs[kp.kernel.id]),
             headers=[dict(symbol=sym, include_name=name) for sym, name in headers]))
         _signature_as_left(root, kp, cs)
+        named = _template_param_names(kp.signature.template_params)
+        if len(named) == len(params) and named != params:
+            # the factory heads spell the definition's names; a declaration may use others
+            # (bitsandbytes' kDequantizeBlockwise: BLOCK_SIZE declared, TILE_SIZE defined)
+            rename = dict(zip(params, named))
+            kinds, enums = {rename[k]: v for k, v in kinds.items()}, {rename[k]: v for k, v in enums.items()}
+            params = named
         kernels_ctx.append(dict(
             id=kp.kernel.id, spelled_id=spelled_id(kp.kernel.id), name=kp.name,
             namespace=kp.namespace, symbol=symbol_for(programs[kp.kernel.id]),
@@ -457,7 +469,7 @@ def _kernels_cpp(run: _Run, stubs: _Stubs, shipped: dict[str, str], copy_checks:
     cpp_path = _stub_paths(spec)[1]
     run.cs.new_files[cpp_path] = run.fmt(render(
         "kernels.cpp.j2", stubs_header=relative_include(stubs_path, cpp_path),
-        stubs_namespace=stubs_ns,
+        stubs_namespace=stubs_ns, string_headers_by="string_headers.py" if "setuptools" in spec.raw else "CMake",
         string_headers=sorted({symbol_for(p) for p in shipped} | {k["symbol"] for k in stubs.kernels}
                               | {c["symbol"] for c in copy_checks}), copy_checks=grouped_checks(copy_checks),
         copy_hash_base=COPY_HASH_BASE, build_value=target_names.macro_prefix(spec) + "_RTC_BUILD_VALUE",
@@ -470,7 +482,13 @@ def _kernels_cpp(run: _Run, stubs: _Stubs, shipped: dict[str, str], copy_checks:
 def _nvrtc_layer(run: _Run, features: dict[str, bool]) -> None:
     """The NVRTC layer's edits: what the stubs call and it lacks (nvrtc_layer.extend), its disk cache."""
     root, spec, cs = run.root, run.plan.spec, run.cs
-    if "extend" in spec.layer:
+    if "create" in spec.layer:
+        files, note = own_layer.add(root, spec.layer, spec.legacy_option, spec.library or spec.rule_id, features,
+                                    render, run.fmt, run.guard, relative_include)
+        cs.new_files.update(files)
+        cs.layer_files.update(files)
+        cs.notes.append(note)
+    elif "extend" in spec.layer:
         edits, added, present = layer.extend(root, spec.layer, features, render)
         cs.edits += [Edit(e.path, e.start, e.end, e.text, e.why, layer=True) for e in edits]
         if added:
@@ -749,6 +767,29 @@ def _final_text(root: Path, cs: ChangeSet, path: str) -> bytes:
     return (apply_edits(root, mine)[path][1] if mine.edits else (root / path).read_text()).encode()
 
 
+def _template_param_names(template_params: str) -> list[str]:
+    """The parameter names of a template head `<typename T, int N = 4>`: ["T", "N"]."""
+    inner = template_params.strip()
+    inner = inner[inner.find("<") + 1:inner.rfind(">")] if "<" in inner else inner
+    parts, depth, cur = [], 0, ""
+    for c in inner:
+        depth += c in "<([{"
+        depth -= c in ">)]}"
+        if c == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += c
+    parts.append(cur)
+    names = []
+    for part in parts:
+        head = part.split("=")[0]
+        pointer = re.search(r"\(\s*\*\s*([A-Za-z_]\w*)\s*\)", head)     # `float (*OP)(float, const P &)`
+        found = re.findall(r"[A-Za-z_]\w*", head)
+        names.append(pointer.group(1) if pointer else found[-1] if found else "")
+    return names
+
+
 def _signature_as_left(root: Path, kp, cs: ChangeSet) -> None:
     """kp.signature re-read from the kernel's header as the migration leaves it (std names
     respelled): the factories' template heads spell it. The launcher type is not copied from it:
@@ -999,7 +1040,7 @@ def _cmake(root: Path, plan: Plan, cs: ChangeSet, strings: list[str], cpp: str) 
     # After the library's last string-header line, else before its add_library(<target> ...).
     fn = cm["string_header_function"].encode() + b"("
     lines = [i for i in range(len(data)) if data.startswith(fn, i) and (i == 0 or data[i - 1:i] == b"\n")]
-    target_line = re.search(rb"(?m)^add_library\(" + re.escape(cm["target"].encode()) + rb"\s", data)
+    target_line = re.search(rb"(?m)^[ \t]*add_library\(\s*" + re.escape(cm["target"].encode()) + rb"\s", data)
     if lines:
         close = cmake_command_end(data, lines[-1] + len(fn) - 1)
         if close < 0:
@@ -1021,11 +1062,34 @@ def _cmake(root: Path, plan: Plan, cs: ChangeSet, strings: list[str], cpp: str) 
         at = stacking.cmake_block_at(data.decode(), at, cs.later)
     else:
         at = stacking.before_first(data.decode(), stacking.cmake_block_starts(data.decode()), at, cs.later)
-    cs.edits.append(Edit(path, at, at, "\n" + block if lines else block + "\n", "kernel strings and legacy option"))
     defines = [spec.legacy_option] + [c["cmake_option"] for c in spec.options["conditional"]]
+    defs = render("cmake_defs.cmake.j2", marker=stacking.mark(spec.rule_id), target=cm["target"], defines=defines,
+                  cpp=cpp)
     end = stacking.before_first(data.decode(), stacking.cmake_options_starts(data.decode()), len(data), cs.later)
-    cs.edits.append(Edit(path, end, end, "\n" + render("cmake_defs.cmake.j2", marker=stacking.mark(spec.rule_id), target=cm["target"],
-                                                       defines=defines, cpp=cpp), "options seen by the stubs"))
+    if "create" in spec.layer and target_line and not lines:
+        # a library without a layer: the string function (unless defined), and the layer's block and the
+        # stubs' after add_library, at its indentation (inside its if(), when it is inside one)
+        indent = re.match(rb"[ \t]*", target_line.group(0)).group(0).decode()
+        block = own_layer.cmake_function(data, cm["string_header_function"], stacking.mark(spec.rule_id),
+                                         spec.rule_id, render) + block
+        defs = own_layer.cmake_layer(spec.layer, spec.legacy_option, cm["target"], stacking.mark(spec.rule_id),
+                                     spec.rule_id, render) + "\n" + defs
+        block, defs = own_layer.indented(block, indent), own_layer.indented(defs, indent) + "\n"
+        end = _line_end(data, cmake_command_end(data, data.index(b"(", target_line.start())))
+    if cm.get("condition"):     # the blocks only where the target's CUDA part is configured (bitsandbytes: BUILD_CUDA)
+        block, defs = own_layer.conditional(block, cm["condition"]), own_layer.conditional(defs, cm["condition"])
+    cs.edits.append(Edit(path, at, at, "\n" + block if lines else block + "\n", "kernel strings and legacy option"))
+    cs.edits.append(Edit(path, end, end, "\n" + defs, "options seen by the stubs"))
+
+
+def _setuptools(run: _Run, strings: list[str], cpp: str) -> None:
+    """`migrate.setuptools`: the string-header script and the setup script's edits (setuptools_build.py)."""
+    spec = run.plan.spec
+    sources = [cpp] + ([spec.layer["source"]] if "create" in spec.layer else [])
+    files, edits = setuptools_build.edits(run.root, spec.raw["setuptools"], spec.repo_path, spec.rule_id,
+                                          spec.output_dir, sources, strings, spec.library or spec.rule_id, render)
+    run.cs.new_files.update(files)
+    run.cs.edits += [Edit(e.path, e.start, e.end, e.text, e.why) for e in edits]
 
 
 _STRING_LOOP = (r'foreach\(\s*(\w+)\s+IN\s+ITEMS\s+([^)]*)\)\s*string\(\s*MAKE_C_IDENTIFIER\s+"string_code_\$\{\1\}"\s+'

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..errors import ApplyError, UnsupportedConstruct
 from ..frontend.treesitter import scan_bytes
-from . import kernel_api, source, stdnames
+from . import explicit_sites, kernel_api, source, stdnames
 from .changeset import RTC_GUARD, ChangeSet, Edit, relative_include
 from .plan import Plan
 
@@ -19,6 +19,7 @@ def rewrite_sites(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str]
     """Rewrite every planned site, then check that each one was (`_check_rewritten`)."""
     rewritten = _rewrite_launches(root, plan, cs, shipped)
     rewritten |= _rewrite_at_positions(root, plan, cs, rewritten)
+    rewritten |= explicit_sites.guard(root, plan, cs)
     _rewrite_helper_calls(root, plan, cs, shipped)
     _check_rewritten(plan, rewritten)
 

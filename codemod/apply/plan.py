@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import ApplyError, UnsupportedConstruct, UsageError
 from ..model import Analysis, Kernel, Site
-from . import build_defines, kernel_api, shared_variables, source
+from . import build_defines, framework_types, kernel_api, shared_variables, source
 from .names import Unspellable, argument, spelled_id
 from .spec import MigrateSpec
 from .stdshim import shim_path
@@ -58,6 +58,8 @@ class KernelPlan:
     # headers the NVRTC program includes before source_file (kernel_strings.include_first): what a
     # kernel header takes from its includers
     first_headers: list[str] = field(default_factory=list)
+    # the header declaring a kernel a unit defines (the launching units see only it): its stubs' home
+    declared_in: str | None = None
 
     @property
     def name(self) -> str:
@@ -335,8 +337,8 @@ def _unrewritable(root: Path, site: Site) -> str | None:
         return None
     if site.kind == "use" and site.api == "cudaFuncSetAttribute" and _attribute_on_template_id(root, site):
         return None     # the stub object's set_attribute (launch_rewrite)
-    if kernel_api.rewritable(site):
-        return None
+    if kernel_api.rewritable(site) or site.kind == "use" and site.api == "explicit_instantiation":
+        return None     # an explicit instantiation: behind the legacy option (explicit_sites.py)
     if site.kind == "use" and site.api == "helper" and site.generic_lambda:
         return kernel_api.helper_refusal(root, site)
     what = "launch through" if site.kind == "launch" else "use in"
@@ -344,6 +346,25 @@ def _unrewritable(root: Path, site: Site) -> str | None:
             "cudaFuncSetAttribute on a kernel variable or a spelled template-id, and cudaLaunchCooperativeKernel "
             "and cudaOccupancyMaxActiveBlocksPerMultiprocessor on a kernel variable; migrate that site by hand, "
             "or exclude the kernel")
+
+
+def _declared_only(root: Path, kernel: Kernel) -> str | None:
+    """The unit defining `kernel` when its recorded file is a header that only declares it."""
+    p = root / kernel.file
+    if not kernel.file.endswith(HEADER_SUFFIXES) or not p.is_file() or \
+            source.kernel_definition(kernel.file, p.read_bytes(), kernel.name) is not None:
+        return None
+    return _defining_unit(root, kernel)
+
+
+def _defining_unit(root: Path, kernel: Kernel) -> str | None:
+    """The translation unit instantiating `kernel` that holds its definition, when its recorded
+    file (a header) only declares it."""
+    for unit in sorted(kernel.tus):
+        p = root / unit
+        if p.is_file() and source.kernel_definition(unit, p.read_bytes(), kernel.name) is not None:
+            return unit
+    return None
 
 
 def _incomplete(analysis: Analysis, spec: MigrateSpec, kernel: Kernel, sites: list[Site]) -> str | None:
@@ -392,9 +413,13 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
     by_id = {k.id: k for k in analysis.kernels}
     missing = [k for k in spec.kernels if k not in by_id]
     if missing:
+        migrated = (root / spec.output_dir / "kernels.h").is_file()
+        why = (f"{spec.output_dir}/kernels.h exists: the tree may hold this rule's migration already" if migrated
+               else f"the tree holds no migration of this rule (no {spec.output_dir}/kernels.h): check the ids "
+                    "against `codemod analyze --target` (a kernel in an unnamed namespace is "
+                    "`ns::(anonymous namespace)::k`) and that apply parses as analyze did (--compile-db)")
         raise ApplyError("the tree does not match the rule: kernels not found: " + ", ".join(missing),
-                         hint=f"found: {', '.join(sorted(by_id)) or 'none'}; is the tree already "
-                              "migrated, or does the rule name other kernels?")
+                         hint=f"found: {', '.join(sorted(by_id)) or 'none'}; {why}")
     check_selection(spec, only, exclude)
     declined = declined or {}
     wanted = [k for k in spec.kernels if (not only or _selected(k, only)) and not _selected(k, exclude)
@@ -405,7 +430,14 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
     skipped += [Skipped(k.id, "not listed in the rule's migrate/kernels") for k in analysis.kernels
                 if k.id not in spec.kernels]
     sites_by_id = {s.id: s for s in analysis.sites}
-    extractions, refused_units = _extractions(root, spec, [by_id[k] for k in wanted], sites_by_id)
+    # a kernel a header declares and a unit defines (bitsandbytes' kernels.cuh / kernels.cu): planned
+    # from the unit (its device code extracted), its stubs' section in the declaring header
+    declared_in = {}
+    for k in wanted:
+        if k in by_id and (unit := _declared_only(root, by_id[k])):
+            declared_in[k] = by_id[k].file
+            by_id[k] = replace(by_id[k], file=unit)
+    extractions, refused_units = _extractions(root, spec, [by_id[k] for k in wanted if k in by_id], sites_by_id)
     respelled = include_respellings(root, [extractions[by_id[k].file].header if by_id[k].file in extractions
                                            else by_id[k].file for k in wanted], spec, spec.output_dir, extractions)
     plans: list[KernelPlan] = []
@@ -439,6 +471,12 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
         data = (root / kernel.file).read_bytes()
         decl = source.kernel_definition(kernel.file, data, kernel.name)
         if decl is None:
+            defined_in = _defining_unit(root, kernel)
+            if defined_in:      # bitsandbytes: declared in kernels.cuh, defined in kernels.cu
+                skipped.append(Skipped(kid, f"declared in {kernel.file} but defined in {defined_in}, a translation "
+                                            "unit that other units launch it from through the declaration: apply "
+                                            "migrates kernels defined in a header, or in the unit launching them"))
+                continue
             raise ApplyError(f"definition of {kid} not found", where=f"{kernel.file}:{kernel.line}")
         variants: dict[tuple, Variant] = {}
         deduced_at: dict[str, list[str]] = {}
@@ -447,9 +485,9 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
             refused = _unrewritable(root, s)
             if refused:
                 break
-            if s.kind != "launch":
+            if s.kind != "launch" and s.api != "explicit_instantiation":     # the latter: its one variant
                 continue
-            explicit, why = _deduced_arguments(s)
+            explicit, why = _deduced_arguments(s) if s.kind == "launch" else ([], None)
             if why:
                 refused = why
                 break
@@ -467,6 +505,8 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
                 if s.id not in variants[key].sites:
                     variants[key].sites.append(s.id)
                 variants[key].entry_points += [e for e in entry_points if e not in variants[key].entry_points]
+        if not refused:
+            refused = framework_types.refusal(kid, variants.values(), spec)
         if not refused and not variants:
             refused = (f"the analysis reached no instantiation of {kid} from the rule's entry points "
                        "(nothing to compile or verify); add the translation units that hold its entry "
@@ -491,7 +531,8 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
         variants = _one_spelling_per_type(root, spec, kernel, source_file, headers, variants, extractions)
         plans.append(KernelPlan(kernel, source.kernel_signature(data, *decl), sites,
                                 sorted(variants.values(), key=lambda v: v.name_expression(kid)),
-                                dict(sorted(headers.items())), deduced_at, source_file, extra, copied, first))
+                                dict(sorted(headers.items())), deduced_at, source_file, extra, copied, first,
+                                declared_in.get(kid)))
     plans = _whole_lambdas(plans, skipped)
     removed = sum(kp.kernel.instantiations for kp in plans)
     used = {kp.kernel.file for kp in plans}
@@ -550,6 +591,8 @@ def _type_headers(root: Path, spec: MigrateSpec, kernel: Kernel, source_file: st
     # the members of a declaration the prelude copies (`::E::kName` of a copied enum) come with it
     copied = set(spec.kernel_strings.get("prelude_copy", []))
     names -= {m.group(2) for v in values for m in _MEMBER.finditer(v) if m.group(1) in copied}
+    # framework types the programs alias to CUDA's (framework_types.py): declared there
+    names -= {n.rpartition("::")[2] for v in values for n in framework_types.names(v) if n in framework_types.mapped(spec)}
     if not names:
         return [], None
     out = spec.output_dir + "/"

@@ -21,6 +21,9 @@ from .plan import HEADER_SUFFIXES, _resolve, read_overlay, units_reaching
 
 # a name spelled with at least one qualifier (`::ns::Config`, `E::kName`), not inside a longer one
 _QUALIFIED = re.compile(r"(?<![\w:])(?:::)?(?:[A-Za-z_]\w*::)+[A-Za-z_]\w*")
+# an unqualified name (`ScanTraits` of `ScanTraits<32, true>`: a library at global scope), not part of a
+# qualified one; a toolkit or builtin name is declared by no library header and stays in kernels.h
+_UNQUALIFIED = re.compile(r"(?<![\w:])[A-Za-z_]\w*(?![\w:])")
 
 
 @dataclass
@@ -135,7 +138,7 @@ def layout(root: Path, plan, spellings: set[str], stubs_includes: list[str]) -> 
     with the header that declares what it names. `stubs_includes`: the library headers kernels.h includes
     (the rule's stub_includes, and what rtc_stubs.h includes: the layer header, the error header)."""
     spec = plan.spec
-    spelled = {v: _QUALIFIED.findall(v) for v in sorted(spellings)}
+    spelled = {v: _QUALIFIED.findall(v) + _UNQUALIFIED.findall(v) for v in sorted(spellings)}
     asked = {part for names in spelled.values() for n in names for part in n.lstrip(":").split("::")}
     files = _Files(root, spec, plan.extractions, asked)
     reach = set(files.closure([s for s in stubs_includes if (root / s).is_file()]))
@@ -156,7 +159,7 @@ def layout(root: Path, plan, spellings: set[str], stubs_includes: list[str]) -> 
     out = Layout(reach=reach, visible=visible)
     for kp in plan.kernels:
         # every kernel's stubs follow its definition: the launcher type comes from the kernel itself
-        out.kernel_home[kp.kernel.id] = kp.source_file or kp.kernel.file
+        out.kernel_home[kp.kernel.id] = kp.declared_in or kp.source_file or kp.kernel.file
     for value, names in spelled.items():
         homes = {h for h in (_home(files, n, [], visible, search) for n in names) if h}
         if not homes:

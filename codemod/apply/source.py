@@ -59,10 +59,11 @@ class Include:
 
 def _nested(node: Node) -> bool:
     """Whether a directive sits inside a declaration (a namespace body, a class, a function), not at
-    file scope (preprocessor conditionals do not count)."""
+    file scope (preprocessor conditionals do not count, nor an ERROR node: tree-sitter's reading of
+    a file whose macro invocations end without `;`, bitsandbytes' `MAKE_k(...)` lines)."""
     n = node.parent
     while n is not None and n.type != "translation_unit":
-        if not n.type.startswith("preproc_"):
+        if not n.type.startswith("preproc_") and n.type != "ERROR":
             return True
         n = n.parent
     return False
@@ -379,11 +380,23 @@ def template_id_at(data: bytes, at: int, name: str) -> tuple[str, int] | None:
     return (" ".join(data[at:i].decode().split()), i) if depth == 0 else None
 
 
+# A line that is one macro invocation at file scope with no `;` after it (bitsandbytes'
+# `MAKE_kQuantizeBlockwise(half, 4096, 4, 0, General8bit)`), not continuing a #define.
+_BARE_INVOCATION = re.compile(rb"(?m)(?<![\\]\n)^[A-Za-z_]\w*\([^;{}\n]*\)[ \t]*$")
+
+
+def without_bare_invocations(data: bytes) -> bytes:
+    """`data` with such lines blanked (same offsets): tree-sitter reads the rest of the file, their
+    `#define`s included, as it reads a file without them, instead of as ERROR nodes."""
+    return _BARE_INVOCATION.sub(lambda m: b" " * len(m.group(0)), data)
+
+
 def template_ids(data: bytes, names: set[str]) -> list[tuple[int, int, str]]:
     """(start, end, name) of template-ids `name<...>` (optionally qualified) outside launches; an
-    address-of `&name<...>` is in the range (the stub returns an object, not a function)."""
+    address-of `&name<...>` is in the range (the stub returns an object, not a function). Not in
+    macro bodies (a `#define`'s text is no handle)."""
     out = []
-    for n in _walk(parse(data)):
+    for n in _walk(parse(without_bare_invocations(data))):
         if n.type != "template_function":
             continue
         name = n.child_by_field_name("name")

@@ -49,12 +49,13 @@ class MigrateSpec:
         """The library-root-relative paths of the files outside `output_dir` the rule's docs edit."""
         envvars = self.docs.get("envvars")
         test = self.raw.get("tests", {}).get("operator")
+        setup = self.raw.get("setuptools")
         return ([self.repo_path(envvars["file"])] if envvars else []) + \
-            ([self.repo_path(test["cmake"])] if test else [])
+            ([self.repo_path(test["cmake"])] if test else []) + ([self.repo_path(setup["file"])] if setup else [])
 
     @property
     def legacy_option(self) -> str:
-        return self.cmake["legacy_option"]
+        return (self.cmake or self.raw["setuptools"])["legacy_option"]
 
     def type_sizes(self) -> dict[str, int]:
         """C++ type or alias -> sizeof, for arguments like `32/sizeof(T)`: the CUDA and C++
@@ -107,7 +108,10 @@ def _tree_paths(m: dict):
     for key in ("header",):
         if key in m["nvrtc_layer"].get("cache", {}):
             yield ["nvrtc_layer", "cache", key], m["nvrtc_layer"]["cache"][key]
-    yield ["cmake", "file"], m["cmake"]["file"]
+    if "cmake" in m:
+        yield ["cmake", "file"], m["cmake"]["file"]
+    if "setuptools" in m:
+        yield ["setuptools", "file"], m["setuptools"]["file"]                # below repo_root
     for i, entry in enumerate(m.get("device_pass", [])):
         key = "unit" if "unit" in entry else "header"
         yield ["device_pass", i, key], entry[key]
@@ -210,7 +214,10 @@ def migrate_spec(rule: Rule) -> MigrateSpec:
         rule_id=rule.id, output_dir=m["output_dir"].strip("/"), namespace=m["namespace"],
         kernels=list(m["kernels"]), translation_units=list(m["translation_units"]),
         stub_includes=list(m.get("stub_includes", [])), names=m.get("names", {}), types=m["types"],
-        kernel_strings=m.get("kernel_strings", {}), layer=m["nvrtc_layer"],
+        kernel_strings=m.get("kernel_strings", {}),
+        # disable_env optional (the templates test it); a created layer passes <CUDA include>/cccl
+        layer={"disable_env": None, **({"cuda_includes_cccl": True} if "create" in m["nvrtc_layer"] else {}),
+               **m["nvrtc_layer"]},
         options={"always": m.get("options", {}).get("always", []),
                  "conditional": m.get("options", {}).get("conditional", []),
                  "kernels": _kernel_options(rule, m),
@@ -218,6 +225,6 @@ def migrate_spec(rule: Rule) -> MigrateSpec:
                                                                key=lambda kv: int(kv[0]))},
                  "build_defines": list(m.get("options", {}).get("build_defines", [])),
                  "defined_macros": list(m.get("options", {}).get("defined_macros", []))},
-        cmake=m["cmake"], include_dirs=list(rule.raw.get("analyze", {}).get("include_dirs", [])),
+        cmake=m.get("cmake", {}), include_dirs=list(rule.raw.get("analyze", {}).get("include_dirs", [])),
         license=m.get("license"), raw=m, repo_root=m.get("repo_root", "."), docs=dict(m.get("docs", {})),
         library=str(rule.raw.get("library", "")))

@@ -123,6 +123,8 @@ struct integral_constant {{
     "uintptr_t": ((), "using uintptr_t = unsigned long long;"),
     # glibc's <sys/types.h> (through <stdlib.h>), which TE's grouped MXFP8 kernels spell
     "uint": ((), "using uint = unsigned int;"),
+    # <float.h>'s FLT_MAX (bitsandbytes' kernels), GCC's value: NVRTC has no <float.h>
+    "FLT_MAX": ((), "#define FLT_MAX 3.40282346638528859811704183484516925e+38F"),
 }
 
 

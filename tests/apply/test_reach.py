@@ -246,8 +246,11 @@ def test_a_kernel_with_no_instantiation_reached_stays_static(tmp_path, capsys):
     rule.write_text(TULIB_RULE.read_text().replace('entry_points: "^tulib_"', 'entry_points: "^nothing_"'))
     root = tmp_path / "input"
     shutil.copytree(GOLDEN / "tulib" / "input", root)
-    assert main(["apply", "--target", str(rule), str(root), "--diff", str(tmp_path / "d.diff"), "-q"]) == 0
-    report = (tmp_path / "d.diff.report.md").read_text()
+    (tmp_path / "d.diff.report.md").write_text("a previous run's report\n")
+    # exit 1: the rule's kernels exist and none was migrated (issue 30: this exited 0)
+    assert main(["apply", "--target", str(rule), str(root), "--diff", str(tmp_path / "d.diff"), "-q"]) == 1
+    assert "no kernel migrated: the rule's 2 kernel(s) all stay static" in capsys.readouterr().err
+    report = (tmp_path / "d.diff.report.md").read_text()        # this run's, not the previous one
     assert report.count("the analysis reached no instantiation of") == 2
     assert "0 kernels migrated" in report or not (tmp_path / "d.diff").read_text().strip()
 
