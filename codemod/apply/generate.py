@@ -147,6 +147,9 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
     Generated C++ is formatted with the target's .clang-format and pinned clang-format (style.py).
     `later`: the rules migrated after this one on a tree being regenerated (stacking.py)."""
     style = target_style(root, formatted)
+    cmake_file = (plan.spec.cmake or {}).get("file")
+    if cmake_file and (root / cmake_file).is_file():
+        option_scope.check_global_flags(cmake_file, (root / cmake_file).read_text(errors="replace"), plan.spec.options)
     run = _Run(root, plan, ChangeSet(later=frozenset(later)), style.format,
                target_names.guard_convention(root, plan.spec.library))
     cs, std_cfg = run.cs, plan.spec.kernel_strings.get("std_names")

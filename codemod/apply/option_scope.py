@@ -7,7 +7,10 @@ runs one) does not: an entry point outside the sources (nvte_quantize) never get
 
 from __future__ import annotations
 
+import re
 from fnmatch import fnmatchcase
+
+from ..errors import ApplyError
 
 # Template parameter kinds whose runtime spelling (rtc_stubs.h's AxisValue text) is the plan's:
 # types and functions as kernels.h spells them; values only when bools (true/false; numbers and
@@ -50,3 +53,35 @@ def scoped_options(kp, conditional: list[dict], entry_files: dict[str, str]) -> 
         if s is not None:
             out.append({"index": i, "axis": s["axis"], "values": s.get("values", []), "names": s.get("names", [])})
     return out
+
+
+# nvcc options that change the code a kernel compiles to, and NVRTC's spelling of each
+_CODEGEN = {"--use_fast_math": "--use_fast_math", "-use_fast_math": "--use_fast_math",
+            "--ftz=true": "--ftz=true", "--prec-div=false": "--prec-div=false",
+            "--prec-sqrt=false": "--prec-sqrt=false", "--fmad=false": "--fmad=false"}
+_CUDA_FLAGS = re.compile(r"(?m)^[ \t]*(?:string\s*\(\s*APPEND\s+CMAKE_CUDA_FLAGS|set\s*\(\s*CMAKE_CUDA_FLAGS)\b([^)]*)\)")
+
+
+def global_codegen_flags(cmake_text: str) -> list[tuple[str, int]]:
+    """(NVRTC option, line) for each code-generation option the library's CMake gives every CUDA
+    source (`string(APPEND CMAKE_CUDA_FLAGS " --use_fast_math")`, `set(CMAKE_CUDA_FLAGS ...)`)."""
+    out = []
+    for m in _CUDA_FLAGS.finditer(cmake_text):
+        for word in re.findall(r"[^\s\"]+", m.group(1)):
+            if word in _CODEGEN:
+                out.append((_CODEGEN[word], cmake_text.count("\n", 0, m.start()) + 1))
+    return out
+
+
+def check_global_flags(cmake_path: str, cmake_text: str, options: dict) -> None:
+    """Refuse a rule whose NVRTC options lack a code-generation option the static build gives every
+    CUDA source: the kernels would compile to other numerics (bitsandbytes' CMake appends
+    --use_fast_math to CMAKE_CUDA_FLAGS; without it in the rule, its migrated kernels' outputs
+    differed from the original's on the H200)."""
+    given = set(options.get("always", [])) | {c.get("option") for c in options.get("conditional", [])}
+    for option, line in global_codegen_flags(cmake_text):
+        if option not in given:
+            raise ApplyError(f"the library's CMake compiles every CUDA source with {option} ({cmake_path}:{line}); "
+                             "NVRTC would compile the migrated kernels without it", where=cmake_path,
+                             hint=f"add {option} to migrate/options/always in the rule (or to options.conditional "
+                                  "with the CMake option that sets it)")

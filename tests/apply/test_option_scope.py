@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
+
 from codemod.apply.option_scope import scope, scoped_options
 from codemod.apply.plan import Variant
 
@@ -49,3 +51,19 @@ def test_only_conditionals_with_sources_are_scoped():
     conditional = [{"option": "-lineinfo", "cmake_option": "LINEINFO"},
                    {"option": "--use_fast_math", "cmake_option": "FAST", "sources": ["activation/*.cu"]}]
     assert scoped_options(kp, conditional, FILES) == [{"index": 1, "axis": 1, "values": ["&::lib::gelu"], "names": []}]
+
+
+def test_a_code_generation_option_the_whole_build_gets_must_reach_nvrtc():
+    """bitsandbytes' CMake appends --use_fast_math to CMAKE_CUDA_FLAGS: a rule without it had its
+    migrated kernels compile to other numerics (their outputs differed from the original's on the
+    H200, docs/results/bnb_device.md); apply refuses such a rule, naming the CMake line."""
+    from codemod.apply import option_scope
+    from codemod.errors import ApplyError
+
+    cmake = 'project(x)\nif(BUILD_CUDA)\n    string(APPEND CMAKE_CUDA_FLAGS " --use_fast_math")\nendif()\n'
+    assert option_scope.global_codegen_flags(cmake) == [("--use_fast_math", 3)]
+    with pytest.raises(ApplyError, match=r"--use_fast_math \(CMakeLists.txt:3\)") as e:
+        option_scope.check_global_flags("CMakeLists.txt", cmake, {"always": ["--std=c++17"], "conditional": []})
+    assert "migrate/options/always" in e.value.hint
+    option_scope.check_global_flags("CMakeLists.txt", cmake, {"always": ["--use_fast_math"], "conditional": []})
+    option_scope.check_global_flags("CMakeLists.txt", 'set(CMAKE_CUDA_FLAGS "-O3")\n', {"always": []})
