@@ -306,6 +306,7 @@ def collapse_edits(root: Path, lv: LauncherValues, cs: ChangeSet) -> None:
         gone = set(switches)
         unbraced = {s for s in switches if _only_inner(data, s, gone) is not None}
         deleted = bytearray(len(data))
+        others = [(e.start, e.end) for e in cs.edits if e.path == path]
         for s in switches:
             close, end = _after_close(data, s)
             if s in unbraced:
@@ -347,7 +348,8 @@ def collapse_edits(root: Path, lv: LauncherValues, cs: ChangeSet) -> None:
                          and (s in unbraced or data[s.body:s.body + 1] != b"{"))
             width = len(data[pos:end]) - len(data[pos:end].lstrip(b" "))
             cut = min(width, 2 * levels)
-            if cut and not any(deleted[pos:pos + cut]) and not all(deleted[pos:end]):
+            if cut and not any(deleted[pos:pos + cut]) and not all(deleted[pos:end]) and \
+                    not any(a < pos + cut and pos < b or a == pos for a, b in others):
                 cs.edits.append(Edit(path, pos, pos + cut, "", "the arm of a switch that went, one level out"))
             pos = end + 1
         start = None
