@@ -295,63 +295,70 @@ def _other_use(data: bytes, switch: Switch, names: set[str], ids: dict[str, str]
 
 
 def collapse_edits(root: Path, lv: LauncherValues, cs: ChangeSet) -> None:
-    """The edits removing each switch that goes: its head (`MACRO(condition, FLAG,`) and its `)`,
-    with the `;` after it when it leaves a block, and the braces of a block that held only another
-    switch that goes; a line left blank (or holding only a `// NOLINT` comment) goes whole, and the
-    arms' lines move out one indentation level per switch removed around them (the target's
-    clang-format then formats them as the changed lines they are)."""
+    """The edits removing each switch that goes, by what its arms are (`_mode`): a block stays a
+    block (`MACRO(c, F, { ... });` -> `{ ... }`), a block holding one call or alone in an enclosing
+    block loses its braces, a call stays a call (`MACRO(c, F, INNER(...));` -> `INNER(...);`),
+    statements become a block. A line left blank (or holding only a `// NOLINT` comment) goes
+    whole, and the arms' lines move out one indentation level per switch removed around them (the
+    target's clang-format then formats them as the changed lines they are)."""
     why = "a switch whose constant its kernel's launcher takes as a value"
     for path, switches in lv.switches.items():
         data = (root / path).read_bytes()
         gone = set(switches)
-        unbraced = {s for s in switches if _only_inner(data, s, gone) is not None}
-        deleted = bytearray(len(data))
         others = [(e.start, e.end) for e in cs.edits if e.path == path]
+        modes: dict[Switch, str] = {}
+        for s in switches:      # outer ones first: an inner block may lean on the outer's braces
+            modes[s] = _mode(data, s, {t.body for t in modes if modes[t] == "unbrace"})
+        deleted = bytearray(len(data))
+        replaced: list[tuple[int, str]] = []
+
+        def drop(a: int, b: int) -> None:
+            deleted[a:b] = b"\1" * (b - a)
+
         for s in switches:
             close, end = _after_close(data, s)
-            if s in unbraced:
-                deleted[s.start:s.body + 1] = b"\1" * (s.body + 1 - s.start)
-                brace = data.rindex(b"}", s.body, s.close)
-                deleted[brace:end] = b"\1" * (end - brace)
-            else:
-                deleted[s.start:s.body] = b"\1" * (s.body - s.start)
-                last = end if _block_like(data, s, gone) else close + 1
-                eol = data.find(b"\n", last)
-                eol = len(data) if eol < 0 else eol
-                if re.fullmatch(rb"\s*//\s*NOLINT.*", data[last:eol]):
-                    last = eol      # the closing's lint comment goes with it
-                deleted[close:last] = b"\1" * (last - close)
-        # a line the deletion enters at its start keeps its indentation; lines left blank go whole
-        pos = 0
-        while pos < len(data):
-            end = data.find(b"\n", pos)
-            end = len(data) if end < 0 else end
-            if pos < end and deleted[pos] and not all(deleted[pos:end]):
-                width = len(data[pos:end]) - len(data[pos:end].lstrip(b" \t"))
+            mode = modes[s]
+            if mode == "block":
+                drop(s.start, s.body)
+                drop(close, _with_lint_comment(data, end))
+            elif mode == "unbrace":
+                drop(s.start, s.body + 1)
+                drop(data.rindex(b"}", s.body, s.close), _with_lint_comment(data, end))
+            elif mode == "call":
+                drop(s.start, s.body)
+                inner = next((t for t in gone if t.start == s.body), None)
+                drop(close, _with_lint_comment(data, end) if inner is not None else close + 1)
+            else:       # statements: a block of them, the braces on lines of their own
+                newline = data.rfind(b"\n", s.start, s.body)
+                drop(s.start + 1, newline if newline >= 0 else s.body)
+                line_start = data.rfind(b"\n", 0, s.start) + 1
+                indent = data[line_start:s.start].decode()
+                own_line = not data[data.rfind(b"\n", 0, close) + 1:close].strip()
+                replaced += [(s.start, "{"), (close, "}" if own_line else f"\n{' ' * len(indent)}}}")]
+                drop(close + 1, _with_lint_comment(data, end))
+        kept = {at for at, _ in replaced}
+        # lines as the deletions leave them (joined where a newline went): one that starts deleted
+        # keeps its first line's indentation; one left blank (or with only a `// NOLINT`) goes whole
+        for pos, end in _joined_lines(data, deleted):
+            first_end = data.find(b"\n", pos)
+            first_end = end if first_end < 0 or first_end > end else first_end
+            if deleted[pos] and not all(deleted[pos:end]):
+                width = len(data[pos:first_end]) - len(data[pos:first_end].lstrip(b" \t"))
                 deleted[pos:pos + width] = bytes(width)
-            pos = end + 1
-        pos = 0
-        while pos < len(data):
-            end = data.find(b"\n", pos)
-            end = len(data) if end < 0 else end
-            if any(deleted[pos:end]):
-                rest = bytes(c for c, d in zip(data[pos:end], deleted[pos:end]) if not d)
-                if not re.sub(rb"//\s*NOLINT.*$", b"", rest).strip():
-                    deleted[pos:end + 1] = b"\1" * (min(end + 1, len(data)) - pos)
-            pos = end + 1
-        # the arms one level out per switch around them that left no block
-        pos = 0
-        while pos < len(data):
-            end = data.find(b"\n", pos)
-            end = len(data) if end < 0 else end
-            levels = sum(1 for s in switches if s.start < pos and end <= s.close
-                         and (s in unbraced or data[s.body:s.body + 1] != b"{"))
+            rest = bytes(c for i, (c, d) in enumerate(zip(data[pos:end], deleted[pos:end])) if not d)
+            if any(deleted[pos:end]) and not any(pos <= at < end for at in kept) and \
+                    not re.sub(rb"//\s*NOLINT[^\n]*", b"", rest).strip():
+                drop(pos, min(end + 1, len(data)))
+        # the arms out by what each switch around them indented them
+        shifts = {s: _shift(data, s, modes[s]) for s in switches}
+        for pos, end in _lines(data):
             width = len(data[pos:end]) - len(data[pos:end].lstrip(b" "))
-            cut = min(width, 2 * levels)
+            cut = min(width, sum(shifts[s] for s in switches if s.start < pos < s.close))
             if cut and not any(deleted[pos:pos + cut]) and not all(deleted[pos:end]) and \
                     not any(a < pos + cut and pos < b or a == pos for a, b in others):
                 cs.edits.append(Edit(path, pos, pos + cut, "", "the arm of a switch that went, one level out"))
-            pos = end + 1
+        for at, text in replaced:
+            cs.edits.append(Edit(path, at, at + 1, text, why))
         start = None
         for i in range(len(data) + 1):
             on = i < len(data) and deleted[i]
@@ -362,15 +369,76 @@ def collapse_edits(root: Path, lv: LauncherValues, cs: ChangeSet) -> None:
                 start = None
 
 
-def _only_inner(data: bytes, s: Switch, gone: set[Switch]) -> Switch | None:
-    """The switch that goes which is all of `s`'s brace-block body (`{ INNER(...); }`), if any."""
-    if data[s.body:s.body + 1] != b"{":
-        return None
-    inner = [t for t in gone if s.body < t.start and t.close < s.close]
-    first = min(inner, key=lambda t: t.start, default=None)
-    if first is None or data[s.body + 1:first.start].strip():
-        return None
-    return first if data[_after_close(data, first)[1]:s.close].strip() == b"}" else None
+def _indent(data: bytes, at: int) -> int:
+    """The indentation of the line holding `at`."""
+    start = data.rfind(b"\n", 0, at) + 1
+    line = data[start:data.find(b"\n", start) if data.find(b"\n", start) >= 0 else len(data)]
+    return len(line) - len(line.lstrip(b" "))
+
+
+def _shift(data: bytes, s: Switch, mode: str) -> int:
+    """How far the switch indented its arms beyond what is left of it: the first line of its arms
+    against its own line, less a level where it leaves braces there (a block, statements)."""
+    start = s.body + 1 if mode in ("block", "unbrace") else s.body
+    first = re.compile(rb"\s*").match(data, start).end()
+    extra = 2 if mode in ("block", "statements") else 0
+    return max(0, _indent(data, first) - _indent(data, s.start) - extra)
+
+
+def _joined_lines(data: bytes, deleted: bytearray):
+    """(start, end) of each line as deletions leave it: original lines joined where the newline
+    between them is deleted; `end` is the offset of the newline that stays (or the data's end)."""
+    pos = 0
+    while pos < len(data):
+        end = data.find(b"\n", pos)
+        while end >= 0 and deleted[end]:
+            end = data.find(b"\n", end + 1)
+        end = len(data) if end < 0 else end
+        yield pos, end
+        pos = end + 1
+
+
+def _lines(data: bytes):
+    pos = 0
+    while pos < len(data):
+        end = data.find(b"\n", pos)
+        end = len(data) if end < 0 else end
+        yield pos, end
+        pos = end + 1
+
+
+def _single_call(data: bytes, start: int, end: int) -> bool:
+    """Whether [start, end) is one call statement `NAME(...)` with an optional `;`."""
+    m = re.compile(rb"\s*[A-Za-z_]\w*\s*\(").match(data, start, end)
+    if m is None:
+        return False
+    close = _closing(data, m.end() - 1)
+    tail = re.sub(rb"//[^\n]*", b"", data[close + 1:end]) if close >= 0 else b""
+    return 0 <= close < end and tail.strip() in (b"", b";")
+
+
+def _mode(data: bytes, s: Switch, unbraced: set[int]) -> str:
+    """What removing the switch leaves: `block` (its brace block), `unbrace` (the block's content: a
+    single call, or everything of an enclosing block that stays, `unbraced` holding the opening
+    braces that go), `call` (its body, one call), `statements`."""
+    if data[s.body:s.body + 1] == b"{":
+        brace = data.rindex(b"}", s.body, s.close)
+        if _single_call(data, s.body + 1, brace):
+            return "unbrace"
+        before = data[:s.start].rstrip()
+        _, end = _after_close(data, s)
+        after = re.sub(rb"^\s*//\s*NOLINT[^\n]*", b"", data[end:]).lstrip()
+        if before.endswith(b"{") and after.startswith(b"}") and len(before) - 1 not in unbraced:
+            return "unbrace"
+        return "block"
+    return "call" if _single_call(data, s.body, s.close) else "statements"
+
+
+def _with_lint_comment(data: bytes, end: int) -> int:
+    """`end`, or the end of its line when only a `// NOLINT` comment follows (the closing's)."""
+    eol = data.find(b"\n", end)
+    eol = len(data) if eol < 0 else eol
+    return eol if re.fullmatch(rb"\s*//\s*NOLINT.*", data[end:eol]) else end
 
 
 def _after_close(data: bytes, s: Switch) -> tuple[int, int]:
@@ -382,12 +450,3 @@ def _after_close(data: bytes, s: Switch) -> tuple[int, int]:
     if data[j:j + 1] == b";":
         end = j + 1
     return s.close, end
-
-
-def _block_like(data: bytes, s: Switch, gone: set[Switch]) -> bool:
-    """Whether the switch leaves a statement that needs no `;`: a brace block, or another switch
-    that goes and leaves one."""
-    if data[s.body:s.body + 1] == b"{":
-        return True
-    inner = next((t for t in gone if t.start == s.body), None)
-    return inner is not None and _block_like(data, inner, gone)

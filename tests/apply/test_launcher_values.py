@@ -57,16 +57,32 @@ def test_switches_whose_constant_only_the_kernel_takes_go():
     assert "auto scale_kernel(Rounding kRounding, bool kSaturate);" in _added(patch, "rtc/quant/kernels.h")
 
 
-def test_a_switch_whose_constant_has_another_use_stays():
+def test_a_switch_whose_constant_has_another_use_stays(tmp_path):
     """amax_kernel's kSquare also sets the block size: its switch stays, kSquare stays a template
-    argument, and the report says why; kAbs's switch around it goes (its braces with it: it held
-    only the kept switch, which keeps its own)."""
-    patch, report, _ = golden_patch("flaglib")
-    unit = _added(patch, "quant/quant.cu")
-    assert "rtc_quant::amax_kernel<IType, kSquare, kBlock>(use_abs).launch(" in unit
-    assert "FLAGLIB_BOOL_SWITCH(square, kSquare, {" not in unit     # unchanged, not added
-    assert "FLAGLIB_BOOL_SWITCH(square, kSquare, {" in (CASE / "input" / "quant" / "quant.cu").read_text()
+    argument, and the report says why; kAbs's switch around it goes, its braces with it (they held
+    only the kept switch), the kept switch one level out."""
+    root = tmp_path / "input"
+    shutil.copytree(CASE / "input", root)
+    files, report, _ = compute(root, str(RULE))
+    unit = files["quant/quant.cu"][1]
+    assert ("  FLAGLIB_TYPE_SWITCH(in->dtype, IType, {\n"
+            "    FLAGLIB_BOOL_SWITCH(square, kSquare, {\n"
+            "      // kSquare is also the block size's: its switch stays\n"
+            "      constexpr unsigned kBlock = kSquare ? 128 : kThreads;\n"
+            "      rtc_quant::amax_kernel<IType, kSquare, kBlock>(use_abs).launch(") in unit
+    assert "    });\n  });\n  FLAGLIB_CHECK_CUDA" in unit
+    assert "use_abs, kAbs" not in unit
     assert "FLAGLIB_BOOL_SWITCH(square, kSquare, ...) stays a switch: line 33 uses kSquare otherwise" in report
+
+
+def test_the_scale_launch_keeps_one_block():
+    """The rounding switch's arm was the saturation switch, whose arm was a block: one block stays,
+    inside the dtype switches, one level out."""
+    patch, _, _ = golden_patch("flaglib")
+    unit = _added(patch, "quant/quant.cu")
+    assert ("    {\n      rtc_quant::scale_kernel<IType, OType>(mode, saturate).launch(blocks_for(in->size, kThreads), "
+            "kThreads, 0, stream)(\n          static_cast<const IType *>(in->data)") in unit
+    assert "\n    }" in unit
 
 
 def test_no_rule_key_no_change(tmp_path):
@@ -123,3 +139,39 @@ def test_a_launch_given_a_value_outside_the_domain_is_refused_in_words(tmp_path)
                      stubs)
     assert 'if (slot < 0) stubs::not_instantiated(kernel_info("scale_kernel"), "kRounding, kSaturate");' in \
         _added(patch, "rtc/quant/kernels_kernels.h")
+
+
+def _collapsed(tmp_path, text: str, macros=("SWITCH",)) -> str:
+    """`text` with every switch of `macros` removed as collapse_edits removes one that goes."""
+    from codemod.apply.changeset import ChangeSet
+    from codemod.apply.launcher_values import LauncherValues, _switches, collapse_edits
+    from codemod.apply.patch import apply_edits
+
+    (tmp_path / "f.cu").write_text(text)
+    lv = LauncherValues(switches={"f.cu": _switches("f.cu", text.encode(), list(macros))})
+    cs = ChangeSet()
+    collapse_edits(tmp_path, lv, cs)
+    return apply_edits(tmp_path, cs)["f.cu"][1]
+
+
+def test_arms_of_statements_become_a_block(tmp_path):
+    """A switch whose arms are statements (TE's MXFP8 dequantize launcher) leaves them as a block."""
+    text = ("void f() {\n  TYPE(t, T,\n       SWITCH(\n           c, F,\n\n           int a = 1;\n"
+            "           k<T, F>(a););  // NOLINT(*)\n  );  // NOLINT(*)\n}\n")
+    assert _collapsed(tmp_path, text) == (
+        "void f() {\n  TYPE(t, T,\n       {\n         int a = 1;\n         k<T, F>(a);\n       }\n  );  // NOLINT(*)\n}\n")
+
+
+def test_nested_switches_in_the_arguments_leave_one_block(tmp_path):
+    """TE's grouped MXFP8 launcher: each switch the arm of the one around it, closings with lint
+    comments of their own; the innermost block stays, the other closings go with their lines."""
+    text = ("void f() {\n  SWITCH(\n      a, A,\n      SWITCH(\n          b, B,\n          SWITCH(c, C, {\n"
+            "            k<A, B, C>();\n          });  // NOLINT(*)\n      );       // NOLINT(*)\n  );  // NOLINT(*)\n}\n")
+    assert _collapsed(tmp_path, text) == "void f() {\n  {\n    k<A, B, C>();\n  }\n}\n"
+
+
+def test_a_block_alone_in_a_block_loses_its_braces(tmp_path):
+    """TE's 4over6 launcher: three switches, each the whole block of the one around it."""
+    text = ("void f() {\n  int x = 0;\n  SWITCH(a, A, {\n    SWITCH(b, B, {\n      SWITCH(c, C, {\n"
+            "        auto k = g<A, B, C>();\n        k(x);\n      });\n    });\n  });\n}\n")
+    assert _collapsed(tmp_path, text) == "void f() {\n  int x = 0;\n  {\n    auto k = g<A, B, C>();\n    k(x);\n  }\n}\n"
