@@ -156,7 +156,7 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
     values = launcher_values.plan_values(root, plan)
     rewrite_sites(root, plan, cs, shipped, values)
     launcher_values.collapse_edits(root, values, cs)
-    cs.notes += values.kept
+    cs.launcher_values = values.summary()
     stubs = _stub_kernels(run, programs, copies.checks, values)
     features = _stubs_runtime(run, bool(values.params))
     _kernels_h(run, stubs, shipped)

@@ -30,6 +30,7 @@ class Switch:
     close: int          # the invocation's `)`
     flag: str
     condition: str
+    line: int = 0       # the macro's line (1-based)
 
     def encloses(self, at: int) -> bool:
         return self.body <= at < self.close
@@ -50,6 +51,14 @@ class LauncherValues:
     params: dict[str, list[RuntimeParam]] = field(default_factory=dict)   # kernel id -> its runtime parameters
     switches: dict[str, list[Switch]] = field(default_factory=list)       # file -> the switches that go
     kept: list[str] = field(default_factory=list)                         # what stays a switch, and why
+
+    def summary(self) -> list[str]:
+        """The report's lines: each factory's runtime parameters, the switches gone, what stays."""
+        out = [f"`{k}` takes {', '.join(f'`{p.name}`' for p in ps)} at run time"
+               for k, ps in sorted(self.params.items())]
+        out += [f"{path}:{s.line}: `{s.macro}({s.condition}, {s.flag}, ...)` removed: the launch passes "
+                f"`{s.condition}`" for path, ss in sorted(self.switches.items()) for s in ss]
+        return out + self.kept
 
     def runtime(self, kernel_name: str) -> list[RuntimeParam]:
         return next((v for k, v in self.params.items() if k.rsplit("::", 1)[-1] == kernel_name), [])
@@ -107,7 +116,7 @@ def _switches(path: str, data: bytes, macros: list[str]) -> list[Switch]:
         while data[i:i + 1].isspace():
             i += 1
         out.append(Switch(path, m.group(1), len(text[:m.start()].encode()), i, close, args[1],
-                          " ".join(args[0].split())))
+                          " ".join(args[0].split()), text.count("\n", 0, m.start()) + 1))
     return out
 
 
@@ -236,9 +245,8 @@ def plan_values(root: Path, plan: Plan) -> LauncherValues:
             for switch in bound:
                 reason = _other_use(files[switch.file], switch, names, ids, params_of, candidates)
                 if reason is not None:
-                    line = files[switch.file][:switch.start].count(b"\n") + 1
-                    lv.kept.append(f"{switch.file}:{line}: {switch.macro}({switch.condition}, {switch.flag}, ...) "
-                                   f"stays a switch: {reason}")
+                    lv.kept.append(f"{switch.file}:{switch.line}: `{switch.macro}({switch.condition}, "
+                                   f"{switch.flag}, ...)` stays a switch: {reason}")
                     for k2 in [k for k, b in candidates.items() if switch in b]:
                         del candidates[k2]
                     dropped = True

@@ -72,7 +72,7 @@ def test_a_switch_whose_constant_has_another_use_stays(tmp_path):
             "      rtc_quant::amax_kernel<IType, kSquare, kBlock>(use_abs).launch(") in unit
     assert "    });\n  });\n  FLAGLIB_CHECK_CUDA" in unit
     assert "use_abs, kAbs" not in unit
-    assert "FLAGLIB_BOOL_SWITCH(square, kSquare, ...) stays a switch: line 33 uses kSquare otherwise" in report
+    assert "`FLAGLIB_BOOL_SWITCH(square, kSquare, ...)` stays a switch: line 33 uses kSquare otherwise" in report
 
 
 def test_the_scale_launch_keeps_one_block():
