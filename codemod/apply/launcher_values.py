@@ -120,6 +120,11 @@ def _switches(path: str, data: bytes, macros: list[str]) -> list[Switch]:
     return out
 
 
+def _without_comments(text: bytes) -> bytes:
+    """`text` with its comments blanked (same length: offsets hold)."""
+    return re.sub(rb"//[^\n]*|/\*.*?\*/", lambda m: re.sub(rb"[^\n]", b" ", m.group(0)), text, flags=re.S)
+
+
 def _closing(data: bytes, i: int) -> int:
     """Offset of the bracket closing the one at `i`, comments and literals skipped; -1 if none."""
     pairs = {b"(": b")", b"[": b"]", b"{": b"}"}
@@ -284,7 +289,7 @@ def _other_use(data: bytes, switch: Switch, names: set[str], ids: dict[str, str]
                candidates: dict) -> str | None:
     """Why the switch's constant must stay one: a use in its arms other than a template argument of
     a migrated kernel that its factory takes at run time; None when there is none."""
-    body = data[switch.body:switch.close]
+    body = _without_comments(data[switch.body:switch.close])
     spans = [(a - switch.body, b - switch.body, n) for a, b, n in _template_ids(data, switch.body, switch.close, names)]
     for m in re.finditer(rb"\b" + re.escape(switch.flag.encode()) + rb"\b", body):
         span = next(((a, b, n) for a, b, n in spans if a <= m.start() < b), None)

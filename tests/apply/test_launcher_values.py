@@ -72,7 +72,7 @@ def test_a_switch_whose_constant_has_another_use_stays(tmp_path):
             "      rtc_quant::amax_kernel<IType, kSquare, kBlock>(use_abs).launch(") in unit
     assert "    });\n  });\n  FLAGLIB_CHECK_CUDA" in unit
     assert "use_abs, kAbs" not in unit
-    assert "`FLAGLIB_BOOL_SWITCH(square, kSquare, ...)` stays a switch: line 33 uses kSquare otherwise" in report
+    assert "`FLAGLIB_BOOL_SWITCH(square, kSquare, ...)` stays a switch: line 34 uses kSquare otherwise" in report
 
 
 def test_the_scale_launch_keeps_one_block():
@@ -175,3 +175,15 @@ def test_a_block_alone_in_a_block_loses_its_braces(tmp_path):
     text = ("void f() {\n  int x = 0;\n  SWITCH(a, A, {\n    SWITCH(b, B, {\n      SWITCH(c, C, {\n"
             "        auto k = g<A, B, C>();\n        k(x);\n      });\n    });\n  });\n}\n")
     assert _collapsed(tmp_path, text) == "void f() {\n  int x = 0;\n  {\n    auto k = g<A, B, C>();\n    k(x);\n  }\n}\n"
+
+
+def test_a_comment_naming_the_constant_is_no_use(tmp_path):
+    """TE's NVFP4 launcher names RETURN_ROWWISE in a comment inside the switch: not a use."""
+    from codemod.apply.launcher_values import Switch, _other_use
+
+    text = b"SWITCH(r, R, {\n  // no R here\n  auto k = kern<R>();\n});\n"
+    switch = Switch("f.cu", "SWITCH", 0, text.index(b"{"), text.rindex(b")"), "R", "r")
+    candidates = {("ns::kern", "R"): {switch}}
+    assert _other_use(text, switch, {"kern"}, {"kern": "ns::kern"}, {"ns::kern": ["R"]}, candidates) is None
+    text = text.replace(b"// no R here", b"int x = R;   ")
+    assert "line 2 uses R" in _other_use(text, switch, {"kern"}, {"kern": "ns::kern"}, {"ns::kern": ["R"]}, candidates)
