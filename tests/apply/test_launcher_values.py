@@ -187,3 +187,30 @@ def test_a_comment_naming_the_constant_is_no_use(tmp_path):
     assert _other_use(text, switch, {"kern"}, {"kern": "ns::kern"}, {"ns::kern": ["R"]}, candidates) is None
     text = text.replace(b"// no R here", b"int x = R;   ")
     assert "line 2 uses R" in _other_use(text, switch, {"kern"}, {"kern": "ns::kern"}, {"ns::kern": ["R"]}, candidates)
+
+
+def _git(root, *args):
+    subprocess.run(["git", *args], cwd=root, check=True, capture_output=True,
+                   env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                        "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"})
+
+
+def test_the_migration_with_runtime_flags_passes_the_precheck_and_the_round_trip(tmp_path, capsys):
+    """`apply --write` (its NVRTC precheck compiles every variant's name expression), the result
+    committed as a merged PR, the manifest gone: `--check` regenerates from git history, switches
+    included, and exits 0."""
+    from codemod.cli import main
+    from tests.apply.test_reach import _nvrtc_available
+
+    if not _nvrtc_available():
+        pytest.skip("needs NVRTC (the nvidia-cuda-nvrtc wheel)")
+    root = tmp_path / "input"
+    shutil.copytree(CASE / "input", root)
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "flaglib")
+    assert main(["apply", "--target", str(RULE), str(root), "--write", "-q"]) == 0, capsys.readouterr().err
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "NVRTC migration of the quant kernels")
+    shutil.rmtree(root / ".git" / "codemod", ignore_errors=True)
+    assert main(["apply", "--target", str(RULE), str(root), "--check", "-q"]) == 0, capsys.readouterr().err

@@ -32,7 +32,7 @@ template <typename IType, bool kAbs, bool kSquare, unsigned kBlock>
 __global__ void __launch_bounds__(kBlock) amax_kernel(const IType *in, float *amax, size_t n) {
   __shared__ float partial[kBlock];
   const size_t i = static_cast<size_t>(blockIdx.x) * kBlock + threadIdx.x;
-  float x = i < n ? static_cast<float>(in[i]) : -INFINITY;
+  float x = i < n ? static_cast<float>(in[i]) : -3.402823466e+38f;  // -FLT_MAX
   if (kSquare && i < n) x = x * x;
   if (kAbs && i < n) x = fabsf(x);
   partial[threadIdx.x] = x;
