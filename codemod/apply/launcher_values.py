@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import UnsupportedConstruct
 from .changeset import ChangeSet, Edit
 from .kernel_api import _split_args
 from .names import enum_cast
@@ -49,7 +50,7 @@ class RuntimeParam:
 @dataclass
 class LauncherValues:
     params: dict[str, list[RuntimeParam]] = field(default_factory=dict)   # kernel id -> its runtime parameters
-    switches: dict[str, list[Switch]] = field(default_factory=list)       # file -> the switches that go
+    switches: dict[str, list[Switch]] = field(default_factory=dict)       # file -> the switches that go
     kept: list[str] = field(default_factory=list)                         # what stays a switch, and why
 
     def summary(self) -> list[str]:
@@ -72,6 +73,10 @@ class LauncherValues:
         if not runtime or not rest:
             return f"{spelled}({factory_args})"
         args = _split_args(rest[:rest.rindex(">")])
+        if len(args) <= max(p.index for p in runtime):
+            raise UnsupportedConstruct(f"`{spelled}` spells fewer template arguments than its kernel's runtime "
+                                       f"parameters need", where=path,
+                                       hint="spell every template argument up to the flags at that use")
         indices = {p.index for p in runtime}
         values = []
         for p in runtime:
@@ -190,7 +195,7 @@ def _assigned(body: str, condition: str) -> bool:
 def plan_values(root: Path, plan: Plan) -> LauncherValues:
     """Which value parameters of the migrated kernels their factories take at run time, and the
     switches that go; see the module's doc."""
-    lv = LauncherValues(switches={})
+    lv = LauncherValues()
     macros = list(plan.spec.raw.get("launcher_values", {}).get("switch_macros", []))
     if not macros:
         return lv
