@@ -62,7 +62,9 @@ def string_headers(common: Path, out: Path) -> int:
 
 def compile_tu(common: Path, tu: str, strings: Path, includes: list[str], arch: str, work: Path,
                host_only_run: bool = False, defines: tuple[str, ...] = ()) -> dict:
-    flags = ["-std=c++17", "--expt-relaxed-constexpr", "-O3", f"-arch={arch}",
+    # `sm_100a`, or `compute_100a,sm_100a` as TE's CMake gives an arch-specific target (no generic PTX)
+    target = f"--generate-code=arch={arch.split(',')[0]},code={arch.split(',')[1]}" if "," in arch else f"-arch={arch}"
+    flags = ["-std=c++17", "--expt-relaxed-constexpr", "-O3", target,
              "-I", str(common / "include"), "-I", str(common), "-I", str(common.parent), "-I", str(strings),
              *(a for inc in includes for a in ("-I", inc)),
              "-DNVTE_BUILD_LEGACY_STATIC_ACTIVATION=0", "-DNVTE_BUILD_ACTIVATION_WITH_FAST_MATH=0",
@@ -144,7 +146,7 @@ def host_only(flags: list[str], source: Path, work: Path) -> dict:
     if not (tiny / "t.fatbin.c").exists():
         tiny.mkdir(parents=True, exist_ok=True)
         (tiny / "t.cu").write_text("__global__ void k(int *p) { *p = 1; }\n")
-        subprocess.run(["nvcc", *[f for f in flags if f.startswith(("-arch", "-gencode"))], "--keep",
+        subprocess.run(["nvcc", *[f for f in flags if f.startswith(("-arch", "--generate-code"))], "--keep",
                         "--keep-dir", str(tiny), "-c", str(tiny / "t.cu"), "-o", str(tiny / "t.o")], check=True)
     phases: dict[str, float] = {}
     prologue = "; ".join(f"export {k}={shlex.quote(v)}" for k, v in env.items()) or "true"
