@@ -30,6 +30,8 @@ class ChangeSet:
     manifest: str = ""          # kept outside the tree (migrated.py), not one of the new files
     # the spellings the stubs' TypeName / FunctionName tables hold: (types, functions)
     domain: tuple = (frozenset(), frozenset())
+    # migrate.launcher_values: the runtime flags each factory takes, and what stays a switch (report)
+    launcher_values: list[str] = field(default_factory=list)
     # rules migrated after this one on the tree (a regeneration): its blocks at anchors shared with
     # theirs go back where they were (stacking.py)
     later: frozenset = frozenset()

@@ -19,6 +19,7 @@ from ..errors import ApplyError
 from . import device_pass, framework_types, kernel_api, layer, layer_cache, option_scope, own_layer, \
     prelude_copies, sections, setuptools_build, shared_header, shared_variables, source, stacking, stdnames, \
     stdshim, target_names, zero_length
+from . import launcher_values
 from .changeset import RTC_GUARD, ChangeSet, Edit, relative_include
 from .launch_rewrite import matching, rewrite_sites
 from .names import enum_cast, namespace_parts, spelled_id
@@ -94,14 +95,15 @@ def _axis_expr(kind: str, param: str, enum: str | None = None) -> str:
 # What rtc_stubs.h holds for each optional feature: another rule's stubs may need it already. (The
 # calls a generic lambda's helper makes, `adl`, are a header of their own: rtc_kernel_calls.h.)
 _STUB_FEATURES = {"cooperative": "launch_cooperative(", "occupancy": "occupancy(int *num_blocks",
-                  "shared": "struct SharedVariable"}
+                  "shared": "struct SharedVariable", "runtime_values": "struct RuntimeValues"}
 
 
-def _stub_features(root: Path, path: str, plan: Plan) -> dict[str, bool]:
+def _stub_features(root: Path, path: str, plan: Plan, values: bool = False) -> dict[str, bool]:
     """The optional launch methods the shared runtime holds: those this rule's sites need and those
     the tree's rtc_stubs.h already has for another rule's (a feature is never taken away)."""
     features = kernel_api.stub_features(s for kp in plan.kernels for s in kp.sites)
     features["shared"] = any(kp.shared_variables for kp in plan.kernels)
+    features["runtime_values"] = values
     existing = (root / path).read_text() if (root / path).is_file() else ""
     out = {name: needed or _STUB_FEATURES[name] in existing for name, needed in features.items() if name != "adl"}
     out["adl"] = features["adl"] or (root / kernel_calls_location(plan.spec)).is_file()
@@ -164,10 +166,13 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
     _zero_length_arrays(root, plan, cs, shipped, std_cfg)
     if std_cfg:
         _std_names(root, plan, cs, shipped, std_cfg, copies.std_used, copies.ints)
-    rewrite_sites(root, plan, cs, shipped)
+    values = launcher_values.plan_values(root, plan)
+    rewrite_sites(root, plan, cs, shipped, values)
+    launcher_values.collapse_edits(root, values, cs)
+    cs.launcher_values = values.summary()
     shipped.update({m.to: symbol_for(m.to) for m in copies.moved})     # the programs' own from here on
-    stubs = _stub_kernels(run, programs, copies.checks)
-    features = _stubs_runtime(run)
+    stubs = _stub_kernels(run, programs, copies.checks, values)
+    features = _stubs_runtime(run, bool(values.params))
     _kernels_h(run, stubs, shipped)
     _kernels_cpp(run, stubs, shipped, copies.checks)
     _nvrtc_layer(run, features)
@@ -346,7 +351,8 @@ def _nvrtc_guards(run: _Run, shipped: dict[str, str]) -> None:
             cs.notes.append(f"{repo_path}:{line}: host-only definitions guarded by #ifndef {RTC_GUARD}")
 
 
-def _stub_kernels(run: _Run, programs: dict[str, str], copy_checks: list[dict]) -> _Stubs:
+def _stub_kernels(run: _Run, programs: dict[str, str], copy_checks: list[dict],
+                  values: launcher_values.LauncherValues) -> _Stubs:
     """Each kernel's stub context and the spellings it names (cs.domain); its declaration check to copy_checks."""
     root, plan, cs = run.root, run.plan, run.cs
     spec = plan.spec
@@ -397,16 +403,43 @@ def _stub_kernels(run: _Run, programs: dict[str, str], copy_checks: list[dict]) 
             shared_template_params=_with_shared(kp.signature.template_params, len(kp.shared_variables)),
             declared_shared_template_params=_with_shared(kernel_api.without_defaults(kp.signature.template_params),
                                                          len(kp.shared_variables))))
+    for ctx, kp in zip(kernels_ctx, plan.kernels):
+        ctx.update(_runtime_ctx(kp, ctx, values.params.get(kp.kernel.id, [])))
     cs.domain = (frozenset(type_names), frozenset(fn_names))
     return _Stubs(kernels_ctx, list(program_list.values()), type_names, fn_names)
 
 
-def _stubs_runtime(run: _Run) -> dict[str, bool]:
+def _runtime_ctx(kp, ctx: dict, runtime: list) -> dict:
+    """A factory's runtime parameters (launcher_values): its template head without them, their
+    function parameters and domains, and the kernel's template arguments with each of them spelled
+    `decltype(vN)::value` (vN: the generic lambda's parameter naming one value of its domain)."""
+    if not runtime:
+        return dict(runtime=[])
+    at = {r.index: n for n, r in enumerate(runtime)}
+    decls = kernel_api._split_args(kp.signature.template_params.strip()[1:-1])
+    fixed = [d for i, d in enumerate(decls) if i not in at]
+    head = "<" + ", ".join(fixed) + ">"
+    if ctx["shared"]:
+        head = _with_shared(head, len(ctx["shared"]))
+    enums = {p.name: p.enum for p in kp.kernel.params if p.enum}
+    axes = list(ctx["axes"])
+    for r in runtime:
+        axes[r.index] = (f'stubs::enum_value({r.name}, "{enum_cast(enums[r.name])}")' if r.name in enums
+                         else f"stubs::value({r.name})")
+    return dict(
+        runtime=[dict(name=r.name, decl=r.decl, type=r.type, domain=list(r.domain)) for r in runtime],
+        factory_params=head, declared_factory_params=kernel_api.without_defaults(head),
+        fixed_axes=[a for i, a in enumerate(ctx["axes"]) if i not in at], runtime_axes=axes,
+        lambda_params=", ".join(f"auto v{n}" for n in range(len(runtime))),
+        lambda_args=", ".join(f"decltype(v{at[i]})::value" if i in at else p for i, p in enumerate(ctx["params"])))
+
+
+def _stubs_runtime(run: _Run, values: bool = False) -> dict[str, bool]:
     """rtc_stubs.h, the stubs' runtime every rule shares; returns the optional launch methods it holds."""
     root, plan, cs = run.root, run.plan, run.cs
     spec = plan.spec
     stubs_path, stubs_ns = stubs_location(spec)
-    features = _stub_features(root, stubs_path, plan)
+    features = _stub_features(root, stubs_path, plan, values)
     cs.new_files[stubs_path] = run.fmt(render(
         "rtc_stubs.h.j2", guard=run.guard(stubs_path), layer=spec.layer,
         features=features, copy_hash_base=COPY_HASH_BASE,

@@ -15,10 +15,12 @@ from .changeset import RTC_GUARD, ChangeSet, Edit, relative_include
 from .plan import Plan
 
 
-def rewrite_sites(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str]) -> None:
-    """Rewrite every planned site, then check that each one was (`_check_rewritten`)."""
-    rewritten = _rewrite_launches(root, plan, cs, shipped)
-    rewritten |= _rewrite_at_positions(root, plan, cs, rewritten)
+def rewrite_sites(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str], values=None) -> None:
+    """Rewrite every planned site, then check that each one was (`_check_rewritten`). `values`
+    (launcher_values.LauncherValues): the kernels whose factories take runtime parameters."""
+    call = values.spell_call if values is not None else (lambda path, at, spelled, args: f"{spelled}({args})")
+    rewritten = _rewrite_launches(root, plan, cs, shipped, call)
+    rewritten |= _rewrite_at_positions(root, plan, cs, rewritten, call)
     rewritten |= explicit_sites.guard(root, plan, cs)
     _rewrite_helper_calls(root, plan, cs, shipped)
     _check_rewritten(plan, rewritten)
@@ -85,7 +87,7 @@ class _Sites:
                    variables={(s.file, s.via) for s in sites if s.via}, passing=kernel_api.passing_sites(sites))
 
 
-def _rewrite_launches(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str]) -> set[str]:
+def _rewrite_launches(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str], call) -> set[str]:
     """The launch and attribute rewrites; returns the ids of the sites rewritten."""
     sites = _Sites.of(plan)
     # a generic lambda's helper: its CUDA calls on the kernel are the stubs' (_rewrite_helper_calls)
@@ -97,17 +99,17 @@ def _rewrite_launches(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, 
         spaces = sorted(stdnames._namespaces(source.parse(data), data))
         stub_ns = lambda at: _stub_qualifier(plan.spec.namespace,  # noqa: E731
                                              [n for a, b, n in spaces if a <= at < b])
-        done |= _rewrite_launch_calls(path, data, scan.launches, sites, stub_ns, cs)
+        done |= _rewrite_launch_calls(path, data, scan.launches, sites, stub_ns, cs, call)
         done |= _rewrite_api_calls(path, scan.api_calls, sites, cs)
         done |= _rewrite_attribute_templates(path, data, scan.api_calls, sites, cs)
-        done |= _rewrite_handles(path, data, sites, stub_ns, cs)
+        done |= _rewrite_handles(path, data, sites, stub_ns, cs, call)
         _include_stubs(plan, cs, path, data, path in shipped)
     for unit in sorted(set(plan.extractions) - set(files)):
         _include_extracted(plan, cs, unit, plan.extractions[unit].include_at)
     return done
 
 
-def _rewrite_launch_calls(path: str, data: bytes, launches, sites: _Sites, stub_ns, cs: ChangeSet) -> set[str]:
+def _rewrite_launch_calls(path: str, data: bytes, launches, sites: _Sites, stub_ns, cs: ChangeSet, call) -> set[str]:
     """`kernel<...><<<cfg>>>(` onto the stub's factory, `var<<<cfg>>>(` onto the kernel variable's
     `.launch(cfg)(`; returns the ids of the sites rewritten."""
     done: set[str] = set()
@@ -131,7 +133,7 @@ def _rewrite_launch_calls(path: str, data: bytes, launches, sites: _Sites, stub_
                            f"{text(close + 1, ls.callee_range[1])}")
             else:
                 spelled = f"{callee}<{', '.join(extra)}>"
-            new = (f"{stub_ns(ls.callee_range[0])}::{spelled}({sites.factory_args[callee]})"
+            new = (f"{stub_ns(ls.callee_range[0])}::{call(path, name_start, spelled, sites.factory_args[callee])}"
                    f".launch({', '.join(cfg)})(")
         elif (path, ls.callee) in sites.variables and sid in sites.ids:
             new = f"{ls.callee}.launch({', '.join(cfg)})("
@@ -191,7 +193,7 @@ def _rewrite_attribute_templates(path: str, data: bytes, calls, sites: _Sites, c
     return done
 
 
-def _rewrite_handles(path: str, data: bytes, sites: _Sites, stub_ns, cs: ChangeSet) -> set[str]:
+def _rewrite_handles(path: str, data: bytes, sites: _Sites, stub_ns, cs: ChangeSet, call) -> set[str]:
     """Every other `kernel<...>` (`&kernel<...>`) of a migrated kernel: the stub object from its
     factory; returns the ids of the generic lambdas' passing sites it covers."""
     done: set[str] = set()
@@ -204,7 +206,7 @@ def _rewrite_handles(path: str, data: bytes, sites: _Sites, stub_ns, cs: ChangeS
         t = data[start:end].decode()
         t = t[1:] if t.startswith("&") else t       # `&kernel<...>`: the stub returns an object
         t = t[t.index(name):]
-        cs.edits.append(Edit(path, start, end, f"{stub_ns(start)}::{t}({sites.factory_args.get(name, '')})",
+        cs.edits.append(Edit(path, start, end, f"{stub_ns(start)}::{call(path, start, t, sites.factory_args.get(name, ''))}",
                              "kernel handle from the stub"))
     return done
 
@@ -226,7 +228,7 @@ def _include_stubs(plan: Plan, cs: ChangeSet, path: str, data: bytes, shipped: b
     cs.edits.append(Edit(path, at, at, inc, "host stubs"))
 
 
-def _rewrite_at_positions(root: Path, plan: Plan, cs: ChangeSet, done: set[str]) -> set[str]:
+def _rewrite_at_positions(root: Path, plan: Plan, cs: ChangeSet, done: set[str], call) -> set[str]:
     """Sites tree-sitter did not find (a launch inside a macro argument that holds statements, as
     TE's nested TRANSFORMER_ENGINE_SWITCH_CONDITION): rewritten from the analysis' position when
     the text there is exactly `var<<<cfg>>>(` or `cudaFuncSetAttribute(var, ...)` with `var` the
@@ -258,7 +260,8 @@ def _rewrite_at_positions(root: Path, plan: Plan, cs: ChangeSet, done: set[str])
                 edit = None
             if edit is not None and site.via is None:
                 spelled = var[1:].lstrip() if var.startswith("&") else var
-                handle = f"{_stub_qualifier(plan.spec.namespace, _namespaces_at(data, at))}::{spelled}({sites.factory_args.get(kp.name, '')})"
+                handle = (f"{_stub_qualifier(plan.spec.namespace, _namespaces_at(data, at))}::"
+                          f"{call(site.file, at, spelled, sites.factory_args.get(kp.name, ''))}")
                 if site.api == "cudaFuncSetAttribute" and "," in spelled:
                     handle = f"({handle})"      # as _rewrite_attribute_templates: a macro argument
                 edit = (edit[0], edit[1], handle + edit[2][len(var):])

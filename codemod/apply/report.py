@@ -28,6 +28,13 @@ def render_report(plan: Plan, cs: ChangeSet, files: dict) -> str:
         lines += [f"- `{u}`" for u in plan.outside_units]
     else:
         lines += ["- none: every translation unit that includes a rewritten file was analyzed"]
+    if plan.spec.raw.get("launcher_values"):
+        lines += ["", "## Runtime flags", "",
+                  "Switches of `migrate.launcher_values` whose constant the arms use only as a migrated kernel's "
+                  "template argument are removed: the kernel's factory takes the value at run time (one "
+                  "instance per remaining template arguments, a variant per value). A switch whose constant "
+                  "has another use stays, as does a parameter some launch binds otherwise.", ""]
+        lines += [f"- {n}" for n in cs.launcher_values] or ["- none"]
     lines += ["", "## NVRTC-safety changes", ""]
     lines += [f"- {n}" for n in cs.notes] or ["- none"]
     if plan.prediction:
