@@ -277,8 +277,8 @@ def _regenerate(root: Path, target: str, spec, doc: dict | None, update: bool, s
     for path, text in overlay.items():
         if text is not None and path not in desired:
             desired[path] = text          # edited by the old migration, not by the new one
-    cmake_file = spec.cmake["file"]
-    if kwargs.get("build_log") is None and cmake_file in desired and (root / cmake_file).is_file():
+    cmake_file = (spec.cmake or {}).get("file")      # none for a setuptools library
+    if kwargs.get("build_log") is None and cmake_file and cmake_file in desired and (root / cmake_file).is_file():
         from . import build_order
         desired[cmake_file] = build_order.kept_block(spec, (root / cmake_file).read_bytes().decode(),
                                                      desired[cmake_file])
