@@ -364,12 +364,20 @@ def _include_extracted(plan: Plan, cs: ChangeSet, path: str, at: int) -> None:
 
 
 def matching(data: bytes, i: int) -> int:
-    """Offset just past the bracket closing the one at `i` (`(`, `[`, `{`), string and character
-    literals skipped; -1 when it never closes."""
+    """Offset just past the bracket closing the one at `i` (`(`, `[`, `{`), comments, string and
+    character literals skipped; -1 when it never closes."""
     pairs = {b"(": b")", b"[": b"]", b"{": b"}"}
     stack, n = [], len(data)
     while i < n:
         c = data[i:i + 1]
+        if data[i:i + 2] == b"//":
+            i = data.find(b"\n", i)
+            i = n if i < 0 else i
+            continue
+        if data[i:i + 2] == b"/*":
+            i = data.find(b"*/", i + 2)
+            i = n if i < 0 else i + 2
+            continue
         if c in (b'"', b"'"):
             i += 1
             while i < n and data[i:i + 1] != c:

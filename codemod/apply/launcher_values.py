@@ -13,6 +13,7 @@ from pathlib import Path
 from ..errors import UnsupportedConstruct
 from .changeset import ChangeSet, Edit
 from .kernel_api import _split_args
+from .launch_rewrite import matching
 from .names import enum_cast
 from .plan import Plan
 
@@ -132,30 +133,8 @@ def _without_comments(text: bytes) -> bytes:
 
 def _closing(data: bytes, i: int) -> int:
     """Offset of the bracket closing the one at `i`, comments and literals skipped; -1 if none."""
-    pairs = {b"(": b")", b"[": b"]", b"{": b"}"}
-    stack, n = [], len(data)
-    while i < n:
-        c = data[i:i + 1]
-        if data[i:i + 2] == b"//":
-            i = data.find(b"\n", i)
-            i = n if i < 0 else i
-            continue
-        if data[i:i + 2] == b"/*":
-            i = data.find(b"*/", i + 2)
-            i = n if i < 0 else i + 2
-            continue
-        if c in (b'"', b"'"):
-            i += 1
-            while i < n and data[i:i + 1] != c:
-                i += 2 if data[i:i + 1] == b"\\" else 1
-        elif c in pairs:
-            stack.append(pairs[c])
-        elif stack and c == stack[-1]:
-            stack.pop()
-            if not stack:
-                return i
-        i += 1
-    return -1
+    end = matching(data, i)
+    return end - 1 if end >= 0 else -1
 
 
 def _template_ids(data: bytes, start: int, end: int, names: set[str]) -> list[tuple[int, int, str]]:
