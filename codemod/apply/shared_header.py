@@ -89,10 +89,10 @@ def _spans(data: bytes, decls: list) -> list[_Span]:
     blocks = {(b[0], b[1]): b[2] for b in source._conditional_blocks(data)}
     spans: list[_Span] = []
     for d in sorted(decls, key=lambda d: d.start):
-        start, end, kept = _comment_above(data, d.start), d.end, list(d.conditionals)
+        start, end, kept = source.comment_start(data, d.start), d.end, list(d.conditionals)
         while kept and _only_moved(data, *kept[-1], decls):     # an #if block holding only moved code goes whole
             b_start, b_end = kept.pop()
-            start, end = min(start, _comment_above(data, b_start)), max(end, b_end)
+            start, end = min(start, source.comment_start(data, b_start)), max(end, b_end)
         end = _line_end(data, end)
         conds = ["\n".join(line for at, line in blocks[k] if at < d.start) for k in kept]
         last = spans[-1] if spans else None
@@ -138,25 +138,6 @@ def _check_needs(data: bytes, replaced: str, to: str, spans: list[_Span], macros
         raise ApplyError(f"{replaced}: what moves into {to} names {', '.join(later)}, which {replaced} declares "
                          "after where it would include the moved header", where=replaced,
                          hint=f"add {', '.join(later)} to migrate/kernel_strings/prelude_copy: they move too")
-
-
-def _comment_above(data: bytes, start: int) -> int:
-    """Start of the comment lines (`//` lines, or a `/* ... */` block) directly above the line of
-    `start`; `start`'s line when none."""
-    line = data.rfind(b"\n", 0, start) + 1
-    while line > 0:
-        prev = data.rfind(b"\n", 0, line - 1) + 1
-        text = data[prev:line].strip()
-        if text.startswith(b"//"):
-            line = prev
-        elif text.endswith(b"*/"):
-            opening = data.rfind(b"/*", 0, line)
-            if opening < 0:
-                break
-            line = data.rfind(b"\n", 0, opening) + 1
-        else:
-            break
-    return line
 
 
 def _std_block(std_cfg: dict, moved: Moved) -> dict | None:
@@ -234,7 +215,7 @@ def _only_moved(data: bytes, start: int, end: int, decls: list) -> bool:
     offset = data.find(b"\n", start) + 1
     for d in decls:
         if start <= d.start and d.end <= end:
-            a = _comment_above(data, d.start) - offset
+            a = source.comment_start(data, d.start) - offset
             body[max(a, 0):d.end - offset] = b" " * (d.end - offset - max(a, 0))
     return not bytes(body).strip()
 
@@ -244,11 +225,9 @@ def _include_point(data: bytes, first: int) -> int:
     `#if` blocks and namespaces) before the first moved run, so the headers it includes first stay
     first; else after its include guard's `#define`, else at its top."""
     blocks = source._conditional_blocks(data)
-    last = -1
-    for m in re.finditer(rb"(?m)^[ \t]*#[ \t]*include\b[^\n]*\n", data[:first]):
-        if not any(b[0] < m.start() < b[1] for b in blocks) and not source.namespaces_at(data, m.start()):
-            last = m.end()
-    if last >= 0:
-        return last
+    before = [i for i in source.includes(data)
+              if i.end <= first and not i.nested and not any(b[0] < i.start < b[1] for b in blocks)]
+    if before:
+        return before[-1].end
     guard = re.match(rb"(?s)(?:\s|//[^\n]*\n|/\*.*?\*/)*#\s*ifndef\s+(\w+)\s*\n\s*#\s*define\s+\1\b[^\n]*\n", data)
     return guard.end() if guard and guard.end() <= first else 0

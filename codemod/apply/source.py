@@ -287,12 +287,16 @@ def _is_prototype(node: Node) -> bool:
 
 
 def comment_start(data: bytes, start: int) -> int:
-    """Start of the line block of `//` comments directly above `start` (kept with their code)."""
+    """Start of the comments directly above the line of `start` (`//` lines, or a `/* ... */`
+    block: a doc comment), kept with their code."""
     line = data.rfind(b"\n", 0, start) + 1
     while line > 0:
         prev = data.rfind(b"\n", 0, line - 1) + 1
-        if data[prev:line].lstrip().startswith(b"//"):
+        text = data[prev:line].strip()
+        if text.startswith(b"//"):
             line = prev
+        elif text.endswith(b"*/") and (opening := data.rfind(b"/*", 0, line)) >= 0:
+            line = data.rfind(b"\n", 0, opening) + 1
         else:
             break
     return line
@@ -537,7 +541,8 @@ def _declarations(data: bytes, names: set[str]) -> list[Declaration]:
 _DIRECTIVE = re.compile(rb"(?m)^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b[^\n]*")
 
 
-def _conditional_blocks(data: bytes) -> list[tuple[int, int, list[tuple[int, str]]]]:
+@lru_cache(maxsize=256)
+def _conditional_blocks(data: bytes) -> tuple[tuple[int, int, tuple[tuple[int, str], ...]], ...]:
     """The preprocessor's `#if` blocks of a file as the preprocessor reads them (tree-sitter's
     tree does not follow a C API header's `#ifdef __cplusplus` / `extern "C" {` / `#endif`): each
     (start, end past its `#endif` line, [(offset, line) of its `#if` and each `#elif`/`#else`]),
@@ -552,7 +557,7 @@ def _conditional_blocks(data: bytes) -> list[tuple[int, int, list[tuple[int, str
         elif kind == b"endif" and stack:
             start, branches = stack.pop()
             nl = data.find(b"\n", m.end())
-            blocks.append((start, len(data) if nl < 0 else nl + 1, branches))
+            blocks.append((start, len(data) if nl < 0 else nl + 1, tuple(branches)))
     first = _DIRECTIVE.search(data)
     if blocks and first is not None and first.group(1) == b"ifndef":
         guard = max(blocks, key=lambda b: b[1] - b[0])
@@ -560,7 +565,7 @@ def _conditional_blocks(data: bytes) -> list[tuple[int, int, list[tuple[int, str
         if guard[0] == first.start() and re.search(rb"#\s*define\s+" + re.escape(name) + rb"\b", data) \
                 and not data[guard[1]:].strip(b" \t\n"):
             blocks.remove(guard)
-    return blocks
+    return tuple(blocks)
 
 
 def _conditions_at(blocks, offset: int) -> tuple[list[str], tuple]:
@@ -584,24 +589,12 @@ def guard_end(data: bytes) -> int:
 
 def include_conditions(data: bytes) -> dict[str, list[str]]:
     """Include name -> the `#if`/`#ifdef` lines around its first `#include` in a file (the include
-    guard left out; [] when unconditional)."""
+    guard left out; [] when unconditional), as the preprocessor reads them (_conditional_blocks)."""
+    blocks = _conditional_blocks(data)
     out: dict[str, list[str]] = {}
-
-    def visit(container: Node, conds: list[str]) -> None:
-        for child in container.children:
-            if child.type == "preproc_ifdef" and child.child_by_field_name("name") is not None \
-                    and data[child.start_byte:child.start_byte + 7] == b"#ifndef" \
-                    and container.type == "translation_unit":
-                visit(child, conds)          # the include guard
-            elif child.type in ("preproc_if", "preproc_ifdef"):
-                line_end = data.find(b"\n", child.start_byte)
-                visit(child, conds + [data[child.start_byte:line_end].decode().strip()])
-            elif child.type == "preproc_include":
-                path = child.child_by_field_name("path")
-                if path is not None:
-                    out.setdefault(node_text(data, path).strip("<>\""), conds)
-
-    visit(parse(data), [])
+    for inc in includes(data):
+        if not inc.nested:
+            out.setdefault(inc.name, _conditions_at(blocks, inc.start)[0])
     return out
 
 
