@@ -539,7 +539,8 @@ def _kernels_cpp(run: _Run, stubs: _Stubs, shipped: dict[str, str], copy_checks:
         layer=spec.layer, legacy_option=spec.legacy_option, cpp_path=cpp_path,
         namespace=spec.namespace, options=spec.options, kernels=stubs.kernels,
         scoped=any("sources" in c for c in spec.options["conditional"]),
-        programs=_program_names(stubs.programs), shared_headers=_shared_headers(stubs.programs)), cpp_path)
+        programs=_program_names(stubs.programs), shared_headers=_shared_headers(stubs.programs),
+        value_lists=_scoped_value_lists(stubs.kernels, spec.options["conditional"])), cpp_path)
 
 
 def _nvrtc_layer(run: _Run, features: dict[str, bool]) -> None:
@@ -959,6 +960,30 @@ def _spellings_kept(text: str, macro: str, spellings: set[str]) -> bool:
         end = matching(text.encode(), m.start() + m.group(0).index("("))    # the text is ASCII C++
         found.add(" ".join(text[m.end():end - 1].split()))
     return found == set(spellings)
+
+
+def _scoped_value_lists(kernels: list[dict], conditional: list[dict]) -> list[dict]:
+    """The value lists of scoped options that several kernels share (TE's activation kernels: the ten
+    activation functions `--use_fast_math` applies to), each written once in kernels.cpp as a named
+    list; each kernel's scoped option then names it (`values_name`)."""
+    uses: dict[tuple[int, tuple[str, ...]], int] = {}
+    for k in kernels:
+        for sc in k["scoped"]:
+            if sc["values"]:
+                key = (sc["index"], tuple(sc["values"]))
+                uses[key] = uses.get(key, 0) + 1
+    shared = sorted(key for key, n in uses.items() if n > 1 and len(key[1]) > 1)
+    out = []
+    for index, values in shared:
+        stem = re.sub(r"\W+", "_", conditional[index]["option"]).strip("_")
+        same = [v for i, v in shared if i == index]
+        name = f"{stem}_arguments" + (f"_{same.index(values)}" if len(same) > 1 else "")
+        out.append(dict(name=name, option=conditional[index]["option"], values=list(values)))
+        for k in kernels:
+            for sc in k["scoped"]:
+                if sc["index"] == index and tuple(sc["values"]) == values:
+                    sc["values_name"] = name
+    return out
 
 
 def _program_names(programs: list[dict]) -> list[dict]:
