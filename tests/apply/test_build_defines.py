@@ -168,7 +168,7 @@ def test_patched_buildlib_builds_and_passes_the_builds_value(tmp_path):
     """The patched golden builds; kernels.cpp, compiled with the build's -DBUILDLIB_NUM_PASSES=3
     (CMake), hands NVRTC `-DBUILDLIB_NUM_PASSES=3`, not common.h's default."""
     from codemod.apply.command import compute
-    from codemod.apply.patch import write_all
+    from codemod.apply.write.patch import write_all
     from tests.golden.test_golden_builds import _nvrtc_root
 
     root = _copy(tmp_path)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from codemod.apply.generate import made_in_loops
+from codemod.apply.emit.generate import made_in_loops
 from codemod.cli import main
 
 TE = os.environ.get("TE_SOURCE_DIR")
