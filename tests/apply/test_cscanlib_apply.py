@@ -31,7 +31,7 @@ def _nvrtc():
 
 def _written(tmp_path, rule=RULE):
     from codemod.apply.command import compute
-    from codemod.apply.patch import write_all
+    from codemod.apply.write.patch import write_all
 
     root = tmp_path / "input"
     shutil.copytree(GOLDEN / "cscanlib" / "input", root)

@@ -1,4 +1,4 @@
-"""Layer feature `cache` (codemod/apply/layer_cache.py): the edits on small layer sources, the shapes
+"""Layer feature `cache` (codemod/apply/emit/layer_cache.py): the edits on small layer sources, the shapes
 it refuses (one line naming file:line, nothing changed), detection of a layer that has it, and
 `codemod warm`'s refusals."""
 
@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from codemod.apply import layer_cache
+from codemod.apply.emit import layer_cache
 from codemod.cli import main
 from codemod.errors import ApplyError
 from codemod.verify import rtc_cache
@@ -129,7 +129,7 @@ def test_the_options_the_layer_adds_are_warms(pch, minimal):
     as the layer does). Neither key: no option added, no second compile."""
     import re
 
-    from codemod.apply.generate import render
+    from codemod.apply.emit.generate import render
     from codemod.verify import warm
 
     layer = {"header": "util/rtc.h", "source": "util/rtc.cpp", "manager": "::lib::rtc::KernelManager::instance()",

@@ -202,10 +202,10 @@ def test_a_valid_list_still_reads(tmp_path):
 
 
 def test_the_runtimes_list_options_are_on_the_allow_list():
-    """One policy: every option the generated runtime's warm-up accepts (apply/layer_cache.py renders
+    """One policy: every option the generated runtime's warm-up accepts (apply/emit/layer_cache.py renders
     it into rtc_cache.h from codemod.nvrtc_options) is on the allow-list with a value of its kind,
     and the file-naming options are refused by both."""
-    from codemod.apply import layer_cache
+    from codemod.apply.emit import layer_cache
 
     for o in layer_cache.list_options(pch=True, minimal=True):
         assert nvrtc_options.allowed(o), o
