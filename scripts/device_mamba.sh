@@ -27,6 +27,9 @@ SHARDS=${SHARDS:-$(nproc)}
 WORK=$(mktemp -d)
 export CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")}
 export MAX_JOBS=${MAX_JOBS:-$(nproc)}
+# the migrated extension links the toolkit's libnvrtc (setup.py's libraries=["nvrtc"]); the layer
+# finds the toolkit's headers (cub under include/cccl) through CUDA_HOME at run time
+export LD_LIBRARY_PATH=$CUDA_HOME/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 sides=(original migrated)
 [ "${LEGACY:-0}" = 1 ] && sides+=(legacy)
 
