@@ -154,3 +154,21 @@ def test_patched_cscanlib_verifies_for_sm80_sm90_sm100a(tmp_path, capsys):
                  "--all-variants", "--no-host", "-j", "2"]) == 0
     out = capsys.readouterr()
     assert "8 of 8 variants" in out.out + out.err
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("nvcc") is None or _nvrtc() is None, reason="needs nvcc and the NVRTC wheel")
+def test_patched_cscanlib_sass_equals_nvccs_static_build(tmp_path, capsys):
+    """The NVRTC programs (the framework stand-ins, the shims, -default-device) compile to the same
+    SASS as nvcc's static build of the original tree with its framework headers, variant for variant."""
+    from codemod.cli import main
+
+    root = tmp_path / "input"
+    shutil.copytree(GOLDEN / "cscanlib" / "input", root)
+    assert main(["apply", "--target", str(RULE), str(root), "--write", "-q", "--no-precheck"]) == 0
+    original = GOLDEN / "cscanlib" / "input"
+    assert main(["verify", str(root), "--sass", "--arch", "sm_90", "--no-host", "-j", "1",
+                 "--static-root", str(original), f"--sass-flag=-I{original / 'third'}",
+                 "--sass-flag=--expt-relaxed-constexpr", "--sass-flag=--use_fast_math"]) == 0
+    out = capsys.readouterr()
+    assert "8 identical, 0 identical modulo names, 0 different (explained), 0 different (unexplained)" in out.out + out.err
