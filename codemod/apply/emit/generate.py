@@ -96,15 +96,17 @@ def _axis_expr(kind: str, param: str, enum: str | None = None) -> str:
 # What rtc_stubs.h holds for each optional feature: another rule's stubs may need it already. (The
 # calls a generic lambda's helper makes, `adl`, are a header of their own: rtc_kernel_calls.h.)
 _STUB_FEATURES = {"cooperative": "launch_cooperative(", "occupancy": "occupancy(int *num_blocks",
-                  "shared": "struct SharedVariable", "runtime_values": "struct RuntimeValues"}
+                  "shared": "struct SharedVariable", "runtime_values": "struct RuntimeValues",
+                  "copies": "struct Copy {"}
 
 
-def _stub_features(root: Path, path: str, plan: Plan, values: bool = False) -> dict[str, bool]:
+def _stub_features(root: Path, path: str, plan: Plan, values: bool = False, copies: bool = False) -> dict[str, bool]:
     """The optional launch methods the shared runtime holds: those this rule's sites need and those
     the tree's rtc_stubs.h already has for another rule's (a feature is never taken away)."""
     features = kernel_api.stub_features(s for kp in plan.kernels for s in kp.sites)
     features["shared"] = any(kp.shared_variables for kp in plan.kernels)
     features["runtime_values"] = values
+    features["copies"] = copies          # build-time checks of prelude copies (rules without move_to)
     existing = (root / path).read_text() if (root / path).is_file() else ""
     out = {name: needed or _STUB_FEATURES[name] in existing for name, needed in features.items() if name != "adl"}
     out["adl"] = features["adl"] or (root / kernel_calls_location(plan.spec)).is_file()
@@ -186,7 +188,7 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
     shipped.update({m.to: symbol_for(m.to) for m in copies.moved})     # the programs' own from here on
     _program_wide_headers(plan, programs)
     stubs = _stub_kernels(run, programs, copies.checks, values)
-    features = _stubs_runtime(run, bool(values.params))
+    features = _stubs_runtime(run, bool(values.params), bool(copies.checks))
     _kernels_h(run, stubs, shipped)
     _kernels_cpp(run, stubs, shipped, copies.checks)
     _nvrtc_layer(run, features)
@@ -462,12 +464,12 @@ def _runtime_ctx(kp, ctx: dict, runtime: list) -> dict:
         lambda_args=", ".join(f"decltype(v{at[i]})::value" if i in at else p for i, p in enumerate(ctx["params"])))
 
 
-def _stubs_runtime(run: _Run, values: bool = False) -> dict[str, bool]:
+def _stubs_runtime(run: _Run, values: bool = False, copies: bool = False) -> dict[str, bool]:
     """rtc_stubs.h, the stubs' runtime every rule shares; returns the optional launch methods it holds."""
     root, plan, cs = run.root, run.plan, run.cs
     spec = plan.spec
     stubs_path, stubs_ns = stubs_location(spec)
-    features = _stub_features(root, stubs_path, plan, values)
+    features = _stub_features(root, stubs_path, plan, values, copies)
     cs.new_files[stubs_path] = run.fmt(render(
         "rtc_stubs.h.j2", guard=run.guard(stubs_path), layer=spec.layer,
         features=features, copy_hash_base=COPY_HASH_BASE,
