@@ -79,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # Options that name a file a command writes (`parity report -o` too): a missing folder is refused
 # before any work, not after a long analysis.
-OUTPUT_OPTIONS = ("json", "html", "trace", "diff", "layer_diff", "report")
+OUTPUT_OPTIONS = ("json", "html", "trace", "diff", "layer_diff", "cache_diff", "report")
 
 
 def check_outputs(args: argparse.Namespace) -> None:
