@@ -161,8 +161,11 @@ def layer_edits(data: bytes, source_path: str, layer_header: str, cache_header: 
         if s_create.start_byte <= stmt.start_byte <= s_out.start_byte and stmt.type == "declaration":
             for d in stmt.children_by_field_name("declarator"):
                 value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+                if d.type == "function_declarator":    # `std::string name(lowered);` as tree-sitter reads it
+                    value = d.child_by_field_name("parameters")
                 vals = [v for v in (value.named_children if value is not None and value.type in
-                                    ("argument_list", "initializer_list") else [value]) if v is not None]
+                                    ("argument_list", "initializer_list", "parameter_list") else [value])
+                        if v is not None]
                 if len(vals) == 1 and node_text(data, vals[0]) == lowered:
                     aliases.add(node_text(data, d.child_by_field_name("declarator")))
     region = {n: at for n, at in declared.items() if s_create.start_byte <= at < s_out.end_byte}
@@ -187,16 +190,18 @@ def layer_edits(data: bytes, source_path: str, layer_header: str, cache_header: 
         copied.append("".join(out).replace("\n", "\n  "))
 
     line, indent = _line_start(data, s_create.start_byte)
-    key_args = ", ".join(create_args[1:] + _args(data, named)[1:] + compile_args[1:])
+    key_call = _wrapped(f"{indent}  cache_key = rtc_cache::key(",
+                        [*create_args[1:], *_args(data, named)[1:], *compile_args[1:]], ");")
     hit = "\n".join(f"{indent}  {t}" for t in copied)
-    load = (f"{indent}{var}.unlock();  // NVRTC runs without the layer's lock: launches and other labels go on\n"
-            f"{indent}// A program compiled before, by this process or another: its entry in the disk cache\n"
-            f"{indent}const std::string cache_key =\n"
-            f"{indent}    rtc_cache::enabled() ? rtc_cache::key({key_args}) : std::string();\n"
-            f"{indent}const rtc_cache::FileLock file_lock(cache_key);  // held until the entry is stored\n"
+    load = (f"\n{indent}// NVRTC runs without the layer's lock: launches and other labels go on meanwhile.\n"
+            f"{indent}{var}.unlock();\n"
+            f"{indent}// A program compiled before, by this process or another: its entry in the disk cache.\n"
+            f"{indent}std::string cache_key;  // empty: the disk cache is off\n"
+            f"{indent}if (rtc_cache::enabled()) {{\n{key_call}\n{indent}}}\n"
+            f"{indent}const rtc_cache::FileLock file_lock(cache_key);  // other processes wait, then load it\n"
             f"{indent}std::string {CACHED_NAME}, {CACHED_CODE};\n"
             f"{indent}if (!cache_key.empty() && rtc_cache::load(cache_key, &{CACHED_NAME}, &{CACHED_CODE})) {{\n"
-            f"{indent}  {var}.lock();\n{hit}\n{indent}  return;\n{indent}}}\n")
+            f"{indent}  {var}.lock();\n{hit}\n{indent}  return;\n{indent}}}\n\n")
     store = (f"\n{indent}if (!cache_key.empty()) rtc_cache::store(cache_key, {lowered}, {code});"
              f"\n{indent}{var}.lock();")
     lock_line, lock_indent = _line_start(data, lock.start_byte)
@@ -205,11 +210,9 @@ def layer_edits(data: bytes, source_path: str, layer_header: str, cache_header: 
                 "// One mutex per kernel label: a label compiles once, while other labels compile and launch.\n"
                 "std::mutex &label_mutex(const std::string &label) {\n"
                 "  static std::mutex mutex;\n"
-                "  static std::unordered_map<std::string, std::unique_ptr<std::mutex>> mutexes;\n"
+                "  static std::map<std::string, std::mutex> mutexes;  // a map's nodes never move\n"
                 "  std::lock_guard<std::mutex> lock(mutex);\n"
-                "  std::unique_ptr<std::mutex> &m = mutexes[label];\n"
-                "  if (!m) m = std::make_unique<std::mutex>();\n"
-                "  return *m;\n"
+                "  return mutexes[label];\n"
                 "}\n\n"
                 "}  // namespace\n\n")
     why = "per-label compiles and the disk cache"
@@ -220,6 +223,20 @@ def layer_edits(data: bytes, source_path: str, layer_header: str, cache_header: 
             LayerEdit(source_path, line, line, load, why),
             LayerEdit(source_path, s_out.end_byte, s_out.end_byte, store, why),
             _include_edit(data, source_path, layer_header, cache_header)]
+
+
+def _wrapped(opening: str, args: list[str], closing: str, width: int = 100) -> str:
+    """`opening` + the arguments + `closing`, wrapped at `width` with the arguments aligned after
+    `opening` (a formatter's result on the target's own files)."""
+    args = [" ".join(a.split()) for a in args]
+    lines, current = [], opening
+    for i, a in enumerate(args):
+        piece = a + (", " if i + 1 < len(args) else closing)
+        if len(current) + len(piece.rstrip()) > width and current.strip() != opening.strip():
+            lines.append(current.rstrip())
+            current = " " * len(opening)
+        current += piece
+    return "\n".join([*lines, current.rstrip()])
 
 
 def _before_comments(data: bytes, fn) -> int:
