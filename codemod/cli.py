@@ -25,9 +25,8 @@ def _commands():
     from .verify import command as verify_command
     from .apply import command as apply_command
     from .parity import command as parity_command
-    from .verify import warm as warm_command
 
-    return [analyze_command, impact_command, verify_command, apply_command, parity_command, warm_command]
+    return [analyze_command, impact_command, verify_command, apply_command, parity_command]
 
 
 # Global flags: accepted before or after the subcommand (and a parity verb), one meaning everywhere.
