@@ -20,7 +20,6 @@ import io
 import json
 import math
 import os
-import posixpath
 import shlex
 import tempfile
 from pathlib import Path
@@ -351,6 +350,9 @@ def test_compile_db_entries_are_checked(data):
         flags_from_compile_db(path, SCRATCH / "k.cu", entries)
     except CodemodError:
         pass
+
+
+hexd = st.text(alphabet="0123456789abcdef", min_size=32, max_size=32)
 
 
 # --- journals and manifests (fuzz) ----------------------------------------------------------------
