@@ -551,7 +551,7 @@ def _layer_cache(root: Path, spec, cs: ChangeSet, guard: Callable[[str], str], f
         cs.notes.append(f"{cfg['source']}: the NVRTC layer already has the disk cache ({cfg['header']})")
         return
     # what other layer features replace in the same source (extend's helpers around NVRTC's calls)
-    others = [(e.start, e.end) for e in cs.edits if e.path == cfg["source"] and e.end > e.start]
+    others = [(e.start, e.end, e.text) for e in cs.edits if e.path == cfg["source"] and e.end > e.start]
     for e in layer_cache.layer_edits(data, cfg["source"], spec.layer["header"], cfg["header"], others):
         cs.edits.append(Edit(e.path, e.start, e.end, e.text, e.why, layer=True, cache=True))
     cs.layer_files.add(cfg["header"])

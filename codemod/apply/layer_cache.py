@@ -12,7 +12,7 @@ from __future__ import annotations
 import posixpath
 
 from ..errors import ApplyError
-from .layer import LayerEdit
+from .layer import COMPILE_PROGRAM, LayerEdit
 from .source import _walk, includes, node_text, parse
 
 FEATURE = "cache"
@@ -84,10 +84,11 @@ def _line_start(data: bytes, offset: int) -> tuple[int, str]:
 
 
 def layer_edits(data: bytes, source_path: str, layer_header: str, cache_header: str,
-                others: list[tuple[int, int]] = ()) -> list[LayerEdit]:
+                others: list[tuple[int, int, str]] = ()) -> list[LayerEdit]:
     """The edits that give the layer's compile function per-label compiles and the disk cache.
-    `others`: byte ranges other layer features replace in the same source (a call they route
-    through a helper of theirs). Raises ApplyError, naming file:line, when the layer does not have
+    `others`: (start, end, text) of what other layer features replace in the same source (a call
+    they route through a helper of theirs: refused, unless it is compile_program's, which gives
+    NVRTC the same arguments). Raises ApplyError, naming file:line, when the layer does not have
     the expected shape (then nothing is changed)."""
     root = parse(data)
     compiles = _calls(data, root, "nvrtcCompileProgram")
@@ -114,7 +115,9 @@ def layer_edits(data: bytes, source_path: str, layer_header: str, cache_header: 
         if len(found) != 1:
             raise ApplyError(f"{where(fn)}: the compile function calls {name} {len(found)} times; the disk cache "
                              "needs one call (one program, one name expression)", hint=HINT)
-        if any(s < found[0].end_byte and found[0].start_byte < e for s, e in others):
+        callee = found[0].child_by_field_name("function")
+        if any(s < found[0].end_byte and found[0].start_byte < e
+               and (s, e, t) != (callee.start_byte, callee.end_byte, COMPILE_PROGRAM) for s, e, t in others):
             raise ApplyError(f"{where(found[0])}: another layer feature (nvrtc_layer.extend) replaces {name}; the disk "
                              "cache keys the compile function's own NVRTC calls", hint=HINT)
         return found[0]

@@ -125,7 +125,10 @@ def test_a_call_another_feature_replaces_is_refused():
     caller's headers: the key would miss them, so the cache refuses that layer."""
     at = LAYER.index(b"nvrtcCreateProgram(")
     with pytest.raises(ApplyError, match="another layer feature"):
-        _edits(others=[(at, at + len(b"nvrtcCreateProgram"))])
+        _edits(others=[(at, at + len(b"nvrtcCreateProgram("), "create_program_with_headers(extra_headers, ")])
+    # compile_program's helper takes NVRTC's arguments as they are: the key is the same
+    at = LAYER.index(b"nvrtcCompileProgram(")
+    assert _edits(others=[(at, at + len(b"nvrtcCompileProgram"), "compile_program_or_throw")])
 
 
 def test_entry_round_trip_and_damage():
