@@ -208,16 +208,14 @@ def layer_edits(data: bytes, source_path: str, layer_header: str, cache_header: 
     store = (f"\n{indent}if (!cache_key.empty()) rtc_cache::store(cache_key, {lowered}, {code});"
              f"\n{indent}{var}.lock();")
     lock_line, lock_indent = _line_start(data, lock.start_byte)
-    fn_line = _before_comments(data, fn)
-    label_fn = ("namespace {\n\n"
-                "// One mutex per kernel label: a label compiles once, while other labels compile and launch.\n"
+    label_fn = ("// One mutex per kernel label: a label compiles once, while other labels compile and launch.\n"
                 "std::mutex &label_mutex(const std::string &label) {\n"
                 "  static std::mutex mutex;\n"
                 "  static std::map<std::string, std::mutex> mutexes;  // a map's nodes never move\n"
                 "  std::lock_guard<std::mutex> lock(mutex);\n"
                 "  return mutexes[label];\n"
-                "}\n\n"
-                "}  // namespace\n\n")
+                "}\n")
+    fn_line, label_fn = _helper_place(data, fn, label_fn)
     why = "per-label compiles and the disk cache"
     return [LayerEdit(source_path, fn_line, fn_line, label_fn, why),
             LayerEdit(source_path, lock_line, lock_line,
@@ -240,6 +238,20 @@ def _wrapped(opening: str, args: list[str], closing: str, width: int = 100) -> s
             current = " " * len(opening)
         current += piece
     return "\n".join([*lines, current.rstrip()])
+
+
+def _helper_place(data: bytes, fn, text: str) -> tuple[int, str]:
+    """Where a helper of the compile function goes, and its text: at the end of the anonymous
+    namespace before the function when the source has one (TE's and the golden layers' helpers live
+    there), else in one of its own right above the function and its comment."""
+    anonymous = [n for n in fn.parent.named_children if n.type == "namespace_definition"
+                 and n.child_by_field_name("name") is None and n.end_byte <= fn.start_byte]
+    if anonymous:
+        closing = anonymous[-1].child_by_field_name("body").children[-1]
+        line = _line_start(data, closing.start_byte)[0]
+        blank = data[:line].endswith(b"\n\n")
+        return line, ("" if blank else "\n") + text + ("\n" if blank else "")
+    return _before_comments(data, fn), "namespace {\n\n" + text + "\n}  // namespace\n\n"
 
 
 def _before_comments(data: bytes, fn) -> int:

@@ -78,6 +78,15 @@ def test_edits():
     assert layer_cache.present(out.encode(), "util/rtc_cache.h") and not layer_cache.present(LAYER, "util/rtc_cache.h")
 
 
+def test_the_label_mutex_joins_the_sources_anonymous_namespace():
+    data = LAYER.replace(b"namespace lib {\n", b"namespace lib {\nnamespace {\n\nint helper();\n\n}  // namespace\n\n")
+    out = _apply(data, _edits(data)).decode()
+    assert out.count("namespace {") == 1
+    assert ("int helper();\n\n// One mutex per kernel label: a label compiles once, while other labels compile "
+            "and launch.\nstd::mutex &label_mutex(") in out
+    assert "  return mutexes[label];\n}\n\n}  // namespace\n" in out
+
+
 def test_a_copy_of_the_lowered_name_is_restored_too():
     data = LAYER.replace(b"  std::string cubin(", b"  const std::string mangled(lowered);\n  std::string cubin(")
     data = data.replace(b"Kernel(lowered, cubin)", b"Kernel(mangled, cubin)")
