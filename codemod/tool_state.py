@@ -1,7 +1,7 @@
 """Where codemod keeps its own state for a library tree, where the tree cannot supply it:
 `<git dir>/codemod/` in a git work tree (never in `git status`), else a per-user folder keyed by the
 tree's real path (`$XDG_STATE_HOME/codemod/trees/<sha256>`). The write journal and lock
-(apply/journal.py) and the migration manifests (`manifests/`) live there. Also the checks of a path
+(apply/write/journal.py) and the migration manifests (`manifests/`) live there. Also the checks of a path
 read from a record (journal, manifest) against the tree it names (docs/reliability.md)."""
 
 from __future__ import annotations

@@ -88,15 +88,17 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     from ..rule import load_rule
     from dataclasses import replace
 
-    from .generate import generate
-    from .generate import manifest as generate_manifest
-    from .patch import apply_edits, layer_part
-    from .plan import build_plan, check_selection, outside_variants, units_reaching
-    from .report import render_report
+    from .emit.generate import generate
+    from .emit.generate import manifest as generate_manifest
+    from .write.patch import apply_edits, layer_part
+    from .plan.plan import build_plan, check_selection, outside_variants, units_reaching
+    from .write.report import render_report
     from .review import change_sets
-    from .spec import migrate_spec
-    from .style import format_edits, target_style
-    from . import arch_policy, build_order, device_pass, migrated, shared_header
+    from .plan.spec import migrate_spec
+    from .emit.style import format_edits, target_style
+    from .plan import arch_policy
+    from .emit import build_order, device_pass, shared_header
+    from .write import migrated
 
     if build_log is not None and not Path(build_log).is_file():
         raise UsageError(f"build log not found: {build_log}")
@@ -151,7 +153,7 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
             plan = build_plan(root, analysis, spec, only=only, exclude=exclude, declined=declined)
             plan.entry_points = list(analysis.entry_points)
     if not plan.kernels:
-        from .changeset import ChangeSet
+        from .base.changeset import ChangeSet
         return {}, render_report(plan, ChangeSet(), {}), plan
     if progress:
         progress(f"apply: generating the migration of {len(plan.kernels)} kernel(s): kernel strings, stubs, "
@@ -247,9 +249,9 @@ def _regenerate(root: Path, target: str, spec, doc: dict | None, update: bool, s
     import os
     import tempfile
 
-    from . import migrated
+    from .write import migrated
 
-    from .style import target_style
+    from .emit.style import target_style
 
     # every stored manifest read once; without a manifest, git's record adds the rules stacked later
     overlay, source, later = migrated.unmigrated(root, spec, doc, migrated.later_rules(root, spec.rule_id))
@@ -283,7 +285,7 @@ def _regenerate(root: Path, target: str, spec, doc: dict | None, update: bool, s
             desired[path] = text          # edited by the old migration, not by the new one
     cmake_file = (spec.cmake or {}).get("file")      # none for a setuptools library
     if kwargs.get("build_log") is None and cmake_file and cmake_file in desired and (root / cmake_file).is_file():
-        from . import build_order
+        from .emit import build_order
         desired[cmake_file] = build_order.kept_block(spec, (root / cmake_file).read_bytes().decode(),
                                                      desired[cmake_file])
     files = {}
@@ -310,7 +312,7 @@ def _scratch(root: Path, spec, copy: Path) -> Path:
     import os
     import shutil
 
-    from . import migrated
+    from .write import migrated
 
     top = root.resolve()
     dirs = [top] + [(top / d).resolve() for d in spec.include_dirs]
@@ -333,8 +335,8 @@ def write_migration(root: Path, files: dict, plan, force: bool = False) -> Path 
     they were, so an interrupted `--update` leaves the manifest of the migration the tree still
     holds. The manifest's path, None when there is none."""
     from ..tool_state import manifest_path
-    from . import migrated
-    from .patch import write_all
+    from .write import migrated
+    from .write.patch import write_all
 
     stored = None
     if plan is not None and plan.manifest:
@@ -424,7 +426,7 @@ def repo_location(root: Path) -> tuple[Path | None, str]:
 
 def _write_output(flag: str, path: Path, text: str) -> None:
     """Whole or nothing (temp file + rename): a full disk leaves the previous file, not a truncated one."""
-    from .journal import atomic_write
+    from .write.journal import atomic_write
 
     try:
         atomic_write(path, text.encode())
@@ -446,7 +448,7 @@ def run(args) -> int:
 def _recover_and_lock(root: Path, write: bool, held: contextlib.ExitStack) -> None:
     """--write holds the tree lock to the end; any mode first rolls back what an interrupted write
     left (journal.recover) and says so."""
-    from . import journal
+    from .write import journal
 
     journal.check_legacy(root)
     if not (write or journal.pending(root)):
@@ -460,7 +462,7 @@ def _recover_and_lock(root: Path, write: bool, held: contextlib.ExitStack) -> No
 
 
 def _run(args, root: Path) -> int:
-    from .patch import after_layer, unified_diff
+    from .write.patch import after_layer, unified_diff
     from .review import review
 
     outputs = _output_paths(args)
@@ -584,7 +586,7 @@ def _precheck(root: Path, files: dict, plan, progress) -> None:
     """Refuse (nothing written) when a generated kernel string does not compile under NVRTC, or
     kernels.h does not as a unit's first include (self_contained.py)."""
     from ..tool_state import manifest_path
-    from .precheck import BLACKWELL_ARCH, BLACKWELL_MIN, precheck
+    from .check.precheck import BLACKWELL_ARCH, BLACKWELL_MIN, precheck
 
     if plan is None or not plan.manifest:
         return
@@ -602,7 +604,7 @@ def _precheck(root: Path, files: dict, plan, progress) -> None:
                          "written:\n" + "\n".join(problems),
                          hint="leave those kernels static with --exclude, fix the rule, or pass --no-precheck "
                               "to write the migration anyway")
-    from .self_contained import kernels_h_errors
+    from .check.self_contained import kernels_h_errors
 
     units = [u for u in plan.spec.translation_units if (root / u).is_file()]
     if progress:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .. import strict_json
 from .command import compute
-from .patch import unified_diff
+from .write.patch import unified_diff
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden"
 VERSION = "<version>"

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import TextIO
 
 from ..errors import UsageError
-from .generate import generate
-from .patch import apply_edits, line_counts, unified_diff
-from .plan import Plan
+from .emit.generate import generate
+from .write.patch import apply_edits, line_counts, unified_diff
+from .plan.plan import Plan
 
 DECLINED = "declined interactively"
 NOT_REVIEWED = "declined interactively (not reviewed: quit before it)"

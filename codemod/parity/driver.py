@@ -7,7 +7,7 @@ from pathlib import Path
 import jinja2
 
 from .. import __version__
-from ..apply.generate import clang_format
+from ..apply.emit.generate import clang_format
 from .plan import Plan
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates" / "parity"

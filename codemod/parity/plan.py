@@ -13,7 +13,7 @@ from pathlib import Path
 from ..errors import RuleError, UnsupportedConstruct, UsageError
 from ..rule import load_yaml
 from .. import strict_json
-from ..apply.c_api import prototypes
+from ..apply.base.c_api import prototypes
 
 PROFILES_DIR = Path(__file__).resolve().parent / "libraries"
 TENSOR_ROLES = ("input", "output", "dbias", "workspace")

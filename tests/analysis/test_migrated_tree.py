@@ -9,7 +9,7 @@ import pytest
 
 from codemod.analysis.analyze import analyze
 from codemod.apply.command import compute
-from codemod.apply.patch import write_all
+from codemod.apply.write.patch import write_all
 from codemod.frontend.toolchain import stub_text
 from codemod.rule import load_rule_file
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from codemod.apply.style import find_clang_format
+from codemod.apply.emit.style import find_clang_format
 
 # pre-commit-hooks ids -> their module (the console script's entry point)
 PRE_COMMIT_HOOKS = {

@@ -13,7 +13,7 @@ import pytest
 
 from codemod.apply.command import compute
 from codemod.apply.golden import GOLDEN, golden_patch
-from codemod.apply.patch import write_all
+from codemod.apply.write.patch import write_all
 from codemod.tool_state import manifest_path
 from codemod.cli import main
 from codemod.errors import ApplyError, UnsupportedConstruct
@@ -124,7 +124,7 @@ def test_patched_golden_builds(tmp_path, legacy):
 
 
 def test_cmake_insertion_point_is_after_the_whole_command():
-    from codemod.apply.generate import cmake_command_end
+    from codemod.apply.emit.generate import cmake_command_end
 
     data = (b'make_string_header_from_file(a.cu\n'
             b'                             sym_a)  # tail\n'
@@ -141,8 +141,8 @@ def test_cmake_insertion_point_is_after_the_whole_command():
 def test_cmake_block_loop_makes_each_string_header_once_under_its_symbol(tmp_path):
     """The CMake block makes its string headers in one loop; CMake spells each symbol as the stubs
     do (symbol_for), and a second rule's block leaves out what a first rule's loop makes."""
-    from codemod.apply.generate import made_in_loops, render
-    from codemod.apply.plan import symbol_for
+    from codemod.apply.emit.generate import made_in_loops, render
+    from codemod.apply.plan.plan import symbol_for
 
     paths = ["activation/rtc/kernels-x.cu", "cast/mxfp8/specialized/swizzle.cuh", "util/ptx.cuh"]
     block = render("cmake_block.cmake.j2", marker="NVRTC migration of the r kernels", rule="r", legacy_option="L",
@@ -160,7 +160,7 @@ def test_cmake_block_loop_makes_each_string_header_once_under_its_symbol(tmp_pat
 
 
 def test_programs_share_one_header_list_unless_an_include_name_means_two_files():
-    from codemod.apply.generate import _shared_headers
+    from codemod.apply.emit.generate import _shared_headers
 
     a = dict(headers=[dict(symbol="s_common", include_name="../common.h"), dict(symbol="s_m", include_name="math.h")])
     b = dict(headers=[dict(symbol="s_common", include_name="../common.h"), dict(symbol="s_k", include_name="k.cuh")])
@@ -172,7 +172,7 @@ def test_programs_share_one_header_list_unless_an_include_name_means_two_files()
 def test_units_reaching_a_rewritten_header_follow_includes(tmp_path):
     """The TUs a rewritten header reaches, directly or through other headers (quoted includes from
     the including folder, then the rule's include dirs); others and the output folder are left out."""
-    from codemod.apply.plan import units_reaching
+    from codemod.apply.plan.plan import units_reaching
 
     files = {
         "util/launch.h": "#pragma once\n",

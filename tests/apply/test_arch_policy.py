@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from codemod.apply.arch_policy import from_cmake
+from codemod.apply.plan.arch_policy import from_cmake
 from codemod.errors import ApplyError
 
 # TE d0067d0's shape: the policy under toolkit-version branches, heads moved out of the list.

@@ -147,7 +147,7 @@ def test_a_split_head_kernel_with_its_includers_header_first(tmp_path, capsys):
     patch, doc = _apply(tmp_path, capsys, root)
     ids = {k["id"] for k in doc["kernels"]}
     assert ids == {"buildlib::quant::round_kernel", "buildlib::quant::absmax_kernel"}
-    program = _new_file(patch, "rtc/quant/absmax_kernel.cu")
+    program = _new_file(patch, "rtc/quant/kernels.cu")     # quant/kernels.cuh's program, both kernels'
     assert program.index('#include "util/reduce.cuh"') < program.index('#include "quant/kernels.cuh"')
     absmax = next(k for k in doc["kernels"] if k["id"] == "buildlib::quant::absmax_kernel")
     assert absmax["headers"]["util/reduce.cuh"] == "util/reduce.cuh"
@@ -168,7 +168,7 @@ def test_patched_buildlib_builds_and_passes_the_builds_value(tmp_path):
     """The patched golden builds; kernels.cpp, compiled with the build's -DBUILDLIB_NUM_PASSES=3
     (CMake), hands NVRTC `-DBUILDLIB_NUM_PASSES=3`, not common.h's default."""
     from codemod.apply.command import compute
-    from codemod.apply.patch import write_all
+    from codemod.apply.write.patch import write_all
     from tests.golden.test_golden_builds import _nvrtc_root
 
     root = _copy(tmp_path)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from codemod.apply import cmake_lists
+from codemod.apply.base import cmake_lists
 from codemod.apply.command import compute
 from codemod.apply.golden import GOLDEN
 from codemod.cli import main

@@ -34,7 +34,7 @@ def _fnv1a(parts: list[bytes]) -> int:
 
 def _fast_math_variants() -> set[tuple[str, tuple]]:
     """(kernel id, axis values) of the variants whose entry points are all in activation/*.cu."""
-    from codemod.apply.option_scope import _matches
+    from codemod.apply.emit.option_scope import _matches
 
     from .patched_actlib import _COMPUTED
 

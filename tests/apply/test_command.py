@@ -73,8 +73,8 @@ def test_interrupt_exits_130(capsys, monkeypatch):
 ])
 def test_sites_apply_cannot_rewrite_leave_the_kernel_static(kind, api, via, reason):
     from codemod.analysis.analyze import analyze
-    from codemod.apply.plan import build_plan
-    from codemod.apply.spec import migrate_spec
+    from codemod.apply.plan.plan import build_plan
+    from codemod.apply.plan.spec import migrate_spec
     from codemod.rule import load_rule
 
     root = GOLDEN / "actlib" / "input"

@@ -1,8 +1,8 @@
-"""Canonical spellings of constant template arguments (codemod/apply/consteval.py)."""
+"""Canonical spellings of constant template arguments (codemod/apply/plan/consteval.py)."""
 
 import pytest
 
-from codemod.apply.consteval import NotConstant, evaluate, function_choice
+from codemod.apply.plan.consteval import NotConstant, evaluate, function_choice
 
 SIZES = {"__half": 2, "float": 4}
 

@@ -10,8 +10,8 @@ import subprocess
 
 import pytest
 
-from codemod.apply.generate import render
-from codemod.apply.prelude_copies import COPY_HASH_BASE, copy_hash, grouped_checks
+from codemod.apply.emit.generate import render
+from codemod.apply.emit.prelude_copies import COPY_HASH_BASE, copy_hash, grouped_checks
 
 DECL = "template <typename T>\nstruct is_fp8 : std::false_type {};"
 HEADER = f"// lib/common.h\nnamespace lib {{\nusing fp32 = float;\n\n{DECL}\n}}  // namespace lib\n"
@@ -86,7 +86,7 @@ def test_spellings_stringized_as_generated():
     """kernels.h spells each template argument once, through `#__VA_ARGS__`: a formatter line break
     between two tokens that had no blank would change the stringized spelling, so apply then
     keeps the block out of clang-format's reach (generate._spellings_kept)."""
-    from codemod.apply.generate import _spellings_kept
+    from codemod.apply.emit.generate import _spellings_kept
 
     kept = ("LIB_RTC_SPELLING(type_arg, __half)\nLIB_RTC_SPELLING(\n    type_arg,\n"
             "    ::lib::Traits<__nv_bfloat16, float,\n                  float>)\n")

@@ -1,7 +1,7 @@
 """Template arguments a launch leaves to deduction: passed explicitly from the analysis'
 `deduced_from`, refused without it."""
 
-from codemod.apply.plan import _deduced_arguments
+from codemod.apply.plan.plan import _deduced_arguments
 from codemod.model import Axis, Site
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from codemod.apply import device_pass
+from codemod.apply.emit import device_pass
 from codemod.apply.golden import GOLDEN
 from codemod.cli import main
 from codemod.errors import ApplyError
@@ -103,7 +103,7 @@ TE = os.environ.get("TE_SOURCE_DIR")
 def test_te_normalization_common_keeps_the_cudnn_frontend_from_the_norm_units():
     import yaml
 
-    from codemod.apply.plan import units_reaching
+    from codemod.apply.plan.plan import units_reaching
 
     root = Path(TE) / "transformer_engine" / "common"
     rule = yaml.safe_load((Path(__file__).resolve().parents[2] / "rules" / "transpose.yaml").read_text())

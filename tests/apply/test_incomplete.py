@@ -2,7 +2,7 @@
 
 from types import SimpleNamespace as NS
 
-from codemod.apply.plan import _incomplete
+from codemod.apply.plan.plan import _incomplete
 
 
 def _analysis(diags, tu_errors):

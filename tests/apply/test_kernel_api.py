@@ -1,5 +1,5 @@
 """Cooperative launches and occupancy queries on a kernel variable, `&kernel<...>` handles, and the
-headers an NVRTC program needs for the types its name expressions spell (codemod/apply/kernel_api.py)."""
+headers an NVRTC program needs for the types its name expressions spell (codemod/apply/plan/kernel_api.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from codemod.apply import kernel_api, source
+from codemod.apply.plan.plan import kernel_api
+from codemod.apply.base import source
 from codemod.frontend.treesitter import scan_bytes
 
 LAUNCHER = b"""#include "traits.h"
@@ -120,7 +121,7 @@ def test_patched_normlib_builds(tmp_path, legacy):
 
     from codemod.apply.command import compute
     from codemod.apply.golden import GOLDEN
-    from codemod.apply.patch import write_all
+    from codemod.apply.write.patch import write_all
     from tests.golden.test_golden_builds import _missing_tools, _nvrtc_root
 
     if _missing_tools():

@@ -96,7 +96,7 @@ def _plan(kid: str, lambda_line: int, passed: list[str]):
 def test_a_lambda_is_migrated_whole_or_not_at_all():
     """a and b share a lambda, b and c another; d has its own. `a` stays static (not planned): b,
     then c, follow it; d stays migrated."""
-    from codemod.apply.plan import _whole_lambdas
+    from codemod.apply.plan.plan import _whole_lambdas
 
     plans = [_plan("b", 10, ["a", "b"]), _plan("b", 20, ["b", "c"]), _plan("c", 20, ["b", "c"]),
              _plan("d", 30, ["d"])]
@@ -114,7 +114,7 @@ def test_patched_routerlib_builds(tmp_path, legacy):
     """The stub object goes through the generic lambdas and the unchanged helper (ADL overloads),
     with the static kernels kept (ON) or not (OFF)."""
     from codemod.apply.command import compute
-    from codemod.apply.patch import write_all
+    from codemod.apply.write.patch import write_all
     from tests.golden.test_golden_builds import _nvrtc_root
 
     root = _copy(tmp_path)
@@ -130,8 +130,8 @@ def test_patched_routerlib_builds(tmp_path, legacy):
 
 def test_prelude_copy_finds_a_typedef_enum_in_an_extern_c_block():
     """TE's C API header declares `typedef enum {...} NVTERoutingMapFormat;` inside extern "C"."""
-    from codemod.apply import source
-    from codemod.apply.prelude_copies import first_name
+    from codemod.apply.base import source
+    from codemod.apply.emit.prelude_copies import first_name
 
     data = (b'#ifndef H_\n#define H_\n#ifdef __cplusplus\nextern "C" {\n#endif\n'
             b"typedef enum {\n  FMT_A = 0,\n  FMT_B = 1,\n} Fmt;\nvoid host_fn(int);\n"

@@ -13,7 +13,7 @@ import pytest
 
 from codemod.apply.command import compute
 from codemod.apply.golden import GOLDEN, golden_patch
-from codemod.apply.patch import write_all
+from codemod.apply.write.patch import write_all
 
 CASE = GOLDEN / "flaglib"
 RULE = CASE / "rule.yaml"
@@ -143,9 +143,9 @@ def test_a_launch_given_a_value_outside_the_domain_is_refused_in_words(tmp_path)
 
 def _collapsed(tmp_path, text: str, macros=("SWITCH",)) -> str:
     """`text` with every switch of `macros` removed as collapse_edits removes one that goes."""
-    from codemod.apply.changeset import ChangeSet
-    from codemod.apply.launcher_values import LauncherValues, _switches, collapse_edits
-    from codemod.apply.patch import apply_edits
+    from codemod.apply.base.changeset import ChangeSet
+    from codemod.apply.emit.launcher_values import LauncherValues, _switches, collapse_edits
+    from codemod.apply.write.patch import apply_edits
 
     (tmp_path / "f.cu").write_text(text)
     lv = LauncherValues(switches={"f.cu": _switches("f.cu", text.encode(), list(macros))})
@@ -179,7 +179,7 @@ def test_a_block_alone_in_a_block_loses_its_braces(tmp_path):
 
 def test_a_comment_naming_the_constant_is_no_use(tmp_path):
     """TE's NVFP4 launcher names RETURN_ROWWISE in a comment inside the switch: not a use."""
-    from codemod.apply.launcher_values import Switch, _other_use
+    from codemod.apply.emit.launcher_values import Switch, _other_use
 
     text = b"SWITCH(r, R, {\n  // no R here\n  auto k = kern<R>();\n});\n"
     switch = Switch("f.cu", "SWITCH", 0, text.index(b"{"), text.rindex(b")"), "R", "r")

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from codemod.apply import layer
+from codemod.apply.emit import layer
 from codemod.apply.command import compute
-from codemod.apply.generate import render
+from codemod.apply.emit.generate import render
 from codemod.apply.golden import GOLDEN, golden_patch
-from codemod.apply.patch import write_all
+from codemod.apply.write.patch import write_all
 from codemod.errors import ApplyError
 from codemod.rule import load_rule_file
 

@@ -1,4 +1,4 @@
-"""Layer feature `cache` (codemod/apply/layer_cache.py): the edits on small layer sources (the
+"""Layer feature `cache` (codemod/apply/emit/layer_cache.py): the edits on small layer sources (the
 compile function keeps its NVRTC calls; the key, load and store and every lock are at its call
 sites), the shapes it refuses (one line naming file:line, nothing changed), detection of a layer that
 has it, and the entry format's Python copy."""
@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from codemod.apply import layer_cache
+from codemod.apply.emit import layer_cache
 from codemod.errors import ApplyError
 from codemod.verify import rtc_cache
 
@@ -150,7 +150,7 @@ def test_entry_round_trip_and_damage():
 
 
 def test_the_header_is_small_and_names_nothing_of_nvrtc():
-    from codemod.apply.generate import render
+    from codemod.apply.emit.generate import render
 
     layer = {"header": "util/rtc.h", "source": "util/rtc.cpp", "manager": "::lib::rtc::KernelManager::instance()",
              "cache": {"env_prefix": "LIB_RTC_CACHE", "default_dir": "lib/rtc"}}

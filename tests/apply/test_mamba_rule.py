@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from codemod.apply.spec import migrate_spec
+from codemod.apply.plan.spec import migrate_spec
 from codemod.rule import load_rule
 
 RULE = Path(__file__).resolve().parents[2] / "rules" / "mamba.yaml"

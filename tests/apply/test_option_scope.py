@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from codemod.apply.option_scope import scope, scoped_options
-from codemod.apply.plan import Variant
+from codemod.apply.emit.option_scope import scope, scoped_options
+from codemod.apply.plan.plan import Variant
 
 FILES = {"gelu": "activation/gelu.cu", "quantize": "cast/cast.cu", "dequantize": "dequantize/dequantize.cu"}
 
@@ -57,7 +57,7 @@ def test_a_code_generation_option_the_whole_build_gets_must_reach_nvrtc():
     """bitsandbytes' CMake appends --use_fast_math to CMAKE_CUDA_FLAGS: a rule without it had its
     migrated kernels compile to other numerics (their outputs differed from the original's on the
     H200, docs/results/bnb_device.md); apply refuses such a rule, naming the CMake line."""
-    from codemod.apply import option_scope
+    from codemod.apply.emit import option_scope
     from codemod.errors import ApplyError
 
     cmake = 'project(x)\nif(BUILD_CUDA)\n    string(APPEND CMAKE_CUDA_FLAGS " --use_fast_math")\nendif()\n'

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from codemod.apply import explicit_sites, own_layer, setuptools_build
-from codemod.apply.changeset import relative_include
-from codemod.apply.generate import render
+from codemod.apply.emit import explicit_sites, own_layer, setuptools_build
+from codemod.apply.base.changeset import relative_include
+from codemod.apply.emit.generate import render
 from codemod.errors import ApplyError
 
 LAYER = dict(header="src/rtc/rtc.h", source="src/rtc/rtc.cpp", manager="::lib::rtc::KernelManager::instance()",
@@ -239,7 +239,7 @@ def test_framework_torch_maps_half_to_cuda_half_in_the_nvrtc_programs(tmp_path):
 def test_bare_macro_invocation_lines_are_blanked_for_tree_sitter():
     """bitsandbytes' kernels.cu: `MAKE_k(...)` lines without `;` made tree-sitter read the file,
     the `#define`s of those macros included, as ERROR nodes."""
-    from codemod.apply import source
+    from codemod.apply.base import source
 
     data = (b"#define MAKE_k(T) \\\n  template __global__ void k<T>(T *);\n\nMAKE_k(float)\nMAKE_k(half)\n"
             b"void f() { g(1); }\n")

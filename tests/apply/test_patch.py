@@ -8,9 +8,9 @@ import shutil
 import pytest
 
 from codemod.apply.command import compute
-from codemod.apply.changeset import ChangeSet, Edit
+from codemod.apply.base.changeset import ChangeSet, Edit
 from codemod.apply.golden import GOLDEN
-from codemod.apply.patch import apply_edits, line_counts, write_all
+from codemod.apply.write.patch import apply_edits, line_counts, write_all
 from codemod.errors import ApplyError
 
 RULE = str(GOLDEN / "actlib" / "activation.yaml")

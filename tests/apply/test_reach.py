@@ -224,7 +224,7 @@ def test_patched_tulib_builds(tmp_path, legacy):
     import subprocess
 
     from codemod.apply.command import compute
-    from codemod.apply.patch import write_all
+    from codemod.apply.write.patch import write_all
     from tests.golden.test_golden_builds import _nvrtc_root
 
     root = tmp_path / "input"
@@ -303,8 +303,8 @@ def test_a_kernel_variable_launch_tree_sitter_misreads_is_rewritten_at_the_analy
 def test_prelude_copy_takes_macros_and_keeps_the_conditions_of_specializations():
     """TE's fp4 kernels need common.h's FP4_TYPE_SUPPORTED and the TypeExtrema<fp4e2m1>
     specialization inside `#if FP4_TYPE_SUPPORTED`: both are copied, the latter with its `#if`."""
-    from codemod.apply import source
-    from codemod.apply.prelude_copies import first_name
+    from codemod.apply.base import source
+    from codemod.apply.emit.prelude_copies import first_name
 
     data = (b"#ifndef G_H_\n#define G_H_\n#define FP4_OK (CUDA_VERSION >= 12080)\nnamespace lib {\n"
             b"template <typename T>\nstruct Extrema;\n#if FP4_OK\ntemplate <>\nstruct Extrema<char> {\n"
@@ -319,7 +319,7 @@ def test_prelude_copy_takes_macros_and_keeps_the_conditions_of_specializations()
 def test_constexpr_functions_stay_visible_to_nvrtc():
     """A constexpr function without __device__ is callable from device code (nvcc
     --expt-relaxed-constexpr, NVRTC -default-device; TE's ptx::is_supported_arch): not guarded."""
-    from codemod.apply import source
+    from codemod.apply.base import source
 
     data = b"template <int N>\nconstexpr bool supported() { return N > 0; }\n\nint host() { return 2; }\n"
     (start, end), = source.host_only_functions(data)
@@ -331,7 +331,7 @@ def test_a_kernel_head_split_by_an_if_is_not_guarded_as_host_code():
     compute_rowwise_amax_kernel, CM0202): tree-sitter sees `k(...) {...}` as a definition with no
     qualifier. Guarding it from `k(` on left NVRTC `template <...> __global__ void` dangling
     ("template" is not allowed at the next kernel)."""
-    from codemod.apply import source
+    from codemod.apply.base import source
 
     data = (b"namespace n {\ntemplate <int N>\n__global__ void\n#if defined(__CUDA_ARCH__)\n"
             b"__launch_bounds__(N)\n#endif\n    k(float *out) {\n  out[0] = N;\n}\n\n"
@@ -342,7 +342,7 @@ def test_a_kernel_head_split_by_an_if_is_not_guarded_as_host_code():
 
 
 def test_numeric_limits_shim_is_defined_without_libcu():
-    from codemod.apply import stdshim
+    from codemod.apply.base import stdshim
 
     defined, rest = stdshim.definitions(["numeric_limits"])
     assert rest == [] and "struct numeric_limits<float>" in defined[0]
@@ -353,7 +353,7 @@ def test_host_code_already_hidden_from_nvrtc_is_not_guarded_twice():
     """A second rule applied to a tree the first patched (TE: activation, then scaled_activation,
     both shipping util/vectorized_pointwise.h) found the same host functions and nested a second
     `#ifndef __CUDACC_RTC__` around each."""
-    from codemod.apply import source
+    from codemod.apply.base import source
 
     data = (b"namespace n {\n#ifndef __CUDACC_RTC__\ninline int a() { return 1; }\n#endif  // __CUDACC_RTC__\n"
             b"#ifdef __CUDACC_RTC__\n__device__ int b();\n#else\ninline int c() { return 3; }\n#endif\n"

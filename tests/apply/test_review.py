@@ -16,7 +16,7 @@ import pytest
 from codemod import __version__
 from codemod.apply.command import compute
 from codemod.apply.golden import GOLDEN
-from codemod.apply.patch import unified_diff, write_all
+from codemod.apply.write.patch import unified_diff, write_all
 from codemod.apply.review import DECLINED, NOT_REVIEWED, change_sets
 from codemod.cli import main
 from codemod.tool_state import manifest_path

@@ -58,7 +58,7 @@ def test_patched_scanlib_builds_and_keeps_static_kernels_only_in_a_legacy_build(
     """What setup.py would do, without torch: the string-header step, then every unit with the
     legacy define, linked with NVRTC. The default build has no static kernel; the legacy build all 50."""
     from codemod.apply.command import compute
-    from codemod.apply.patch import write_all
+    from codemod.apply.write.patch import write_all
 
     root = tmp_path / "input"
     shutil.copytree(GOLDEN / "scanlib" / "input", root)
@@ -190,7 +190,7 @@ def test_cmake_library_without_layer_gains_the_string_function_and_the_layer(tmp
 @pytest.mark.parametrize("legacy", ["OFF", "ON"])
 def test_cmake_library_without_layer_builds(tmp_path, legacy):
     from codemod.apply.command import compute
-    from codemod.apply.patch import write_all
+    from codemod.apply.write.patch import write_all
 
     root, rule = _cmake_scanlib(tmp_path)
     write_all(root, compute(root, str(rule))[0])

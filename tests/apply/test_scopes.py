@@ -79,7 +79,7 @@ def test_patched_scopelib_builds(tmp_path):
     import subprocess
 
     from codemod.apply.command import compute
-    from codemod.apply.patch import write_all
+    from codemod.apply.write.patch import write_all
     from tests.golden.test_golden_builds import _nvrtc_root
 
     root = tmp_path / "input"
@@ -150,7 +150,7 @@ def test_a_rule_value_names_an_enumerator_spelled_from_the_global_scope():
     """TE's fused router spells `TopkFuncType::Radix` in transformer_engine::fused_router, where the
     enum lives: the analysis writes `::transformer_engine::fused_router::TopkFuncType::Radix`, and
     the rule's key `TopkFuncType::Radix` (its trailing components) still gives the value."""
-    from codemod.apply.names import argument, named_value
+    from codemod.apply.plan.names import argument, named_value
 
     values = {"TopkFuncType::Radix": "1", "Radix": "7", "kVec": "4"}
     assert named_value("::te::router::TopkFuncType::Radix", values) == "1"   # the longest key first

@@ -1,4 +1,4 @@
-"""The stubs' sections (apply/sections.py, golden/latelib): what kernels.h cannot see where units
+"""The stubs' sections (apply/emit/sections.py, golden/latelib): what kernels.h cannot see where units
 include it goes to `kernels_<stem>.h`, which the header declaring it includes at its end."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from codemod.apply.command import compute
 from codemod.apply.golden import GOLDEN
-from codemod.apply.self_contained import kernels_h_errors
+from codemod.apply.check.self_contained import kernels_h_errors
 from codemod.cli import main
 
 RULE = str(GOLDEN / "latelib" / "rule.yaml")
@@ -136,7 +136,7 @@ def test_a_migrated_tree_with_sections_checks_clean(tmp_path):
                     reason="needs nvcc, cmake and ninja")
 @pytest.mark.parametrize("legacy", ["OFF", "ON"])
 def test_patched_latelib_builds(tmp_path, legacy):
-    from codemod.apply.patch import write_all
+    from codemod.apply.write.patch import write_all
     from tests.golden.test_golden_builds import _nvrtc_root
 
     root = tmp_path / "input"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from codemod.apply.prelude_copies import replaced_declarations, selected_copies
+from codemod.apply.emit.prelude_copies import replaced_declarations, selected_copies
 
 COMMON = """#ifndef COMMON_H_
 #define COMMON_H_

@@ -7,7 +7,7 @@ import pytest
 
 from codemod.apply.command import compute
 from codemod.apply.golden import GOLDEN
-from codemod.apply.self_contained import kernels_h_errors
+from codemod.apply.check.self_contained import kernels_h_errors
 
 RULE = str(GOLDEN / "actlib" / "activation.yaml")
 HEADER = "rtc/activation/kernels.h"

@@ -1,12 +1,12 @@
-"""Definitions moved, not copied (codemod/apply/shared_header.py, rule key kernel_strings.move_to)."""
+"""Definitions moved, not copied (codemod/apply/emit/shared_header.py, rule key kernel_strings.move_to)."""
 
 from __future__ import annotations
 
 import pytest
 
-from codemod.apply import shared_header
-from codemod.apply.changeset import ChangeSet
-from codemod.apply.patch import apply_edits
+from codemod.apply.emit import shared_header
+from codemod.apply.base.changeset import ChangeSet
+from codemod.apply.write.patch import apply_edits
 from codemod.errors import ApplyError
 
 COMMON = """// lib's host header.
@@ -147,7 +147,7 @@ def test_move_to_names_a_replaced_header(tmp_path):
     """A `move_to` key that the prelude does not replace is a rule error naming it."""
     import yaml
 
-    from codemod.apply.spec import migrate_spec
+    from codemod.apply.plan.spec import migrate_spec
     from codemod.errors import RuleError
     from codemod.rule import load_rule
 

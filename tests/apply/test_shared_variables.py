@@ -13,11 +13,11 @@ import pytest
 
 from codemod.apply.command import compute
 from codemod.apply.golden import GOLDEN, golden_patch
-from codemod.apply.patch import write_all
+from codemod.apply.write.patch import write_all
 from codemod.cli import main
 from codemod.errors import RuleError
 from codemod.rule import load_rule_file
-from codemod.apply.spec import migrate_spec
+from codemod.apply.plan.spec import migrate_spec
 from tests.apply.test_reach import needs_nvrtc
 
 CASE = GOLDEN / "sharedlib"

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from codemod.apply import source
-from codemod.apply.names import Unspellable, argument
+from codemod.apply.base import source
+from codemod.apply.plan.names import Unspellable, argument
 from codemod.apply.golden import GOLDEN
-from codemod.apply.spec import migrate_spec
+from codemod.apply.plan.spec import migrate_spec
 from codemod.rule import load_rule_file
 
 
@@ -76,7 +76,7 @@ def test_enumeration_arguments_are_cast():
 def test_copied_struct_definition_keeps_its_semicolon():
     """`struct X {...};` at namespace scope: tree-sitter leaves the `;` a sibling; a prelude copy
     without it does not compile (TE normalization's KernelParamsBase under NVRTC)."""
-    from codemod.apply.source import declarations
+    from codemod.apply.base.source import declarations
 
     src = b"namespace a {\nstruct B { int x; };\nstruct C : public B {\n  int y;\n};\ntemplate <typename T> struct D {};\n}\n"
     assert [t for _, t in declarations(src, {"B", "C", "D"})] == [
@@ -86,7 +86,7 @@ def test_copied_struct_definition_keeps_its_semicolon():
 def test_prelude_copies_find_using_aliases_with_their_conditions():
     """`using fp4e2m1 = __nv_fp4_e2m1;` under `#if FP4_TYPE_SUPPORTED` (TE's common.h): a
     prelude_copy name, copied with its condition (before, "no declaration of fp4e2m1")."""
-    from codemod.apply.source import declarations
+    from codemod.apply.base.source import declarations
 
     data = b"namespace te {\n#if FP4_TYPE_SUPPORTED\nusing fp4e2m1 = __nv_fp4_e2m1;\n#endif\n}  // namespace te\n"
     assert declarations(data, {"fp4e2m1"}) == [("te", "#if FP4_TYPE_SUPPORTED\nusing fp4e2m1 = __nv_fp4_e2m1;\n#endif")]
@@ -96,7 +96,7 @@ def test_prelude_copies_are_found_in_a_header_tree_sitter_reads_as_one_error():
     """TE's transformer_engine.h closes `extern "C" {` in an `#ifdef __cplusplus` block followed by
     C++ that tree-sitter cannot read: the whole file is one ERROR node, and its enums (the 4over6
     mode) were not found to copy."""
-    from codemod.apply.source import declarations, parse
+    from codemod.apply.base.source import declarations, parse
 
     data = (b'#ifndef E_H_\n#define E_H_\n#ifdef __cplusplus\nextern "C" {\n#endif\n'
             b'enum Mode { kModeA = 0, kModeB = 1 };\n#ifdef __cplusplus\n}  // extern "C"\n'
@@ -108,7 +108,7 @@ def test_prelude_copies_are_found_in_a_header_tree_sitter_reads_as_one_error():
 def test_a_kernel_whose_head_an_if_splits_is_found():
     """CM0202: the frontend's scanner sees no kernel in `template <...> __global__ void` / `#if ...
     __launch_bounds__(N) #endif` / `k(...) {...}`; apply finds its definition from the head on."""
-    from codemod.apply.source import kernel_definition, kernel_signature
+    from codemod.apply.base.source import kernel_definition, kernel_signature
 
     data = (b"#include <x.h>\nint before;\ntemplate <typename T, int N>\n__global__ void\n#if defined(__CUDA_ARCH__)\n"
             b"__launch_bounds__(N)\n#endif\n    k(const T *in, float *out) {\n  out[0] = in[0];\n}\n")
@@ -119,7 +119,7 @@ def test_a_kernel_whose_head_an_if_splits_is_found():
 
 
 def test_include_conditions():
-    from codemod.apply.source import include_conditions
+    from codemod.apply.base.source import include_conditions
 
     data = (b"#ifndef G_\n#define G_\n#include <a.h>\n#if FP4\n#include <b.h>\n#ifdef X\n#include \"c.h\"\n#endif\n"
             b"#endif\n#endif\n")
@@ -130,7 +130,7 @@ def test_host_of_a_device_host_variable_is_found_and_nothing_else():
     """NVRTC rejects `__host__` on a variable (`attribute "__host__" does not apply here`; TE's
     `__device__ __host__ constexpr size_t kScaleColAlign`): its byte range, for the guard; functions,
     `__device__`-only variables and what is already hidden from NVRTC are left alone."""
-    from codemod.apply.source import host_variable_qualifiers
+    from codemod.apply.base.source import host_variable_qualifiers
 
     data = (b"namespace a {\n__device__ __host__ constexpr size_t kAlign = 4;\n__device__ constexpr int kB = 2;\n"
             b"__host__ __device__ inline int f(int x) { return x; }\n__host__ __device__ int g(int);\n"
@@ -141,7 +141,7 @@ def test_host_of_a_device_host_variable_is_found_and_nothing_else():
 
 
 def test_guard_end_is_the_include_guards_endif_line():
-    from codemod.apply.source import guard_end
+    from codemod.apply.base.source import guard_end
 
     guarded = b"// c\n#ifndef G_\n#define G_\nint x;\n\n#endif  // G_\n"
     assert guarded[guard_end(guarded):] == b"#endif  // G_\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from codemod.apply.golden import GOLDEN
-from codemod.apply.spec import migrate_spec
+from codemod.apply.plan.spec import migrate_spec
 from codemod.errors import RuleError
 from codemod.rule import load_rule_file
 

@@ -54,7 +54,7 @@ def _nvrtc():
 @pytest.mark.parametrize("legacy, kernels", [("OFF", 0), ("ON", 5)])
 def test_patched_splitlib_builds_with_its_cmake(tmp_path, legacy, kernels):
     from codemod.apply.command import compute
-    from codemod.apply.patch import write_all
+    from codemod.apply.write.patch import write_all
 
     root = tmp_path / "input"
     shutil.copytree(GOLDEN / "splitlib" / "input", root)

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from codemod.apply import migrated, stacking
+from codemod.apply.write import migrated
+from codemod.apply.base import stacking
 from codemod.cli import main
 from codemod.tool_state import manifest_path
 
@@ -145,10 +146,10 @@ def test_a_later_rule_asking_for_another_disk_cache_is_refused_not_ignored(tmp_p
     """The first rule applied writes the layer's cache header; a later rule whose nvrtc_layer.cache
     differs (here: another default folder) would leave its setting unapplied, so apply stops and names
     the difference. The same settings pass, whichever rule asks."""
-    from codemod.apply.generate import _same_cache, render
+    from codemod.apply.emit.generate import _same_cache, render
     from codemod.errors import ApplyError
 
-    from codemod.apply import layer_cache
+    from codemod.apply.emit import layer_cache
 
     def header(rule, default_dir):
         cfg = layer_cache.settings({"header": "util/rtc.h", "source": "util/rtc.cpp",

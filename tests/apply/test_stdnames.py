@@ -1,4 +1,4 @@
-"""std names without `namespace std` (codemod/apply/stdnames.py, rule key kernel_strings.std_names)."""
+"""std names without `namespace std` (codemod/apply/emit/stdnames.py, rule key kernel_strings.std_names)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from codemod.apply import source, stdnames
+from codemod.apply.base import source
+from codemod.apply.emit import stdnames
 from codemod.errors import ApplyError
 
 HEADER = b"""#ifndef LIB_UTILS_H_
@@ -151,7 +152,7 @@ def test_integers_the_prelude_copies_spell_are_collected():
     integers are collected with their std names (the prelude is generated, so the scan of the
     shipped library headers does not see it; TE's cast_fp8_gated_kernel and the NVFP4 kernels
     failed NVRTC on `uintptr_t` before)."""
-    from codemod.apply.prelude_copies import respell_copies
+    from codemod.apply.emit.prelude_copies import respell_copies
 
     groups = [{"namespace": "lib", "texts": ["__device__ inline char *align_up(char *p, uintptr_t a) {\n"
                                              "  return p + (std::max(a, a) - reinterpret_cast<uintptr_t>(p) % a);\n}"]}]

@@ -3,8 +3,8 @@ to libcu++, and every definition compiles under NVRTC."""
 
 import pytest
 
-from codemod.apply import stdshim
-from codemod.apply.generate import render
+from codemod.apply.base import stdshim
+from codemod.apply.emit.generate import render
 
 
 def test_dependencies_come_first_and_unknown_names_are_left():

@@ -1,4 +1,4 @@
-"""The target's conventions read at apply time (codemod/apply/style.py): license header, pinned
+"""The target's conventions read at apply time (codemod/apply/emit/style.py): license header, pinned
 clang-format, changed-line formatting, comment wrapping, and the diff's repository-root paths."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from codemod.apply import style
+from codemod.apply.emit import style
 from codemod.apply.command import repo_location
-from codemod.apply.patch import unified_diff
+from codemod.apply.write.patch import unified_diff
 from codemod.errors import ApplyError
 
 HEADER = "/*\n * Copyright (c) 2022-2025, Example Corp. All rights reserved.\n *\n * See LICENSE.\n */\n"

@@ -22,7 +22,7 @@ def test_no_added_line_names_the_tool(case):
 
 
 def test_guards_follow_the_convention_most_headers_use(tmp_path):
-    from codemod.apply.target_names import guard_convention
+    from codemod.apply.plan.target_names import guard_convention
 
     for path, guard in (("util/rtc.h", "TRANSFORMER_ENGINE_COMMON_UTIL_RTC_H_"),
                         ("util/math.h", "TRANSFORMER_ENGINE_COMMON_UTIL_MATH_H_"),
@@ -36,7 +36,7 @@ def test_guards_follow_the_convention_most_headers_use(tmp_path):
 
 
 def test_without_a_convention_guards_take_the_library_name(tmp_path):
-    from codemod.apply.target_names import guard_convention
+    from codemod.apply.plan.target_names import guard_convention
 
     (tmp_path / "a.h").write_text("#pragma once\n")
     assert guard_convention(tmp_path, "actlib").guard("rtc/kernels.h") == "ACTLIB_RTC_KERNELS_H_"
@@ -45,7 +45,7 @@ def test_without_a_convention_guards_take_the_library_name(tmp_path):
 def test_macros_take_the_error_macros_prefix():
     from types import SimpleNamespace
 
-    from codemod.apply.target_names import macro_prefix
+    from codemod.apply.plan.target_names import macro_prefix
 
     assert macro_prefix(SimpleNamespace(layer={"error_macro": "NVTE_ERROR"}, namespace="transformer_engine::rtc")) \
         == "NVTE"
@@ -55,7 +55,7 @@ def test_macros_take_the_error_macros_prefix():
 def test_a_migration_is_recognised_by_kernels_h_declaring_the_rules_namespace(tmp_path):
     from types import SimpleNamespace
 
-    from codemod.apply import migrated
+    from codemod.apply.write import migrated
 
     spec = SimpleNamespace(output_dir="rtc/act", namespace="actlib::rtc_activation")
     assert migrated.recognised(tmp_path, spec) is None

@@ -95,7 +95,7 @@ def test_patched_ctlib_builds(tmp_path, legacy):
     import subprocess
 
     from codemod.apply.command import compute
-    from codemod.apply.patch import write_all
+    from codemod.apply.write.patch import write_all
     from tests.golden.test_golden_builds import _nvrtc_root
 
     root = tmp_path / "input"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from codemod.apply import migrated
+from codemod.apply.write import migrated
 
 ORIGINAL = """\
 .. envvar:: NVTE_A

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from codemod.apply import journal
+from codemod.apply.write import journal
 from codemod.apply.command import compute
 from codemod.apply.golden import GOLDEN
-from codemod.apply.patch import write_all
+from codemod.apply.write.patch import write_all
 from codemod.cli import main
 from codemod.errors import ApplyError, RuleError
 from codemod.tool_state import manifest_path

@@ -133,7 +133,7 @@ def test_manifest_entries_above_the_library_root_stay_checkable(tmp_path):
     """A rule with repo_root (TE: its docs/envvars.rst two levels above transformer_engine/common)
     records `../../docs/...` in the manifest: --check/--update read it back (they refused their own
     manifest before) while an entry leaving the git work tree is still refused."""
-    from codemod.apply.migrated import check, untouched
+    from codemod.apply.write.migrated import check, untouched
     from codemod.errors import ApplyError
     repo = tmp_path / "repo"
     lib = repo / "pkg" / "common"

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from codemod.apply import journal
+from codemod.apply.write import journal
 from codemod.apply.command import compute, write_migration
 from codemod.apply.golden import GOLDEN
-from codemod.apply.patch import write_all
+from codemod.apply.write.patch import write_all
 from codemod.cli import main
 from codemod.errors import ApplyError, RuleError
 from codemod.tool_state import MANIFESTS, manifest_path
@@ -233,7 +233,7 @@ def test_the_lock_is_exclusive_and_released(tmp_path):
     root = tmp_path / "t"
     root.mkdir()
     holder = subprocess.Popen([sys.executable, "-c", "import sys; from pathlib import Path; "
-                               "from codemod.apply.journal import tree_lock\n"
+                               "from codemod.apply.write.journal import tree_lock\n"
                                f"with tree_lock(Path({str(root)!r})):\n print('held', flush=True); sys.stdin.readline()"],
                               cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:

@@ -10,8 +10,8 @@ import subprocess
 
 import pytest
 
-from codemod.apply import zero_length
-from codemod.apply.generate import render
+from codemod.apply.emit import zero_length
+from codemod.apply.emit.generate import render
 
 SOURCE = b"""\
 struct none_t {};

@@ -62,7 +62,7 @@ def test_disk_full_storing_the_manifest(cli, actlib, monkeypatch):
 
 def test_disk_full_while_writing_names_the_file(tmp_path, monkeypatch):
     """_write_tmp itself: an OSError of os.write (which names no file) names the temp file."""
-    from codemod.apply import journal
+    from codemod.apply.write import journal
 
     def no_space(fd, data):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
@@ -86,7 +86,7 @@ def test_disk_full_while_writing_names_the_file(tmp_path, monkeypatch):
     b"\xff\xfe{",
 ])
 def test_malformed_journal(cli, actlib, text):
-    from codemod.apply.journal import state
+    from codemod.apply.write.journal import state
     from codemod.tool_state import make_folder
 
     st = state(actlib)                          # the tree's state folder (per user, outside the tree)

@@ -376,7 +376,7 @@ def _inside(base: str, rel: str) -> bool:
 
 def _as_written(path: str, old: bool, mode) -> dict:
     """An entry as `transaction` writes it for `path` (its temp file, hashes, backup), whatever the path."""
-    from codemod.apply.journal import _tmp_of
+    from codemod.apply.write.journal import _tmp_of
 
     return {"path": path, "tmp": _tmp_of(path) if isinstance(path, str) else path, "old": "0" * 64 if old else None,
             "new": "1" * 64, "mode": mode, "backup": "backup/0" if old else None}
@@ -394,9 +394,9 @@ JOURNAL_TREE = SCRATCH / "tree"
 @given(st.one_of(journal.map(lambda j: json.dumps(j).encode()), journal_as_written.map(lambda j: json.dumps(j).encode()),
                  st.binary(max_size=64)))
 def test_journals_fuzzed_name_no_path_outside_the_tree(data):
-    """Through the journal's own reader (apply/journal.py: read, then every field checked against
+    """Through the journal's own reader (apply/write/journal.py: read, then every field checked against
     the tree and the state folder): an ApplyError, or a record whose every path stays inside."""
-    from codemod.apply import journal as journal_mod
+    from codemod.apply.write import journal as journal_mod
     from codemod.errors import ApplyError
 
     (JOURNAL_STATE / "backup").mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,1 @@
+"""Stage 2, emit: the plan -> the change set (kernel strings, stubs, rewrites, layer, CMake), formatted."""

@@ -1,0 +1,1 @@
+"""Stage 1, plan: the rule and the analysis -> which kernels move, their variants, sites and headers."""
