@@ -572,27 +572,21 @@ def _layer_cache(root: Path, spec, cs: ChangeSet, guard: Callable[[str], str], f
     cfg = layer_cache.settings(spec.layer)
     if cfg is None:
         return
-    layer_cache.check_rule_options(spec.options, spec.rule_id)
     data = (root / cfg["source"]).read_bytes()
     # NOTE: the template's first line is `// {{ banner }}`: a title here, no tool name.
     text = fmt(render("layer/rtc_cache.h.j2", banner="The NVRTC layer's disk cache.", guard=guard(cfg["header"]),
                       layer_source=cfg["source"], namespace=cfg["namespace"], env=cfg["env"],
-                      default_dir=cfg["default_dir"], pch=cfg["pch"], minimal=cfg["minimal"],
-                      list_options=cfg["list_options"], list_option_prefixes=cfg["list_option_prefixes"]),
-               cfg["header"])
+                      default_dir=cfg["default_dir"]), cfg["header"])
     if layer_cache.present(data, cfg["header"]):
         _same_cache(root, cfg["header"], text, spec.rule_id)
         cs.notes.append(f"{cfg['source']}: the NVRTC layer already has the disk cache ({cfg['header']})")
         return
-    # Edits other layer features made in the same source: their program calls go through the cache
-    # too, and the cache does not edit inside what they replace.
-    others = [e for e in cs.edits if e.path == cfg["source"]]
-    for e in others:
-        e.text = layer_cache.qualify_generated(e.text)
-    edits = layer_cache.layer_edits(data, cfg["source"], spec.layer["header"], cfg["header"])
-    for e in layer_cache.merge(edits, [(o.start, o.end) for o in others]):
-        cs.edits.append(Edit(e.path, e.start, e.end, e.text, e.why, layer=True))
+    # what other layer features replace in the same source (extend's helpers around NVRTC's calls)
+    others = [(e.start, e.end, e.text) for e in cs.edits if e.path == cfg["source"] and e.end > e.start]
+    for e in layer_cache.layer_edits(data, cfg["source"], spec.layer["header"], cfg["header"], others):
+        cs.edits.append(Edit(e.path, e.start, e.end, e.text, e.why, layer=True, cache=True))
     cs.layer_files.add(cfg["header"])
+    cs.cache_files.add(cfg["header"])
     cs.new_files[cfg["header"]] = text
     test = cfg.get("test")
     if test:
@@ -602,15 +596,13 @@ def _layer_cache(root: Path, spec, cs: ChangeSet, guard: Callable[[str], str], f
                                         include=test.get("include") or cfg["header"], namespace=cfg["namespace"],
                                         env=cfg["env"]), path)
         _test_source(root, spec, cs, test, f"{spec.rule_id}/nvrtc_layer/cache/test", "the layer cache's tests")
+        cs.edits[-1].layer = cs.edits[-1].cache = True
+        cs.layer_files.add(path)
+        cs.cache_files.add(path)
     env = cfg["env"]
-    cs.notes.append(f"{cfg['source']}: NVRTC layer with per-variant compiles and an opt-in disk cache shared by "
-                    f"the processes of a machine ({cfg['header']}); environment: {env['dir']}=FOLDER or "
-                    f"{env['prefix']}=1 (on, default folder $XDG_CACHE_HOME/{cfg['default_dir']}; off unless set), "
-                    f"{env['max_size']} (bound, default 1G), {env['record']} (list for `codemod warm`), "
-                    f"{env['warm']} (a list compiled by {env['warm_threads']} background threads), {env['log']} "
-                    f"(cache events)"
-                    + (f"; NVRTC's automatic precompiled headers per process ({env['pch']}=0: off)" if cfg["pch"] else "")
-                    + (f"; NVRTC's -minimal ({env['minimal']}=0: off)" if cfg["minimal"] else ""))
+    cs.notes.append(f"{cfg['source']}: NVRTC layer with per-label compiles and an opt-in disk cache shared by "
+                    f"the processes of a machine ({cfg['header']}); off unless {env['dir']}=FOLDER or "
+                    f"{env['prefix']}=1 (default folder $XDG_CACHE_HOME/{cfg['default_dir']})")
 
 
 def _same_cache(root: Path, header: str, text: str, rule_id: str) -> None:
