@@ -64,6 +64,8 @@ def build_order_lines(bo, cmake_file: str, outside=()) -> list[str]:
     outside = set(outside)
 
     def migrated(t) -> str:
+        if getattr(t, "unfinished", False):
+            return ("yes; " if t.migrated else "") + "unfinished in the log: nvcc --time's phases so far, a lower bound"
         if t.migrated:
             return "yes"
         return "outside the analysis (measured time kept)" if posixpath.join(folder, t.path) in outside else ""
@@ -86,6 +88,8 @@ def build_order_lines(bo, cmake_file: str, outside=()) -> list[str]:
     if bo.emitted:
         lines += [f"**Edit made** in `{cmake_file}` before `add_library` (line {bo.at_line}): the TUs below "
                   f"move to the front of `{bo.variable}`, longest first (predicted {bo.gain_pct}% shorter).", ""]
+        if bo.reason:
+            lines += [f"Listed although the replay cannot price them: {bo.reason}.", ""]
     else:
         lines += [f"**No build-order edit**: {bo.reason}.", ""]
     if bo.listed:

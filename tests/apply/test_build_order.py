@@ -284,3 +284,34 @@ def test_check_and_update_without_the_log_keep_the_block(actlib_git, build_log, 
     assert main(["apply", "--target", RULE, str(actlib_git), "--check", "-q"]) == 0, capsys.readouterr().err
     files, _, _ = compute(actlib_git, RULE, update=True)
     assert files == {}
+
+
+def test_a_unit_still_compiling_when_the_build_stopped_is_listed_from_its_nvcc_phases(actlib_git, tmp_path):
+    """A stopped build: ninja never logged dequantize.cu (started first, 200 s), but nvcc --time wrote
+    the phases it finished (no host compile, no driver row). Their sum, 195 s, is a lower bound that
+    lists it first although the replay, which knows only logged steps, sees no gain."""
+    build = [("dequantize/dequantize.cu", 200, 10, 190), *BUILD[1:]]
+    log, csv = tmp_path / "a.ninja_log", tmp_path / "a.csv"
+    log.write_text("".join(line for line in _ninja_log(build).splitlines(keepends=True)
+                           if "dequantize.cu.o" not in line))
+    rows = _nvcc_csv(build).splitlines(keepends=True)
+    csv.write_text("".join(r for r in rows if not (r.startswith("dequantize/dequantize.cu , gcc (compiling)")
+                                                   or "dequantize.cu.o ,  , nvcc , 0.5" in r)))
+    files, report, plan = compute(actlib_git, RULE, build_log=log, nvcc_times=[csv])
+    bo = plan.build_order
+    assert [(t.path, t.seconds, t.unfinished) for t in bo.listed] == [
+        ("dequantize/dequantize.cu", 195.0, True), ("util/rtc.cpp", 100.0, False)]
+    assert "| 1 | `dequantize/dequantize.cu` | 195.0 | 195.0 | unfinished in the log: nvcc --time's phases so " \
+           "far, a lower bound |" in report
+    # the replay, blind to it, predicts no gain; the edit is made for the unit that outlasted the log
+    assert bo.emitted and bo.without_s == bo.with_s
+    new = files["CMakeLists.txt"][1]
+    assert "    dequantize/dequantize.cu  # >= 195.0 s (unfinished in the log)\n    util/rtc.cpp  # 100.0 s\n" in new
+    assert "# The recorded build stopped before the units marked >= finished" in new
+    assert "Listed although the replay cannot price them: dequantize/dequantize.cu still compiling" in report
+
+
+def test_a_finished_build_lists_no_unfinished_unit(actlib_git, build_log):
+    log, csv = build_log
+    _, _, plan = compute(actlib_git, RULE, build_log=log, nvcc_times=[csv])
+    assert not any(t.unfinished for t in plan.build_order.listed)
