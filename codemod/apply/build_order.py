@@ -53,6 +53,7 @@ class BuildOrder:
     reason: str = ""
     at_line: int = 0  # the add_library line the edit precedes
     at_byte: int = 0  # where that line starts in the CMake file
+    migrated_log: str = ""  # the stub source that shows the log is of a migrated build (times kept)
 
     @property
     def gain_pct(self) -> float | None:
@@ -142,6 +143,14 @@ def plan(root: Path, spec, analysis, kernel_ids: set[str], build_log: Path, nvcc
         return bo
 
     what_if = analysis.impact["what_if"]
+    cmake_dir = posixpath.dirname(spec.cmake["file"])
+    stub = posixpath.relpath(posixpath.join(spec.output_dir, "kernels.cpp"), cmake_dir or ".")
+    if any(_object_source(name, spec.cmake["target"]) == stub for name in loaded.steps.name):
+        # NOTE: the log already compiles this migration's stub source: it is a build of the migrated
+        # tree, whose TUs took what they take after the migration; scaling them again (the
+        # durations and both replays) would count the migration twice
+        bo.migrated_log = stub
+        scale, what_if = {}, {"remove": [], "scale": {}}
     base = predict_what_if(loaded, what_if, jobs=jobs, policy=policy, max_steps=0)
     opts = base["options"]
     bo.jobs, bo.jobs_source, bo.policy, bo.policy_source = (opts["jobs"], opts["jobs_source"], opts["policy"],
@@ -154,7 +163,6 @@ def plan(root: Path, spec, analysis, kernel_ids: set[str], build_log: Path, nvcc
         return bo
 
     # Predicted durations: migrated TUs scaled by the what-if's factor, others as measured.
-    cmake_dir = posixpath.dirname(spec.cmake["file"])
     steps = loaded.steps
     candidates = []
     for k, name in enumerate(steps.name):
@@ -166,7 +174,8 @@ def plan(root: Path, spec, analysis, kernel_ids: set[str], build_log: Path, nvcc
         candidates.append((round(measured * factor, 1), name, src, measured, factor != 1.0, False))
     candidates += _unfinished(loaded, spec, cmake_dir, entries, scale, {c[2] for c in candidates})
     candidates.sort(key=lambda c: (-c[0], c[1]))
-    for seconds, name, src, measured, moved, unfinished in candidates[:bo.jobs]:
+    count = order.get("count", bo.jobs)
+    for seconds, name, src, measured, moved, unfinished in candidates[:None if count == "all" else count]:
         if src in entries:
             bo.listed.append(Listed(src, name, seconds, round(measured, 1), moved, unfinished))
         else:

@@ -78,6 +78,11 @@ def build_order_lines(bo, cmake_file: str, outside=()) -> list[str]:
              f"{bo.replayed_wall_s} s. Each TU's compile time after the migration: migrated TUs keep their "
              "device phases scaled by the instantiation share left static, host phases kept "
              "(`instantiation_share`, the what-if of the predicted build above), the others their measured time.", ""]
+    if getattr(bo, "migrated_log", ""):
+        lines[0] = lines[0].replace(lines[0][lines[0].index("Each TU's compile time"):],
+                                    f"The log compiles `{bo.migrated_log}`, this migration's stub source: it is a build "
+                                    "of the migrated tree, so every TU keeps its measured time (the migration is "
+                                    "not priced twice).")
     if bo.with_s is not None:
         lines += ["| order | predicted wall s | critical step |", "|---|---:|---|",
                   f"| current source lists | {bo.without_s} | `{bo.critical_without}` |",

@@ -315,3 +315,49 @@ def test_a_finished_build_lists_no_unfinished_unit(actlib_git, build_log):
     log, csv = build_log
     _, _, plan = compute(actlib_git, RULE, build_log=log, nvcc_times=[csv])
     assert not any(t.unfinished for t in plan.build_order.listed)
+
+
+@pytest.mark.parametrize("count", [1, "all"])
+def test_count_sets_how_many_tus_are_listed(actlib_git, build_log, tmp_path, count):
+    """`count` lists fewer or more TUs than ninja has jobs (default: -j2 here, two TUs); `all` lists
+    every TU of the log that is an entry of the list, longest first: a short one that the source
+    order starts last (the tail of a single-arch build: TE's host-only normalization/common.cpp)
+    moves up too. The activation and cast TUs are in actlib_arch_specific_sources: left out."""
+    log, csv = build_log
+    rule = _rule(tmp_path, build_order={"variable": "actlib_sources", "count": count})
+    files, report, plan = compute(actlib_git, rule, build_log=log, nvcc_times=[csv])
+    bo = plan.build_order
+    listed = [(t.path, t.seconds) for t in bo.listed]
+    if count == 1:
+        assert listed == [("util/rtc.cpp", 100.0)] and bo.left_out == []
+    else:
+        assert listed == [("util/rtc.cpp", 100.0), ("dequantize/dequantize.cu", 30.0),
+                          ("transpose/transpose.cpp", 28.0)]
+        assert len(bo.left_out) == 5 and all("not a literal entry of actlib_sources" in d for d in bo.left_out)
+    assert f"These {len(listed)} translation units" in files["CMakeLists.txt"][1]
+
+
+def test_count_is_validated(tmp_path):
+    from codemod.errors import RuleError
+    from codemod.rule import load_rule_file
+
+    for bad in (0, "some"):
+        with pytest.raises(RuleError, match="build_order"):
+            load_rule_file(Path(_rule(tmp_path, build_order={"variable": "actlib_sources", "count": bad})))
+
+
+def test_a_log_of_the_migrated_tree_keeps_every_measured_time(actlib_git, tmp_path):
+    """A log that compiles the migration's own stub source (rtc/activation/kernels.cpp) is a build
+    of the migrated tree: its TUs already took their post-migration time. Scaling them by the
+    instantiation share again would count the migration twice (TE's six-arch order, written from
+    the migrated build, ranked gelu_grouped.cu's 163 s at ~60 s)."""
+    build = [*BUILD, ("rtc/activation/kernels.cpp", 3, None, None)]
+    log, csv = tmp_path / "m.ninja_log", tmp_path / "m.csv"
+    log.write_text(_ninja_log(build))
+    csv.write_text(_nvcc_csv(build))
+    _, report, plan = compute(actlib_git, RULE, build_log=log, nvcc_times=[csv])
+    bo = plan.build_order
+    assert bo.migrated_log == "rtc/activation/kernels.cpp"
+    assert any(d.startswith("activation/gelu.cu (40.0 s predicted") for d in bo.left_out)
+    assert bo.without_s == bo.replayed_wall_s   # the replay without a what-if
+    assert "The log compiles `rtc/activation/kernels.cpp`, this migration's stub source" in report
