@@ -103,6 +103,8 @@ class Plan:
     respelled: dict = field(default_factory=dict)
     # path -> (text before, text after) of the shared NVRTC layer's part of the migration (patch.layer_part)
     layer: dict = field(default_factory=dict)
+    # () -> that part without the disk cache's files and edits (`apply --cache-diff`; formats on demand)
+    layer_only: object = None
     # migrate.options.build_defines: NAME -> the library's default (build_defines.defaults), what the
     # precheck and verify compile with; the stubs pass the host compile's value
     build_defines: dict = field(default_factory=dict)
