@@ -901,6 +901,15 @@ def _render_spelled(cs: ChangeSet, fmt, template: str, path: str, ctx: dict) -> 
         cs.new_files[path] = fmt(render(template, format_off=True, **ctx), path)
 
 
+_NO_DEFINITION_WARNING = """
+#if defined(__CUDACC__) && !defined(__CUDACC_RTC__)
+// nvcc 13 warns (#20280) that a kernel the NVRTC stubs name through `decltype` has no definition
+// in the unit: NVRTC compiles it (no device code, no host stub is made for it here).
+#pragma nv_diag_suppress 20280
+#endif
+"""
+
+
 def _include_section(root: Path, cs: ChangeSet, header: str, section: str, shipped: bool,
                      kernels: list[str] = (), spelled: list[str] = ()) -> None:
     """The header includes its section after its kernels and the declarations the section spells,
@@ -915,8 +924,14 @@ def _include_section(root: Path, cs: ChangeSet, header: str, section: str, shipp
         inc = ("" if data[:at].endswith(b"\n\n") else "\n") + (
                f"#ifndef {RTC_GUARD}\n{source.STUBS_COMMENT} kernels above.\n"
                f'#include "{relative_include(section, header)}"\n#endif  // {RTC_GUARD}\n')
-        cs.new_files[header] = (data[:at].decode() + inc + ("\n" if at < len(data) else "")
-                                + data[at:].decode())
+        text = data[:at].decode() + inc + ("\n" if at < len(data) else "") + data[at:].decode()
+        # its kernels come before the unit includes kernels.h, whose pragma would silence nvcc's
+        # #20280 for them: the header says it itself, after its own includes
+        tops = [i for i in source.includes(data) if not i.nested and i.end < at]
+        if tops:
+            after = data.index(b"\n", tops[-1].end) + 1       # ASCII before it: offsets are the text's
+            text = text[:after] + _NO_DEFINITION_WARNING + text[after:]
+        cs.new_files[header] = text
         return
     data = source.without_stub_blocks((root / header).read_bytes())
     ends = [span[1] for name in kernels if (span := source.kernel_definition(header, data, name)) is not None]
