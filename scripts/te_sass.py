@@ -114,20 +114,31 @@ def render_markdown(r: dict, name: str) -> str:
     for p in s["programs"]:
         rows.setdefault((p["kernel"], p["config"]), {}).setdefault(p["arch"], []).extend(p["variants"])
     archs = r["archs"]
+    rule = Path(r["rule"]).stem
+    patched = r.get("static_side", "original") == "patched"
+    options = (["--rule", rule] if rule != "activation" else []) + (["--static", "patched"] if patched else [])
+    configs = sorted({config for _, config in rows})
+    static_side = ("the patched copy as the static side (the rule moves the kernels out of their .cu into "
+                   "`<stem>_kernels.cuh`, which the original does not have; below, how the moved code "
+                   "differs from the original's)" if patched else "the original checkout as the static side")
     lines = [
-        f"# TE activation rule: SASS equivalence of every migrated kernel, nvcc static build vs NVRTC", "",
+        f"# TE {rule} rule: SASS equivalence of every migrated kernel, nvcc static build vs NVRTC", "",
         f"TE {r['te_commit']}, `{r['rule']}` applied to a scratch copy, then `codemod verify --sass` (codemod "
-        f"{r['codemod_commit']}) with the original checkout as the static side; {r['machine']}; {r['date']}. "
+        f"{r['codemod_commit']}) with {static_side}; {r['machine']}; {r['date']}. "
         f"Machine-readable: `{name}.json` (every variant: symbol, verdict, class, diff excerpt). Reproduce: "
-        "`TE_SOURCE_DIR=<TE checkout> python scripts/te_sass.py --te-commit d0067d0 --name " + name + "`.", "",
+        "`TE_SOURCE_DIR=<TE checkout> python scripts/te_sass.py --te-commit d0067d0 "
+        + " ".join(options + ["--name", name]) + "`.", "",
         f"- **Toolchains**: nvcc {tools['nvcc_version']} (static side), NVRTC {tools['nvrtc_version']}, "
         f"disassembler {tools['nvdisasm_version']}; same release: {tools['same_release']}.",
         "- **Static side**: one nvcc unit per kernel, arch and option set including the kernel's original "
         "headers (and what the rule's `include_first` puts before them), taking each covered variant's "
-        "address; flags: `" + " ".join(r["static_flags"]) + "` (+ `--use_fast_math` for the fast-math set).",
+        "address; flags: `" + " ".join(r["static_flags"]) + "`"
+        + (" (+ `--use_fast_math` for the fast-math set)." if len(configs) > 1 else "."),
         "- **NVRTC side**: the kernel strings, headers and options of the manifest, as the stubs pass them for "
         "a Release build (`--define NDEBUG=1`: the rules' `options.defined_macros`; nvcc gets the same value).",
-        f"- **Cover**: the greedy cover of every axis value per kernel; both option sets; {', '.join(archs)}.", "",
+        f"- **Cover**: the greedy cover of every axis value per kernel; "
+        + ("both option sets" if len(configs) > 1 else "the rule's one option set (no conditional options)")
+        + f"; {', '.join(archs)}.", "",
         "## Result", "",
         f"**{c['compared']} variant-arch pairs: {c['identical']} identical, {c['identical-modulo-names']} identical "
         f"modulo names, {c['different-explained']} different with the cause named, "
@@ -137,15 +148,29 @@ def render_markdown(r: dict, name: str) -> str:
         "| kernel | option set | variants | " + " | ".join(archs) + " |",
         "|---|---|---:|" + "---|" * len(archs),
     ]
+    short = collections.Counter(kernel.split("::")[-1] for kernel in {k for k, _ in rows})
     for (kernel, config), by_arch in rows.items():
         n = max(len(v) for v in by_arch.values())
         cfg = "default" if config == "default" else "fast math"
-        lines.append(f"| `{kernel.split('::')[-1]}` | {cfg} | {n} | "
+        shown = kernel.split("::")[-1]
+        if short[shown] > 1:   # two kernels of one name in different namespaces
+            shown = kernel.removeprefix("transformer_engine::")
+        lines.append(f"| `{shown}` | {cfg} | {n} | "
                      + " | ".join(_summary(by_arch.get(a, [])) for a in archs) + " |")
     lines += ["", "## The classes", ""]
     seen = {v["classification"] or v["status"] for p in s["programs"] for v in p["variants"]}
     lines += [f"- **{k}**: {text}." for k, text in CLASSES.items() if k in seen or k == "identical"]
     lines += ["", "docs/verify.md (SASS equivalence) says what each class checks and what it does not.", ""]
+    if r.get("moved_code"):
+        lines += ["## The static side's code against the original", "",
+                  "The static unit includes the headers apply wrote (`<stem>_kernels.cuh`: the unit's device code "
+                  "moved out of the .cu). Their code lines (apply's own comment, guard and include lines aside) "
+                  "that the original unit does not hold, stripped of indentation:", "",
+                  "| moved header | from | code lines | not in the original unit |", "|---|---|---:|---|"]
+        for m in r["moved_code"]:
+            differ = "<br>".join(f"`{line}`" for line in m["not_in_unit"]) or "none"
+            lines.append(f"| `{m['header']}` | `{m['unit']}` | {m['code_lines']} | {differ} |")
+        lines.append("")
     return "\n".join(lines)
 
 
