@@ -61,7 +61,8 @@ def te_commit(te: Path, given: str) -> str:
 CLASSES = {
     "identical": "the same SASS, encodings and resources",
     "identical-modulo-names": "the same code; the kernel's mangled name differs in one 64-bit integer typedef "
-                              "(`int64_t` is `long` under nvcc, `long long` under NVRTC)",
+                              "(`int64_t` is `long` under nvcc, `long long` under NVRTC), or in the name of its "
+                              "anonymous namespace (each front end spells it from its own translation unit)",
     "shared-pointer-width": "nvcc's PTX addresses a `__shared__` variable with 32-bit shared-window pointers, "
                             "NVRTC 13.0's with 64-bit generic ones; the rest of the kernel's PTX (every "
                             "non-integer instruction and float constant) is the same",
@@ -130,8 +131,9 @@ def render_markdown(r: dict, name: str) -> str:
         + " ".join(options + ["--name", name]) + "`.", "",
         f"- **Toolchains**: nvcc {tools['nvcc_version']} (static side), NVRTC {tools['nvrtc_version']}, "
         f"disassembler {tools['nvdisasm_version']}; same release: {tools['same_release']}.",
-        "- **Static side**: one nvcc unit per kernel, arch and option set including the kernel's original "
-        "headers (and what the rule's `include_first` puts before them), taking each covered variant's "
+        "- **Static side**: one nvcc unit per kernel, arch and option set including the kernel's "
+        + ("headers in the patched copy (the moved `<stem>_kernels.cuh`)" if patched else "original headers")
+        + " (and what the rule's `include_first` puts before them), taking each covered variant's "
         "address; flags: `" + " ".join(r["static_flags"]) + "`"
         + (" (+ `--use_fast_math` for the fast-math set)." if len(configs) > 1 else "."),
         "- **NVRTC side**: the kernel strings, headers and options of the manifest, as the stubs pass them for "
@@ -158,9 +160,12 @@ def render_markdown(r: dict, name: str) -> str:
         lines.append(f"| `{shown}` | {cfg} | {n} | "
                      + " | ".join(_summary(by_arch.get(a, [])) for a in archs) + " |")
     lines += ["", "## The classes", ""]
-    seen = {v["classification"] or v["status"] for p in s["programs"] for v in p["variants"]}
+    seen = {v["classification"] or v["status"] for p in s["programs"] for v in p["variants"]} \
+        | {v["status"] for p in s["programs"] for v in p["variants"]}
     lines += [f"- **{k}**: {text}." for k, text in CLASSES.items() if k in seen or k == "identical"]
     lines += ["", "docs/verify.md (SASS equivalence) says what each class checks and what it does not.", ""]
+    for title, text in r.get("notes", {}).items():   # written by hand into the JSON, after the run
+        lines += [f"## {title}", "", text, ""]
     if r.get("moved_code"):
         lines += ["## The static side's code against the original", "",
                   "The static unit includes the headers apply wrote (`<stem>_kernels.cuh`: the unit's device code "
