@@ -88,7 +88,9 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     from .emit.generate import generate
     from .emit.generate import manifest as generate_manifest
     from .write.patch import apply_edits, layer_part
-    from .plan.plan import build_plan, check_selection, outside_variants, units_reaching
+    from .base.tree import units_reaching
+    from .plan.plan import build_plan, outside_variants
+    from .plan.spec import check_selection
     from .write.report import render_report
     from .review import change_sets
     from .plan.spec import migrate_spec

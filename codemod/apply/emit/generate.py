@@ -25,7 +25,8 @@ from ..base.changeset import RTC_GUARD, ChangeSet, Edit, relative_include
 from .launch_rewrite import matching, rewrite_sites
 from ..plan.names import enum_cast, namespace_parts, spelled_id
 from ..write.patch import apply_edits
-from ..plan.plan import Plan, host_include, symbol_for
+from ..base.tree import host_include, symbol_for
+from ..plan.plan import Plan
 from .prelude_copies import COPY_HASH_BASE, grouped_checks
 from .style import (FALLBACK_STYLE, C_FILE, TargetStyle, find_clang_format, leading_comment, license_header,
                     target_style)

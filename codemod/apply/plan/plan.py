@@ -11,17 +11,10 @@ from ...errors import ApplyError, UnsupportedConstruct, UsageError
 from ...model import Analysis, Kernel, Site
 from . import build_defines, framework_types, kernel_api, shared_variables
 from ..base import source
-from .names import Unspellable, argument, spelled_id
-from .spec import MigrateSpec
+from ..base.tree import HEADER_SUFFIXES, host_include, read_overlay, resolve_include
+from .names import Unspellable, site_variants, spelled_id
+from .spec import MigrateSpec, check_selection, selected
 from ..base.stdshim import shim_path
-
-
-HEADER_SUFFIXES = (".h", ".hpp", ".cuh", ".hh", ".inl")
-
-
-def symbol_for(path: str) -> str:
-    """The string-header symbol for a file: `string_code_` + path with separators as `_`."""
-    return "string_code_" + "".join(c if c.isalnum() else "_" for c in path)
 
 
 @dataclass
@@ -112,53 +105,6 @@ class Plan:
         return read_overlay(root, path, self.extractions)
 
 
-def read_overlay(root: Path, path: str, extractions: dict) -> bytes:
-    for ex in extractions.values():
-        if ex.header == path:
-            return ex.text.encode()
-    return (root / path).read_bytes()
-
-
-def _variants(site: Site, kernel: Kernel, spec: MigrateSpec) -> list[dict[str, str]]:
-    """The exact argument tuples the static build instantiated at a site (the analysis' joint
-    variants, in the kernel's parameter order), spelled for name expressions."""
-    params = kernel.params
-    out = []
-    for v in site.variants:
-        if v.get("kernel", kernel.id) != kernel.id:
-            continue
-        args = v["args"]
-        if len(args) != len(params):
-            raise ApplyError(f"variant of {kernel.id} has {len(args)} arguments for {len(params)} "
-                             "template parameters", where=f"{site.file}:{site.line}",
-                             hint="re-run `codemod analyze`; the analysis JSON may be stale")
-        out.append({p.name: argument(p.kind, a, spec, p.enum) for p, a in zip(params, args)})
-    return out
-
-
-def _resolve(root: Path, path: str, inc, include_dirs: list[str]) -> str | None:
-    """Repo path of an include as the compiler finds it: the includer's folder (quoted includes),
-    then the rule's include dirs; None when it is outside the library (a toolkit header)."""
-    bases = ([posixpath.dirname(path)] if not inc.system else []) + list(include_dirs)
-    top = root.resolve()
-    for base in bases:
-        target = posixpath.normpath(posixpath.join(base, inc.name))
-        full = (root / target).resolve()
-        if full.is_file() and full.is_relative_to(top):
-            return full.relative_to(top).as_posix()
-    return None
-
-
-def host_include(root: Path, path: str, inc, spec: MigrateSpec) -> bool:
-    """Whether an include of a shipped header stays out of NVRTC's sight: the rule's
-    `kernel_strings.host_includes` names it (as spelled, or by the library path it resolves to),
-    or the library already guards it with `__CUDACC_RTC__`."""
-    hidden = spec.kernel_strings.get("host_includes", [])
-    if inc.rtc_guarded or inc.name in hidden:
-        return True
-    return bool(hidden) and _resolve(root, path, inc, spec.include_dirs) in hidden
-
-
 def _closure_includes(root: Path, start: str, spec: MigrateSpec, out_dir: str, extractions: dict | None,
                       respelled: dict[tuple[str, str], str]):
     """(includer, include, name NVRTC sees, repo path or generated file it means) for every library
@@ -178,7 +124,7 @@ def _closure_includes(root: Path, start: str, spec: MigrateSpec, out_dir: str, e
             if inc.system and inc.name in shims:
                 yield path, inc, inc.name, shim_path(out_dir, inc.name)
                 continue
-            target = _resolve(root, path, inc, spec.include_dirs)
+            target = resolve_include(root, path, inc, spec.include_dirs)
             if target is None:
                 continue
             yield path, inc, respelled.get((path, inc.name), inc.name), (
@@ -394,19 +340,6 @@ def _incomplete(analysis: Analysis, spec: MigrateSpec, kernel: Kernel, sites: li
     return None
 
 
-def _selected(kernel_id: str, names: list[str] | None) -> bool:
-    """A kernel is named on the command line by its id or its unqualified name."""
-    return bool(names) and (kernel_id in names or kernel_id.split("::")[-1] in names)
-
-
-def check_selection(spec: MigrateSpec, only: list[str] | None, exclude: list[str] | None) -> None:
-    """A name given to --only/--exclude that matches no kernel of the rule is a usage error."""
-    unknown = [k for k in (only or []) + (exclude or []) if not any(_selected(r, [k]) for r in spec.kernels)]
-    if unknown:
-        raise UsageError(f"--only/--exclude name kernels the rule does not migrate: {', '.join(unknown)}",
-                         hint="the rule's kernels: " + ", ".join(spec.kernels))
-
-
 def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str] | None = None,
                exclude: list[str] | None = None, declined: dict[str, str] | None = None, progress=None) -> Plan:
     """`only`/`exclude`: kernel ids or names from the command line; `declined`: kernel id -> why it
@@ -423,9 +356,9 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
                          hint=f"found: {', '.join(sorted(by_id)) or 'none'}; {why}")
     check_selection(spec, only, exclude)
     declined = declined or {}
-    wanted = [k for k in spec.kernels if (not only or _selected(k, only)) and not _selected(k, exclude)
+    wanted = [k for k in spec.kernels if (not only or selected(k, only)) and not selected(k, exclude)
               and k not in declined]
-    skipped = [Skipped(k, declined.get(k) or ("excluded with --exclude" if _selected(k, exclude)
+    skipped = [Skipped(k, declined.get(k) or ("excluded with --exclude" if selected(k, exclude)
                                               else "not selected with --only"))
                for k in spec.kernels if k not in wanted]
     skipped += [Skipped(k.id, "not listed in the rule's migrate/kernels") for k in analysis.kernels
@@ -495,12 +428,12 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
             if explicit:
                 deduced_at[s.id] = explicit
             try:
-                site_variants = _variants(s, kernel, spec)
+                spelled = site_variants(s, kernel, spec)
             except Unspellable as e:
                 refused = f"template argument `{e}` at {s.id} has no canonical spelling for a name expression"
                 break
             reaching = [v.get("entry_points", []) for v in s.variants if v.get("kernel", kernel.id) == kernel.id]
-            for axes, entry_points in zip(site_variants, reaching):
+            for axes, entry_points in zip(spelled, reaching):
                 key = tuple(axes.items())
                 variants.setdefault(key, Variant(axes, []))
                 if s.id not in variants[key].sites:
@@ -602,7 +535,7 @@ def _type_headers(root: Path, spec: MigrateSpec, kernel: Kernel, source_file: st
     units += sorted(set(kernel.tus) - set(units))
     known = set(spec.kernel_strings.get("prelude_copy", []))
     found, nowhere = kernel_api.type_headers(
-        root, names, reached, units, lambda path, inc: _resolve(root, path, inc, spec.include_dirs),
+        root, names, reached, units, lambda path, inc: resolve_include(root, path, inc, spec.include_dirs),
         lambda path: read_overlay(root, path, extractions), known)
     replaced = set(spec.kernel_strings.get("replace_with_prelude", []))
     hidden = [h for h in found if h in replaced]
@@ -634,7 +567,7 @@ def outside_variants(root: Path, analysis, plan: Plan, domain: tuple[set[str], s
             if site.kind != "launch" or outside is None:
                 continue
             try:
-                spelled = _variants(outside, kp.kernel, plan.spec)
+                spelled = site_variants(outside, kp.kernel, plan.spec)
             except Unspellable:
                 continue
             for axes in spelled:
@@ -703,27 +636,3 @@ def _extractions(root: Path, spec: MigrateSpec, kernels: list[Kernel], sites_by_
         except Refused as exc:
             refused[unit] = str(exc)
     return done, refused
-
-
-_TU_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")
-
-
-def units_reaching(root: Path, headers: set[str], include_dirs: list[str], skip: str = "") -> list[str]:
-    """Translation units under root (repo paths, sorted) that include one of `headers` (repo
-    paths), directly or through other library headers (the frontend's regex include graph:
-    quoted includes next to the including file first, then the rule's include dirs). `skip`: a
-    folder left out (the generated output)."""
-    from ...frontend.parse import IncludeGraph
-
-    top = root.resolve()
-    graph = IncludeGraph(top)
-    dirs = tuple((top / d).resolve() for d in include_dirs)
-    targets = {(top / h).resolve() for h in headers}
-    skip_dir = (top / skip).resolve() if skip else None
-    out = []
-    for path in graph.directives:
-        if path.suffix not in _TU_SUFFIXES or path in targets or (skip_dir and path.is_relative_to(skip_dir)):
-            continue
-        if graph.closure(path, dirs)[0] & targets:
-            out.append(path.relative_to(top).as_posix())
-    return sorted(out)
