@@ -87,7 +87,7 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
 
     from .emit.generate import generate
     from .emit.generate import manifest as generate_manifest
-    from .write.patch import apply_edits, layer_part
+    from .emit.texts import apply_edits, layer_part
     from .base.tree import units_reaching
     from .plan.plan import build_plan, outside_variants
     from .plan.spec import check_selection
@@ -456,7 +456,8 @@ def _recover_and_lock(root: Path, write: bool, held: contextlib.ExitStack) -> No
 
 
 def _run(args, root: Path) -> int:
-    from .write.patch import after_layer, unified_diff
+    from .emit.texts import after_layer
+    from .write.patch import unified_diff
     from .review import review
 
     outputs = _output_paths(args)

@@ -10,7 +10,8 @@ from typing import TextIO
 
 from ..errors import UsageError
 from .emit.generate import generate
-from .write.patch import apply_edits, line_counts, unified_diff
+from .emit.texts import apply_edits
+from .write.patch import line_counts, unified_diff
 from .plan.plan import Plan
 
 DECLINED = "declined interactively"

@@ -24,7 +24,7 @@ from . import launcher_values
 from ..base.changeset import RTC_GUARD, ChangeSet, Edit, relative_include
 from .launch_rewrite import matching, rewrite_sites
 from ..plan.names import enum_cast, namespace_parts, spelled_id
-from ..write.patch import apply_edits
+from .texts import apply_edits
 from ..base.tree import host_include, symbol_for
 from ..plan.plan import Plan
 from .prelude_copies import COPY_HASH_BASE, grouped_checks
@@ -1073,8 +1073,8 @@ def _cmake(root: Path, plan: Plan, cs: ChangeSet, strings: list[str], cpp: str) 
         raise ApplyError(f"migrate/cmake/file: {path} is not a file under {root}",
                          hint="name the CMakeLists.txt that defines the target, relative to the library root")
     data = (root / path).read_bytes()
-    from ..write.patch import _text
-    _text(data, path)  # a CMakeLists that is not UTF-8: one error naming its line, before any decode
+    from .texts import library_text
+    library_text(data, path)  # a CMakeLists that is not UTF-8: one error naming its line, before any decode
     # After the library's last string-header line, else before its add_library(<target> ...).
     fn = cm["string_header_function"].encode() + b"("
     lines = [i for i in range(len(data)) if data.startswith(fn, i) and (i == 0 or data[i - 1:i] == b"\n")]
