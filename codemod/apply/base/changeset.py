@@ -27,7 +27,6 @@ class ChangeSet:
     # new files of the shared NVRTC layer (the stubs' runtime, the disk cache): with the layer edits,
     # a patch of their own that the rule's patch applies on top of (`apply --layer-diff`)
     layer_files: set[str] = field(default_factory=set)
-    manifest: str = ""          # kept outside the tree (migrated.py), not one of the new files
     # the spellings the stubs' TypeName / FunctionName tables hold: (types, functions)
     domain: tuple = (frozenset(), frozenset())
     # migrate.launcher_values: the runtime flags each factory takes, and what stays a switch (report)

@@ -1,4 +1,5 @@
-"""Analysis + rule -> a migration plan: the kernels to move, their variants, sites and headers."""
+"""Analysis + rule -> a migration plan: the kernels to move, their variants, sites and headers. The
+plan stage's one entry is `build_plan`; what it returns is frozen (later stages read it, none adds to it)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from .spec import MigrateSpec, check_selection, selected
 from ..base.stdshim import shim_path
 
 
-@dataclass
+@dataclass(frozen=True)
 class Variant:
     axes: dict[str, str]
     sites: list[str]
@@ -29,7 +30,7 @@ class Variant:
         return f"&::{spelled_id(kernel_id)}<{', '.join(self.axes.values())}>"
 
 
-@dataclass
+@dataclass(frozen=True)
 class KernelPlan:
     kernel: Kernel
     signature: source.KernelSignature
@@ -64,38 +65,24 @@ class KernelPlan:
         return self.kernel.id.rsplit("::", 1)[0] if "::" in self.kernel.id else ""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Skipped:
     what: str
     reason: str
 
 
-@dataclass
+@dataclass(frozen=True)
 class Plan:
     spec: MigrateSpec
     kernels: list[KernelPlan]
     skipped: list[Skipped]
     removed_instantiations: int
-    # TUs the analysis did not cover that include a rewritten header: arguments only they use
-    # are outside the migrated domain and keep the static kernel (the stubs' domain check).
-    outside_units: list[str] = field(default_factory=list)
-    # apply --build-log with the rule's migrate.cmake.build_order (build_order.BuildOrder)
-    build_order: object | None = None
-    # apply --build-log: the predicted build (analysis.impact of pricing.attach_impact: the what-if
-    # analyze prices for the same rule and log)
-    prediction: dict | None = None
     # translation unit -> the header its kernels' device code moves into (extract.Extraction)
     extractions: dict = field(default_factory=dict)
-    # the migration manifest (JSON text, migrated.record): stored outside the tree
-    manifest: str | None = None
-    # kernel id -> variants only outside_units launch that reach NVRTC (outside_variants)
-    outside_reach: dict = field(default_factory=dict)
     # the analysis' entry points (model.EntryPoint): the generated operator test calls them
     entry_points: list = field(default_factory=list)
     # (includer, include name) -> the spelling apply writes (include_respellings)
     respelled: dict = field(default_factory=dict)
-    # path -> (text before, text after) of the shared NVRTC layer's part of the migration (patch.layer_part)
-    layer: dict = field(default_factory=dict)
     # migrate.options.build_defines: NAME -> the library's default (build_defines.defaults), what the
     # precheck and verify compile with; the stubs pass the host compile's value
     build_defines: dict = field(default_factory=dict)
@@ -438,7 +425,7 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
                 variants.setdefault(key, Variant(axes, []))
                 if s.id not in variants[key].sites:
                     variants[key].sites.append(s.id)
-                variants[key].entry_points += [e for e in entry_points if e not in variants[key].entry_points]
+                variants[key].entry_points.extend([e for e in entry_points if e not in variants[key].entry_points])
         if not refused:
             refused = framework_types.refusal(kid, variants.values(), spec)
         if not refused and not variants:
@@ -473,6 +460,7 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
     shipped = {p for kp in plans for p in [kp.source_file, *kp.headers.values()]}
     return Plan(spec, sorted(plans, key=lambda p: p.kernel.id), skipped, removed,
                 extractions={u: ex for u, ex in extractions.items() if u in used},
+                entry_points=list(analysis.entry_points),
                 respelled={k: v for k, v in sorted(respelled.items()) if k[0] in shipped},
                 build_defines=build_defines.defaults(root, spec) if plans else {})
 
@@ -548,43 +536,6 @@ def _type_headers(root: Path, spec: MigrateSpec, kernel: Kernel, source_file: st
     return found, None
 
 
-def outside_variants(root: Path, analysis, plan: Plan, domain: tuple[set[str], set[str]]) -> dict[str, list[Variant]]:
-    """kernel id -> the variants that translation units outside the rule's analysis (`analysis`: of
-    `plan.outside_units`) launch through the rewritten sites and that reach NVRTC at run time: every
-    type and function argument in the stubs' domain (`domain`: the type and function spellings the
-    stubs name; nullptr is always in it, value arguments are rendered whatever they are), and not
-    already a variant of the plan. Variants with an argument outside the domain keep the static
-    kernel (type_in_domain / fn_in_domain) and are not listed; neither are unspellable ones."""
-    types, functions = domain
-    out: dict[str, list[Variant]] = {}
-    by_id = {s.id: s for s in analysis.sites}
-    for kp in plan.kernels:
-        kinds = {p.name: p.kind for p in kp.kernel.params}
-        known = {tuple(v.axes.items()) for v in kp.variants}
-        found: dict[tuple, Variant] = {}
-        for site in kp.sites:
-            outside = by_id.get(site.id)
-            if site.kind != "launch" or outside is None:
-                continue
-            try:
-                spelled = site_variants(outside, kp.kernel, plan.spec)
-            except Unspellable:
-                continue
-            for axes in spelled:
-                if any(kinds[p] == "type" and v not in types or kinds[p] == "function_pointer" and v != "nullptr"
-                       and v not in functions for p, v in axes.items()):
-                    continue
-                key = tuple(axes.items())
-                if key in known:
-                    continue
-                found.setdefault(key, Variant(dict(axes), []))
-                if site.id not in found[key].sites:
-                    found[key].sites.append(site.id)
-        if found:
-            out[kp.kernel.id] = [found[k] for k in sorted(found)]
-    return out
-
-
 def _one_spelling_per_type(root: Path, spec: MigrateSpec, kernel: Kernel, source_file: str,
                            headers: dict[str, str], variants: dict, extractions: dict) -> dict:
     """The variants with literal default template arguments spelled out in their type axes
@@ -609,8 +560,8 @@ def _one_spelling_per_type(root: Path, spec: MigrateSpec, kernel: Kernel, source
                 for p, v in var.axes.items()}
         key = tuple(axes.items())
         merged.setdefault(key, Variant(axes, []))
-        merged[key].sites += [s for s in var.sites if s not in merged[key].sites]
-        merged[key].entry_points += [e for e in var.entry_points if e not in merged[key].entry_points]
+        merged[key].sites.extend([s for s in var.sites if s not in merged[key].sites])
+        merged[key].entry_points.extend([e for e in var.entry_points if e not in merged[key].entry_points])
     return merged
 
 
