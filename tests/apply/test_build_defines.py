@@ -147,7 +147,7 @@ def test_a_split_head_kernel_with_its_includers_header_first(tmp_path, capsys):
     patch, doc = _apply(tmp_path, capsys, root)
     ids = {k["id"] for k in doc["kernels"]}
     assert ids == {"buildlib::quant::round_kernel", "buildlib::quant::absmax_kernel"}
-    program = _new_file(patch, "rtc/quant/absmax_kernel.cu")
+    program = _new_file(patch, "rtc/quant/kernels.cu")     # quant/kernels.cuh's program, both kernels'
     assert program.index('#include "util/reduce.cuh"') < program.index('#include "quant/kernels.cuh"')
     absmax = next(k for k in doc["kernels"] if k["id"] == "buildlib::quant::absmax_kernel")
     assert absmax["headers"]["util/reduce.cuh"] == "util/reduce.cuh"

@@ -232,3 +232,42 @@ def test_an_edit_of_a_moved_definition_is_kept_by_every_stacked_rule(stacked, ca
     assert main(["apply", "--target", str(rules[0]), str(repo), "--update", "-q"]) == 0
     assert "float upstream_scale = 1.f;" in path.read_text()
     assert "upstream_scale" not in (repo / "src" / "common.h").read_text()
+
+
+@pytest.mark.slow
+def test_a_rule_landed_as_two_pull_requests_checks_clean_from_git_history(tmp_path, capsys):
+    """A rule too large for one review lands in two: `--only` some kernels, then `--update` for the
+    rest, each committed on its own, with an upstream commit between them. `--check` reads the
+    migration as the first commit and the regeneration after it (before: the first commit only, so
+    the second one's rewrite of the lines the first wrote, e.g. the kernels the legacy option's
+    documentation lists, was a change "since the migration" and --check refused, exit 2)."""
+    repo = tmp_path / "repo"
+    shutil.copytree(GOLDEN / "normlib" / "input", repo)
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+    rule = str(_rules(tmp_path)[1])                       # ln_bwd: two kernels
+    first, layer = tmp_path / "first.diff", tmp_path / "layer.diff"
+    assert main(["apply", "--target", rule, str(repo), "--only", "normlib::ln_bwd_kernel", "--diff", str(first),
+                 "--layer-diff", str(layer), "--no-precheck", "-q"]) == 0
+    for part, what in ((layer, "NVRTC layer"), (first, "ln_bwd_kernel")):
+        _git(repo, "apply", str(part))
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-qm", what)
+    assert "ln_bwd_finalize_kernel" not in (repo / "src" / "rtc_ln_bwd" / "kernels.h").read_text()
+    (repo / "README.upstream").write_text("an unrelated upstream commit between the two pull requests\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "upstream")
+    rest = tmp_path / "rest.diff"
+    assert main(["apply", "--target", rule, str(repo), "--update", "--diff", str(rest), "--no-precheck", "-q"]) == 0
+    assert "ln_bwd_finalize_kernel" in rest.read_text()
+    _git(repo, "apply", str(rest))
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "the rest of ln_bwd")
+    assert manifest_paths(repo) == []
+    code, said = _check(repo, Path(rule), capsys)
+    assert code == 0, said
+    assert "and 1 regeneration(s) after it" in said, said
+    # an upstream body edit after both still needs no regeneration; a rule change does
+    _edit(repo, BODY, BODY + "  // an upstream change of the body only\n")
+    assert _check(repo, Path(rule), capsys)[0] == 0

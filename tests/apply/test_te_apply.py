@@ -207,9 +207,10 @@ def test_kernel_strings_only_in_kernels_cpp_and_nothing_to_check(te_patch):
     calls = [c for c in re.findall(r"(?m)^\s*make_string_header_from_file\(\s*(\S+)\s+(\S+)\s*\)", cmake)
              if not c[0].startswith("${")]                                     # the loop's own call
     calls += sorted(made_in_loops(cmake.encode(), "make_string_header_from_file"))     # the CMake block's loop
-    # a program per kernel header and the headers its name expressions need: unary_kernel's includes
-    # cast/fp8's two headers (the cast entry points' DequantizeParam, dequantize_func, identity)
-    assert ("activation/rtc/unary_kernel.cu", "string_code_activation_rtc_unary_kernel_cu") in calls
+    # a program per kernel header with the headers its kernels' name expressions need: the element-wise
+    # kernels' includes cast/fp8's two headers (the cast entry points' DequantizeParam, dequantize_func,
+    # identity)
+    assert ("activation/rtc/vectorized_pointwise.cu", "string_code_activation_rtc_vectorized_pointwise_cu") in calls
     for path, symbol in calls:
         (strings / f"{symbol}.h").write_text(template.replace("@STRING_NAME@", symbol).replace(
             "@STRING@", (common / path).read_text()))

@@ -130,19 +130,31 @@ def kernel_calls_location(spec) -> str:
 
 def program_paths(plan: Plan) -> dict[str, str]:
     """Kernel id -> its NVRTC program (`<output_dir>/<header stem>.cu`): one program per header
-    that defines kernels (and the headers its name expressions need), shared by those kernels.
-    Headers of one stem in two folders get the kernel's own name instead."""
+    that defines kernels, shared by those kernels (with the headers each one's name expressions
+    need: _program_headers). The name depends on the header alone, not on which of its kernels a
+    run migrates: a rule landed in two pull requests (`--only`, then `--update`) keeps its program
+    files. Headers of one stem in two folders get their folder's name in front."""
     out = plan.spec.output_dir
-    key = {kp.kernel.id: (kp.source_file or kp.kernel.file, tuple(kp.type_headers), tuple(kp.first_headers))
-           for kp in plan.kernels}
+    source = {kp.kernel.id: kp.source_file or kp.kernel.file for kp in plan.kernels}
     stems: dict[str, set] = {}
-    for k in key.values():
-        stems.setdefault(posixpath.splitext(posixpath.basename(k[0]))[0], set()).add(k)
+    for path in source.values():
+        stems.setdefault(posixpath.splitext(posixpath.basename(path))[0], set()).add(path)
     paths = {}
-    for kp in plan.kernels:
-        stem = posixpath.splitext(posixpath.basename(key[kp.kernel.id][0]))[0]
-        paths[kp.kernel.id] = f"{out}/{stem if len(stems[stem]) == 1 else kp.name}.cu"
+    for kid, path in source.items():
+        stem = posixpath.splitext(posixpath.basename(path))[0]
+        if len(stems[stem]) > 1:
+            stem = f"{posixpath.basename(posixpath.dirname(path)) or 'root'}_{stem}"
+        paths[kid] = f"{out}/{stem}.cu"
     return paths
+
+
+def _program_headers(kps, field: str) -> list[str]:
+    """The headers (`type_headers` or `first_headers`) a program's kernels need, in kernel order, each
+    once: a program includes what any of its kernels' name expressions spell."""
+    out: list[str] = []
+    for kp in sorted(kps, key=lambda kp: kp.kernel.id):
+        out.extend(h for h in getattr(kp, field) if h not in out)
+    return out
 
 
 def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool = True,
@@ -177,6 +189,7 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
     launcher_values.collapse_edits(root, values, cs)
     cs.launcher_values = values.summary()
     shipped.update({m.to: symbol_for(m.to) for m in copies.moved})     # the programs' own from here on
+    _program_wide_headers(plan, programs)
     stubs = _stub_kernels(run, programs, copies.checks, values)
     features = _stubs_runtime(run, bool(values.params))
     _kernels_h(run, stubs, shipped)
@@ -258,7 +271,8 @@ def _kernel_strings(run: _Run, programs: dict[str, str]) -> dict[str, str]:
         cs.new_files[path] = run.fmt(render("kernel_string.cu.j2",
                                             kernel_ids=[kp.kernel.id for kp in kps],
                                             include=kps[0].source_file or kps[0].kernel.file,
-                                            type_headers=kps[0].type_headers, first_headers=kps[0].first_headers,
+                                            type_headers=_program_headers(kps, "type_headers"),
+                                            first_headers=_program_headers(kps, "first_headers"),
                                             framework_aliases=framework_types.uses(kps, plan.spec),
                                             shared=[dict(name=v, symbol=shared_variables.module_symbol(v, listed))
                                                     for v in shared]),
@@ -387,9 +401,7 @@ def _stub_kernels(run: _Run, programs: dict[str, str], copy_checks: list[dict],
                     fn_names.add(value)
         params = [p.name for p in kp.kernel.params]
         headers = tuple((symbol_for(path), name) for name, path in _stub_headers(spec, kp))
-        program = program_list.setdefault((programs[kp.kernel.id], headers), dict(
-            path=programs[kp.kernel.id], symbol=symbol_for(programs[kp.kernel.id]),
-            headers=[dict(symbol=sym, include_name=name) for sym, name in headers]))
+        program = _program_entry(program_list, programs[kp.kernel.id], headers)
         signature = _signature_as_left(root, kp, cs)
         named = _template_param_names(signature.template_params)
         if len(named) == len(params) and named != params:
@@ -420,6 +432,21 @@ def _stub_kernels(run: _Run, programs: dict[str, str], copy_checks: list[dict],
         ctx.update(_runtime_ctx(kp, ctx, values.params.get(kp.kernel.id, [])))
     cs.domain = (frozenset(type_names), frozenset(fn_names))
     return _Stubs(kernels_ctx, list(program_list.values()), type_names, fn_names)
+
+
+def _program_entry(program_list: dict[tuple, dict], path: str, headers: tuple) -> dict:
+    """kernels.cpp's Program of `path` for a kernel whose in-memory headers are `headers`: one per
+    program, its headers the union of its kernels' (NVRTC reads only those a program includes);
+    a second one only where an include name would mean two files."""
+    for (p, _), entry in program_list.items():
+        if p != path:
+            continue
+        have = {h["include_name"]: h["symbol"] for h in entry["headers"]}
+        if all(have.get(name, sym) == sym for sym, name in headers):
+            entry["headers"].extend(dict(symbol=sym, include_name=name) for sym, name in headers if name not in have)
+            return entry
+    return program_list.setdefault((path, headers), dict(
+        path=path, symbol=symbol_for(path), headers=[dict(symbol=sym, include_name=name) for sym, name in headers]))
 
 
 def _runtime_ctx(kp, ctx: dict, runtime: list) -> dict:
@@ -525,7 +552,8 @@ def _kernels_cpp(run: _Run, stubs: _Stubs, shipped: dict[str, str], copy_checks:
         layer=spec.layer, legacy_option=spec.legacy_option, cpp_path=cpp_path,
         namespace=spec.namespace, options=spec.options, kernels=stubs.kernels,
         scoped=any("sources" in c for c in spec.options["conditional"]),
-        programs=_program_names(stubs.programs), shared_headers=_shared_headers(stubs.programs)), cpp_path)
+        programs=_program_names(stubs.programs), shared_headers=_shared_headers(stubs.programs),
+        value_lists=_scoped_value_lists(stubs.kernels, spec.options["conditional"])), cpp_path)
 
 
 def _nvrtc_layer(run: _Run, features: dict[str, bool]) -> None:
@@ -785,6 +813,26 @@ def _stub_headers(spec, kp) -> list[tuple[str, str]]:
     return [(name, path) for name, path in kp.headers.items() if name not in provided]
 
 
+def _program_wide_headers(plan: Plan, programs: dict[str, str]) -> None:
+    """Kernels of one program get each other's in-memory headers: the program includes every
+    header any of them needs (_program_headers), so each compile of it needs them all. An include
+    name two kernels give two files stays with its own kernel."""
+    by_program: dict[str, list] = {}
+    for kp in plan.kernels:
+        by_program.setdefault(programs[kp.kernel.id], []).append(kp)
+    for kps in by_program.values():
+        union: dict[str, str] = {}
+        clash: set[str] = set()
+        for kp in kps:
+            for name, path in kp.headers.items():
+                if union.setdefault(name, path) != path:
+                    clash.add(name)
+        for kp in kps:
+            for name, path in union.items():
+                if name not in clash:
+                    kp.headers.setdefault(name, path)
+
+
 def _moved_in_prelude_kernels(plan: Plan, moved: list) -> None:
     """Kernels that see a prelude including a moved-definitions header get it under the name the
     prelude includes it by."""
@@ -925,6 +973,30 @@ def _spellings_kept(text: str, macro: str, spellings: set[str]) -> bool:
         end = matching(text.encode(), m.start() + m.group(0).index("("))    # the text is ASCII C++
         found.add(" ".join(text[m.end():end - 1].split()))
     return found == set(spellings)
+
+
+def _scoped_value_lists(kernels: list[dict], conditional: list[dict]) -> list[dict]:
+    """The value lists of scoped options that several kernels share (TE's activation kernels: the ten
+    activation functions `--use_fast_math` applies to), each written once in kernels.cpp as a named
+    list; each kernel's scoped option then names it (`values_name`)."""
+    uses: dict[tuple[int, tuple[str, ...]], int] = {}
+    for k in kernels:
+        for sc in k["scoped"]:
+            if sc["values"]:
+                key = (sc["index"], tuple(sc["values"]))
+                uses[key] = uses.get(key, 0) + 1
+    shared = sorted(key for key, n in uses.items() if n > 1 and len(key[1]) > 1)
+    out = []
+    for index, values in shared:
+        stem = re.sub(r"\W+", "_", conditional[index]["option"]).strip("_")
+        same = [v for i, v in shared if i == index]
+        name = f"{stem}_arguments" + (f"_{same.index(values)}" if len(same) > 1 else "")
+        out.append(dict(name=name, option=conditional[index]["option"], values=list(values)))
+        for k in kernels:
+            for sc in k["scoped"]:
+                if sc["index"] == index and tuple(sc["values"]) == values:
+                    sc["values_name"] = name
+    return out
 
 
 def _program_names(programs: list[dict]) -> list[dict]:

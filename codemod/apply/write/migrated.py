@@ -202,7 +202,8 @@ def unmigrated(root: Path, spec, doc: dict | None, later: frozenset[str] | None 
     created; where the migration's record came from). Each edited file is a three-way merge: the
     migration's own change (written -> original) replayed onto the file as it is now, so changes
     made since the migration (a kernel's body or parameters) are kept. The record comes from the
-    manifest (`edited`, `files`) or, without one, from git: the commit that added the stubs header.
+    manifest (`edited`, `files`) or, without one, from git: the commit that added the stubs header and
+    the regenerations committed after it (_from_git), undone last one first.
     `later`: later_rules(root, spec.rule_id) when the caller has it (read here otherwise); without a
     manifest, the rules whose blocks git shows added after the migration's commit (_later_from_git).
     Returns (texts, where the record came from, the later rules)."""
@@ -216,31 +217,33 @@ def unmigrated(root: Path, spec, doc: dict | None, later: frozenset[str] | None 
             if not (isinstance(e, dict) and isinstance(e.get("before"), str) and isinstance(e.get("after"), str)):
                 raise ApplyError(f"the manifest's `edited` entry {p!r} is not a before and after text", where=where,
                                  hint="remove it: `codemod apply --update` regenerates it from the migrated tree")
-            edited[p] = (e["before"], e["after"])
-        source, commit = "the manifest", None
+            edited[p] = [(e["before"], e["after"])]
+        source, commit = "the manifest", None     # commit: the migration's commits, from git
     else:
-        created, edited, source, commit = _from_git(root, spec)
-        where = source
-        later = later | _later_from_git(root, spec.rule_id, commit, edited)
+        created, edited, source, commits = _from_git(root, spec)
+        where, commit = source, commits
+        later = later | _later_from_git(root, spec.rule_id, commits[0], edited)
     for p in [*created, *edited]:
         _manifest_path(root, p, where)      # written to the scratch copy, read from the tree: no way out
     # the hunk-by-hunk replay is for edits other rules stacked next to this one's (_merge)
     stacked = bool(later)
     out: dict[str, str | None] = {p: None for p in created}
-    for path, (original, written) in sorted(edited.items()):
+    for path, steps in sorted(edited.items()):
         target = root / path
         if not target.is_file():
             raise ApplyError("the migration edited this file, but it is gone", where=path,
                              hint="restore it, then run `codemod apply --update` again")
-        current = library_text(target.read_bytes(), path)      # CRLF kept: the recorded texts have it
-        out[path] = original if current == written else _merge(path, current, written, original, stacked)
+        text = library_text(target.read_bytes(), path)      # CRLF kept: the recorded texts have it
+        for original, written in reversed(steps):    # the last regeneration undone first
+            text = original if text == written else _merge(path, text, written, original, stacked)
+        out[path] = text
     _moved_back(root, out, created, doc, commit)
     _moved_back(root, out, created, doc, commit, pairs=dict(spec.kernel_strings.get("move_to", {})))
     return out, source, frozenset(later)
 
 
 def _moved_back(root: Path, out: dict[str, str | None], created: list[str], doc: dict | None,
-                commit: str | None, pairs: dict[str, str] | None = None) -> None:
+                commits: list[str] | None, pairs: dict[str, str] | None = None) -> None:
     """The kernels a migration moved from a unit into its `<unit>_kernels.cuh` (extract.py) go back
     into the un-migrated unit with the edits made to them since: each change of the header since
     the migration created it is replayed where its text occurs in the unit (a parameter or body
@@ -259,9 +262,10 @@ def _moved_back(root: Path, out: dict[str, str | None], created: list[str], doc:
         if text is None or header not in created or not (root / header).is_file():
             continue
         now = (root / header).read_bytes().decode()
-        if commit is not None:
+        if commits is not None:      # the header as the migration last wrote it (its last commit touching it)
             prefix = _git(root, "rev-parse", "--show-prefix").strip()
-            then = _git(root, "show", f"{commit}:{prefix}{header}")
+            last = _git(root, "log", "-n1", "--format=%H", "--no-walk=sorted", *commits, "--", header).strip()
+            then = _git(root, "show", f"{last or commits[0]}:{prefix}{header}")
         else:
             recorded = doc.get("files", {}).get(header) if isinstance(doc, dict) else None
             if isinstance(recorded, dict) and recorded.get("after") == sha256(now.encode()):
@@ -291,46 +295,55 @@ def _git(root: Path, *args: str) -> str:
     return proc.stdout
 
 
-def _from_git(root: Path, spec) -> tuple[list[str], dict[str, tuple[str, str]], str, str]:
-    """The migration as git recorded it: the commit that added `<output_dir>/kernels.h`; the files
-    it added (under root) and, for each file it modified under root or among the rule's files above
-    it (migrate.repo_root: the docs page, the operator tests' CMake), (text before, text it
-    committed); where that came from; the commit."""
+def _from_git(root: Path, spec) -> tuple[list[str], dict[str, list[tuple[str, str]]], str, list[str]]:
+    """The migration as git recorded it: the commit that added `<output_dir>/kernels.h`, then each
+    later commit on the way to HEAD that changed a file under `output_dir` (a regeneration committed
+    on its own: the rest of a rule landed in a second pull request with `--only`, then `--update`).
+    Returns the files those commits added (under root); for each file they modified under root or
+    among the rule's files above it (migrate.repo_root: the docs page, the operator tests' CMake),
+    its (text before, text committed) per commit, oldest first; where that came from; the commits."""
     stubs = f"{spec.output_dir}/{STUBS}"
     hint = ("keep the migration in its own commit, or restore the manifest "
             "(`codemod apply --write` stores it outside the tree)")
     try:
-        commit = _git(root, "log", "-n1", "--diff-filter=A", "--format=%H", "--", stubs).strip()
+        first = _git(root, "log", "-n1", "--diff-filter=A", "--format=%H", "--", stubs).strip()
     except ApplyError:
-        commit = ""
-    if not commit:
+        first = ""
+    if not first:
         raise ApplyError(f"{stubs} is generated by rule {spec.rule_id}, but neither its manifest nor a git "
                          "commit adding it is there to regenerate the migration from", where=stubs, hint=hint)
     prefix = _git(root, "rev-parse", "--show-prefix").strip()
     top = Path(_git(root, "rev-parse", "--show-toplevel").strip())
+    commits = [first, *_git(root, "log", "--reverse", "--format=%H", "--ancestry-path", f"{first}..HEAD",
+                            "--", spec.output_dir).split()]
     # the rule's files above the root, as the repository spells them (they may sit outside `.`)
     above = {}
     for rel in spec.repo_files():
         at = (root.resolve() / rel).resolve()
         if at.is_relative_to(top.resolve()) and not at.is_relative_to(root.resolve()):
             above[at.relative_to(top.resolve()).as_posix()] = rel
-    created, edited = [], {}
-    for line in _git(root, "diff-tree", "--no-commit-id", "-r", "--name-status", commit).splitlines():
-        status, _, repo_path = line.partition("\t")
-        if repo_path.startswith(prefix):
-            path = repo_path[len(prefix):]
-        elif repo_path in above:
-            path = above[repo_path]
-        else:
-            continue                                   # not the library's, nor the rule's
-        if status == "A" and not path.startswith("../"):
-            created.append(path)
-        elif status == "M":
-            edited[path] = (_git(root, "show", f"{commit}^:{repo_path}"), _git(root, "show", f"{commit}:{repo_path}"))
-        else:
-            raise ApplyError(f"the migration's commit {commit[:12]} {status!r}s {path}: only added and modified "
-                             "files can be un-migrated", where=path, hint=hint)
-    return created, edited, f"git commit {commit[:12]}", commit
+    created: list[str] = []
+    edited: dict[str, list[tuple[str, str]]] = {}
+    for commit in commits:
+        for line in _git(root, "diff-tree", "--no-commit-id", "-r", "--name-status", commit).splitlines():
+            status, _, repo_path = line.partition("\t")
+            if repo_path.startswith(prefix):
+                path = repo_path[len(prefix):]
+            elif repo_path in above:
+                path = above[repo_path]
+            else:
+                continue                                   # not the library's, nor the rule's
+            if status == "A" and not path.startswith("../"):
+                created.append(path)
+            elif status == "M":
+                if path not in created:                   # a file a regeneration rewrote: created all the same
+                    edited.setdefault(path, []).append((_git(root, "show", f"{commit}^:{repo_path}"),
+                                                        _git(root, "show", f"{commit}:{repo_path}")))
+            else:
+                raise ApplyError(f"the migration's commit {commit[:12]} {status!r}s {path}: only added and "
+                                 "modified files can be un-migrated", where=path, hint=hint)
+    where = f"git commit {first[:12]}" + (f" and {len(commits) - 1} regeneration(s) after it" if len(commits) > 1 else "")
+    return created, edited, where, commits
 
 
 def _later_from_git(root: Path, rule_id: str, commit: str, edited: dict[str, tuple[str, str]]) -> frozenset[str]:
