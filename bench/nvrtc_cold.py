@@ -13,7 +13,7 @@ comes from a process that compiled nothing else of the kind measured before:
   output float/fp16/bf16), compiled one after the other in one fresh process, as the layer does
   on a training process's first step. Arms alternate process by process: baseline (no option
   added) and `layer`, the options the NVRTC layer adds (nvrtc_layer.cache.pch and .minimal:
-  codemod.verify.warm.LAYER_OPTIONS), or `candidate` with --candidate; --pch-arm adds `pch`, the
+  codemod.nvrtc_options.LAYER_OPTIONS, which the layer added before issue 29), or `candidate` with --candidate; --pch-arm adds `pch`, the
   PCH options alone. Each rep rotates the order, so every variant is sometimes the process's first
   (which creates the precompiled header with -pch) and mostly a later one. Per variant the median
   over reps of the process CPU time of its compile (robust on a loaded host; wall too).
@@ -51,7 +51,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from codemod.verify import nvrtc, programs  # noqa: E402
-from codemod.verify.warm import LAYER_OPTIONS, PCH_OPTIONS  # noqa: E402
+from codemod.nvrtc_options import LAYER_OPTIONS, PCH_OPTIONS  # noqa: E402
 from codemod.verify.manifest import find_manifests, load_manifest, root_for  # noqa: E402
 
 ELEMENTWISE = ("transformer_engine::unary_kernel", "transformer_engine::unary_grad_kernel",

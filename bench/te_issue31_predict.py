@@ -41,6 +41,16 @@ TRIMMED_DEVICE_S = 1.0
 # Measured at seven targets on the CPU machine (te_tu_six_arch_cpu.json, migrated): gelu.cu 2.97 /
 # 23.8 s = 0.125, cast.cu 3.1 / 27.0 s = 0.115. Generic units: 1.
 PRE_HOPPER_SHARE_ARCH_SPECIFIC = 0.12
+# Units rules/transpose.yaml's `device_pass` hides whole (`unit:` entries, added after the first
+# prediction): cicc 0.37 s + ptxas 0.03 s per target (fused_attn_fp8.cu at sm_90, CPU machine).
+HIDDEN_UNIT_DEVICE_S = 0.4
+
+
+def hidden_units(rule: Path = Path(__file__).resolve().parents[1] / "rules" / "transpose.yaml") -> list[str]:
+    import yaml
+
+    data = yaml.safe_load(rule.read_text())
+    return [e["unit"] for e in data["migrate"].get("device_pass", []) if "unit" in e]
 
 
 def _tail(name: str) -> str:
@@ -73,7 +83,8 @@ def read_order(diff: str) -> list[str]:
     return [m.group(1) for m in re.finditer(r"(?m)^\+    (\S+\.(?:cu|cpp))  # ", Path(diff).read_text())]
 
 
-def single_arch(log: str, csv: str, analysis: str, order: list[str] | None = None) -> dict:
+def single_arch(log: str, csv: str, analysis: str, order: list[str] | None = None,
+                hidden: list[str] | None = None) -> dict:
     loaded = load(log, [csv])
     what_if = json.loads(Path(analysis).read_text())["impact"]["what_if"]
     scale = dict(what_if["scale"])
@@ -81,6 +92,9 @@ def single_arch(log: str, csv: str, analysis: str, order: list[str] | None = Non
         if glob_matches("*/" + NORM + ".o", [name]):
             host, device, targets = _split(inv)
             scale[name] = (host + TRIMMED_DEVICE_S * 1000 * len(targets)) / (host + device)
+        elif hidden and _tail(name)[:-2] in hidden:
+            host, device, targets = _split(inv)
+            scale[name] = (host + HIDDEN_UNIT_DEVICE_S * 1000 * len(targets)) / (host + device)
     doc = predict(loaded, {"remove": [], "scale": scale}, max_steps=0, first=first_steps(loaded, order or []))
     crit = doc["critical"]["predicted"]["step"]
     return {"log": log, "measured_wall_s": doc["measured_wall_s"], "replayed_wall_s": doc["replayed_wall_s"],
@@ -91,7 +105,8 @@ def single_arch(log: str, csv: str, analysis: str, order: list[str] | None = Non
             "jobs": doc["options"]["jobs"], "policy": doc["options"]["policy"]}
 
 
-def six_arch(sm90: tuple[str, str, str], sm100a: tuple[str, str, str], order: list[str] | None = None) -> dict:
+def six_arch(sm90: tuple[str, str, str], sm100a: tuple[str, str, str], order: list[str] | None = None,
+             hidden: list[str] | None = None) -> dict:
     base, bw = load(sm90[0], [sm90[1]]), load(sm100a[0], [sm100a[1]])
     wi90 = json.loads(Path(sm90[2]).read_text())["impact"]["what_if"]
     wi100 = json.loads(Path(sm100a[2]).read_text())["impact"]["what_if"]
@@ -116,6 +131,8 @@ def six_arch(sm90: tuple[str, str, str], sm100a: tuple[str, str, str], order: li
         n_bw = 3 if specific else 2
         if glob_matches("*/" + NORM + ".o", [name]):
             device = (4 + n_bw) * TRIMMED_DEVICE_S * 1000
+        elif hidden and tail[:-2] in hidden:
+            device = (4 + n_bw) * HIDDEN_UNIT_DEVICE_S * 1000
         else:
             pre = 1 + 3 * (PRE_HOPPER_SHARE_ARCH_SPECIFIC if specific else 1.0)
             device = pre * per90 * share90 + n_bw * per100 * share100 + sm90a
@@ -142,13 +159,17 @@ def main(argv=None) -> int:
             ap.add_argument(f"{side}_{what}")
     ap.add_argument("--order", metavar="DIFF", help="a diff with the build-order edit: its sources first, in its "
                                                    "order, in every replay")
+    ap.add_argument("--hidden-units", action="store_true",
+                    help="six archs: price the units rules/transpose.yaml's device_pass hides whole at "
+                         "HIDDEN_UNIT_DEVICE_S per target")
     ap.add_argument("--json")
     a = ap.parse_args(argv)
     sm90 = (a.sm90_log, a.sm90_csv, a.sm90_analysis)
     sm100a = (a.sm100a_log, a.sm100a_csv, a.sm100a_analysis)
     order = read_order(a.order) if a.order else []
-    doc = {"order": order, "sm90": single_arch(*sm90, order), "sm100a": single_arch(*sm100a, order),
-           "six_arch": six_arch(sm90, sm100a, order)}
+    hidden = hidden_units() if a.hidden_units else None
+    doc = {"order": order, "hidden_units": hidden or [], "sm90": single_arch(*sm90, order, hidden),
+           "sm100a": single_arch(*sm100a, order, hidden), "six_arch": six_arch(sm90, sm100a, order, hidden)}
     text = json.dumps(doc, indent=1) + "\n"
     if a.json:
         Path(a.json).write_text(text)

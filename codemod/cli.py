@@ -25,9 +25,8 @@ def _commands():
     from .verify import command as verify_command
     from .apply import command as apply_command
     from .parity import command as parity_command
-    from .verify import warm as warm_command
 
-    return [analyze_command, impact_command, verify_command, apply_command, parity_command, warm_command]
+    return [analyze_command, impact_command, verify_command, apply_command, parity_command]
 
 
 # Global flags: accepted before or after the subcommand (and a parity verb), one meaning everywhere.
@@ -79,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # Options that name a file a command writes (`parity report -o` too): a missing folder is refused
 # before any work, not after a long analysis.
-OUTPUT_OPTIONS = ("json", "html", "trace", "diff", "layer_diff", "report")
+OUTPUT_OPTIONS = ("json", "html", "trace", "diff", "layer_diff", "cache_diff", "report")
 
 
 def check_outputs(args: argparse.Namespace) -> None:

@@ -3,7 +3,7 @@ allow-list, in one place. Options are data we chose: the rules' own options and 
 generated code and the layer add, never one that names a file NVRTC writes or reads (`--time`,
 `--create-pch`, `--use-pch`, `--pch-dir`, `--fdevice-time-trace`, `-o`, `-include`, ptxas'...).
 
-Used by `codemod warm` (verify/warm.py) and the rule loader; `for_template()` is the same policy
+Used by the rule loader; `for_template()` is the same policy
 as plain lists for the generated runtime's check of `*_RTC_CACHE_WARM` lists."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import re
 
 from .text import printable
 
-# What the layer adds after a program's own options (templates/apply/layer/rtc_cache.h.j2), in this
-# order: with `nvrtc_layer.cache.pch`, then with `.minimal`. A recorded list holds them already.
+# NVRTC's automatic precompiled headers and -minimal: what the layer added to every program before
+# issue 29 (docs/rtc_cache.md); the cold-compile bench still measures them (bench/nvrtc_cold.py).
 PCH_OPTIONS = ("-pch", "-pch-messages=false", "-pch-verbose=false")
 MINIMAL_OPTIONS = ("-minimal",)
 LAYER_OPTIONS = PCH_OPTIONS + MINIMAL_OPTIONS
@@ -54,7 +54,7 @@ VALUED = (
 )
 
 # The toolkit's headers: the layer passes its include folders (`-I<toolkit>/include`). Accepted as
-# an absolute, normalised folder here; `codemod warm` also requires it to be one of the NVRTC's own.
+# an absolute, normalised folder here.
 INCLUDE_PREFIXES = ("--include-path=", "-I")
 
 # Named in the refusal: options that make NVRTC write or read a file (the reason they are refused).

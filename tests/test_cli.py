@@ -24,7 +24,6 @@ COMMANDS = {
     "impact": ["impact", "x.ninja_log"],
     "verify": ["verify", "lib"],
     "apply": ["apply", "--target", "activation", "lib"],
-    "warm": ["warm", "list", "--cache-dir", "c"],
     "parity generate": ["parity", "generate", "lib", "--target", "t", "--analysis", "a.json", "--profile", "p",
                         "-o", "o"],
     "parity report": ["parity", "report", "r.json"],

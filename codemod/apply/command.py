@@ -28,6 +28,9 @@ def add_parser(sub) -> None:
     p.add_argument("--layer-diff", type=Path, metavar="FILE",
                    help="with --diff: the shared NVRTC layer's changes (stub runtime, disk cache, std names) go "
                         "to FILE, a patch of their own to apply first; --diff then holds only the rule's")
+    p.add_argument("--cache-diff", type=Path, metavar="FILE",
+                   help="with --layer-diff: the NVRTC layer's disk cache (nvrtc_layer.cache) goes to FILE, a patch "
+                        "of its own applied after --layer-diff's and before --diff's")
     p.add_argument("--update", action="store_true",
                    help="on a migrated tree: regenerate the migration (after a kernel or rule change) and show, "
                         "write (--write) or check (--check) only the files that change")
@@ -160,7 +163,8 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
             print(printable_lines(note), file=sys.stderr)
     reached = reach(root, rule, analysis, emission, compile_db=compile_db, progress=progress)
     recorded = migrated.record(emission.files, manifest(emission.plan, version, reached.variants))
-    migration = Migration(emission.plan, recorded, emission.layer, reached.units, reached.variants, bo, prediction)
+    migration = Migration(emission.plan, recorded, emission.layer, reached.units, reached.variants, bo, prediction,
+                          emission.layer_only)
     return emission.files, render_report(migration, emission.changes, emission.files), migration
 
 
@@ -369,10 +373,14 @@ def _output_paths(args) -> dict[str, Path]:
         raise UsageError("--layer-diff splits a first migration; an --update is one patch (--diff), the NVRTC "
                          "layer's changes included",
                          hint="drop --layer-diff: the update's --diff applies on the migrated tree as it is")
+    if args.cache_diff and not args.layer_diff:
+        raise UsageError("--cache-diff needs --layer-diff (the layer's patch, applied before it)")
     if args.diff:
         out["--diff"] = args.diff
     if args.layer_diff:
         out["--layer-diff"] = args.layer_diff
+    if args.cache_diff:
+        out["--cache-diff"] = args.cache_diff
     report = args.report or (args.diff.with_suffix(args.diff.suffix + ".report.md") if args.diff else None)
     if report:
         out["--report"] = report
@@ -496,9 +504,18 @@ def _run(args, root: Path) -> int:
     if args.diff:
         diffs = [args.diff]
         if layer:
-            _write_output("--layer-diff", args.layer_diff, unified_diff(layer, prefix))
-            diffs.insert(0, args.layer_diff)
-            summary += f"; the NVRTC layer's part ({len(layer)} files): {args.layer_diff}"
+            only = migration.layer_only() if args.cache_diff else layer
+            cache = after_layer(layer, only)
+            if only:
+                _write_output("--layer-diff", args.layer_diff, unified_diff(only, prefix))
+            if cache:
+                _write_output("--cache-diff", args.cache_diff, unified_diff(cache, prefix))
+            diffs[:0] = [*([args.layer_diff] if only else []), *([args.cache_diff] if cache else [])]
+            summary += (f"; the NVRTC layer's part ({len(only)} files): {args.layer_diff}" if only
+                        else f"; no NVRTC layer change but its disk cache ({args.layer_diff} not written)")
+            if args.cache_diff:
+                summary += (f"; its disk cache ({len(cache)} files): {args.cache_diff}" if cache
+                            else f"; no disk cache change ({args.cache_diff} not written)")
         elif args.layer_diff:
             summary += f"; no NVRTC layer change ({args.layer_diff} not written)"
         _write_output("--diff", args.diff, diff)

@@ -1,5 +1,5 @@
 """The NVRTC layer's disk cache (templates/apply/layer/rtc_cache.h.j2) in Python: its hash, key
-and entry format, for `codemod warm` (entries the layer then loads) and for tests."""
+and entry format, for the tests that check what the layer computes and writes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import posixpath
 import struct
 
 _M = (1 << 64) - 1
-FORMAT = 2
+FORMAT = 3
 MAGIC = b"RTCC"
 
 
@@ -46,24 +46,22 @@ def nvrtc_identity(library: str | os.PathLike, version: tuple[int, int]) -> str:
     return f"{version[0]}.{version[1]} {st.st_size} {st.st_mtime_ns // 10**9}.{st.st_mtime_ns % 10**9:09d}"
 
 
-def key_material(nvrtc_version: str, source: bytes, filename: str, headers: list[tuple[str, bytes]],
-                 names: list[str], options: list[str], header_versions: dict[str, str]) -> bytes:
-    """As `key_material` of the header; `header_versions`: -I folder -> CUDA_VERSION of its cuda.h."""
+def key(nvrtc_version: str, source: bytes, filename: str, headers: list[tuple[str, bytes]], name: str,
+        options: list[str], header_versions: dict[str, str]) -> str:
+    """As `key` of the header; `header_versions`: -I folder -> CUDA_VERSION of its cuda.h."""
     m = put(f"rtc-cache {FORMAT}") + put(nvrtc_version) + put(source) + put(filename)
     m += put(str(len(headers))) + b"".join(put(n) + put(c) for n, c in headers)
-    m += put(str(len(names))) + b"".join(put(n) for n in names)
-    m += put(str(len(options)))
+    m += put(name) + put(str(len(options)))
     for o in options:
         m += put(o)
         for flag in ("-I", "--include-path="):
             if o.startswith(flag):
                 m += put(header_versions.get(o[len(flag):], ""))
-    return m
+    return hash128(m)
 
 
-def encode(key: str, lowered: list[tuple[str, str]], cubin: bytes, ptx: bytes) -> bytes:
-    data = MAGIC + put(str(FORMAT)) + put(key) + put(str(len(lowered)))
-    data += b"".join(put(n) + put(low) for n, low in lowered) + put(cubin) + put(ptx)
+def encode(key: str, lowered: str, code: bytes) -> bytes:
+    data = MAGIC + put(str(FORMAT)) + put(key) + put(lowered) + put(code)
     return data + hash128(data).encode()
 
 
@@ -91,33 +89,19 @@ def _take(data: bytes, end: int, at: int) -> tuple[bytes, int] | None:
 
 
 def decode(data: bytes, key: str) -> dict | None:
-    """An entry's {lowered, cubin, ptx}, or None where the layer would see it as corrupt."""
+    """An entry's {lowered, code}, or None where the layer would not load it."""
     if len(data) < len(MAGIC) + 32 or not data.startswith(MAGIC):
         return None
     end = len(data) - 32
     if hash128(data[:end]).encode() != data[end:]:
         return None
     fields, at = [], len(MAGIC)
-    for _ in range(3):
+    for _ in range(4):
         got = _take(data, end, at)
         if got is None:
             return None
         fields.append(got[0])
         at = got[1]
-    if fields[0] != str(FORMAT).encode() or fields[1] != key.encode():
+    if fields[0] != str(FORMAT).encode() or fields[1] != key.encode() or at != end:
         return None
-    lowered = []
-    for _ in range(int(fields[2] or b"0")):
-        pair = []
-        for _ in range(2):
-            got = _take(data, end, at)
-            if got is None:
-                return None
-            pair.append(got[0].decode())
-            at = got[1]
-        lowered.append((pair[0], pair[1]))
-    cubin = _take(data, end, at)
-    ptx = _take(data, end, cubin[1]) if cubin else None
-    if ptx is None or ptx[1] != end:
-        return None
-    return {"lowered": lowered, "cubin": cubin[0], "ptx": ptx[0]}
+    return {"lowered": fields[2].decode(), "code": fields[3]}

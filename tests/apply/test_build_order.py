@@ -284,3 +284,80 @@ def test_check_and_update_without_the_log_keep_the_block(actlib_git, build_log, 
     assert main(["apply", "--target", RULE, str(actlib_git), "--check", "-q"]) == 0, capsys.readouterr().err
     files, _, _ = compute(actlib_git, RULE, update=True)
     assert files == {}
+
+
+def test_a_unit_still_compiling_when_the_build_stopped_is_listed_from_its_nvcc_phases(actlib_git, tmp_path):
+    """A stopped build: ninja never logged dequantize.cu (started first, 200 s), but nvcc --time wrote
+    the phases it finished (no host compile, no driver row). Their sum, 195 s, is a lower bound that
+    lists it first although the replay, which knows only logged steps, sees no gain."""
+    build = [("dequantize/dequantize.cu", 200, 10, 190), *BUILD[1:]]
+    log, csv = tmp_path / "a.ninja_log", tmp_path / "a.csv"
+    log.write_text("".join(line for line in _ninja_log(build).splitlines(keepends=True)
+                           if "dequantize.cu.o" not in line))
+    rows = _nvcc_csv(build).splitlines(keepends=True)
+    csv.write_text("".join(r for r in rows if not (r.startswith("dequantize/dequantize.cu , gcc (compiling)")
+                                                   or "dequantize.cu.o ,  , nvcc , 0.5" in r)))
+    files, report, plan = compute(actlib_git, RULE, build_log=log, nvcc_times=[csv])
+    bo = plan.build_order
+    assert [(t.path, t.seconds, t.unfinished) for t in bo.listed] == [
+        ("dequantize/dequantize.cu", 195.0, True), ("util/rtc.cpp", 100.0, False)]
+    assert "| 1 | `dequantize/dequantize.cu` | 195.0 | 195.0 | unfinished in the log: nvcc --time's phases so " \
+           "far, a lower bound |" in report
+    # the replay, blind to it, predicts no gain; the edit is made for the unit that outlasted the log
+    assert bo.emitted and bo.without_s == bo.with_s
+    new = files["CMakeLists.txt"][1]
+    assert "    dequantize/dequantize.cu  # >= 195.0 s (unfinished in the log)\n    util/rtc.cpp  # 100.0 s\n" in new
+    assert "# The recorded build stopped before the units marked >= finished" in new
+    assert "Listed although the replay cannot price them: dequantize/dequantize.cu still compiling" in report
+
+
+def test_a_finished_build_lists_no_unfinished_unit(actlib_git, build_log):
+    log, csv = build_log
+    _, _, plan = compute(actlib_git, RULE, build_log=log, nvcc_times=[csv])
+    assert not any(t.unfinished for t in plan.build_order.listed)
+
+
+@pytest.mark.parametrize("count", [1, "all"])
+def test_count_sets_how_many_tus_are_listed(actlib_git, build_log, tmp_path, count):
+    """`count` lists fewer or more TUs than ninja has jobs (default: -j2 here, two TUs); `all` lists
+    every TU of the log that is an entry of the list, longest first: a short one that the source
+    order starts last (the tail of a single-arch build: TE's host-only normalization/common.cpp)
+    moves up too. The activation and cast TUs are in actlib_arch_specific_sources: left out."""
+    log, csv = build_log
+    rule = _rule(tmp_path, build_order={"variable": "actlib_sources", "count": count})
+    files, report, plan = compute(actlib_git, rule, build_log=log, nvcc_times=[csv])
+    bo = plan.build_order
+    listed = [(t.path, t.seconds) for t in bo.listed]
+    if count == 1:
+        assert listed == [("util/rtc.cpp", 100.0)] and bo.left_out == []
+    else:
+        assert listed == [("util/rtc.cpp", 100.0), ("dequantize/dequantize.cu", 30.0),
+                          ("transpose/transpose.cpp", 28.0)]
+        assert len(bo.left_out) == 5 and all("not a literal entry of actlib_sources" in d for d in bo.left_out)
+    assert f"These {len(listed)} translation units" in files["CMakeLists.txt"][1]
+
+
+def test_count_is_validated(tmp_path):
+    from codemod.errors import RuleError
+    from codemod.rule import load_rule_file
+
+    for bad in (0, "some"):
+        with pytest.raises(RuleError, match="build_order"):
+            load_rule_file(Path(_rule(tmp_path, build_order={"variable": "actlib_sources", "count": bad})))
+
+
+def test_a_log_of_the_migrated_tree_keeps_every_measured_time(actlib_git, tmp_path):
+    """A log that compiles the migration's own stub source (rtc/activation/kernels.cpp) is a build
+    of the migrated tree: its TUs already took their post-migration time. Scaling them by the
+    instantiation share again would count the migration twice (TE's six-arch order, written from
+    the migrated build, ranked gelu_grouped.cu's 163 s at ~60 s)."""
+    build = [*BUILD, ("rtc/activation/kernels.cpp", 3, None, None)]
+    log, csv = tmp_path / "m.ninja_log", tmp_path / "m.csv"
+    log.write_text(_ninja_log(build))
+    csv.write_text(_nvcc_csv(build))
+    _, report, plan = compute(actlib_git, RULE, build_log=log, nvcc_times=[csv])
+    bo = plan.build_order
+    assert bo.migrated_log == "rtc/activation/kernels.cpp"
+    assert any(d.startswith("activation/gelu.cu (40.0 s predicted") for d in bo.left_out)
+    assert bo.without_s == bo.replayed_wall_s   # the replay without a what-if
+    assert "The log compiles `rtc/activation/kernels.cpp`, this migration's stub source" in report

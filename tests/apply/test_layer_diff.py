@@ -74,3 +74,39 @@ def test_layer_diff_is_refused_with_update(tmp_path, capsys):
                  str(tmp_path / "f.patch"), "--layer-diff", str(tmp_path / "l.patch"), "-q"]) == 2
     err = capsys.readouterr().err
     assert "--layer-diff splits a first migration" in err and not (tmp_path / "f.patch").exists()
+
+
+def test_cache_patch_between_the_layer_and_the_rule(tmp_path, capsys):
+    """`--cache-diff C` (issue 29: the disk cache in a PR of its own): the cache header and the compile
+    function's cache edits leave the layer's patch for C; layer, cache and rule patches applied in that
+    order from the root give the whole migration, and a merged series of three commits checks clean
+    from git history."""
+    rule = str(GOLDEN / "actlib" / "activation.yaml")
+    split, whole = _repo(GOLDEN / "actlib" / "input", tmp_path / "split"), _repo(GOLDEN / "actlib" / "input",
+                                                                                  tmp_path / "whole")
+    layer, cache, own, full = (tmp_path / f"{n}.patch" for n in ("layer", "cache", "own", "full"))
+    assert main(["apply", "--target", rule, str(split), "--diff", str(own), "--layer-diff", str(layer),
+                 "--cache-diff", str(cache), "--no-precheck", "-q"]) == 0
+    err = capsys.readouterr().err
+    assert err.index(str(layer)) < err.rindex(str(cache)) < err.rindex(str(own))   # the hint's order
+    assert main(["apply", "--target", rule, str(whole), "--diff", str(full), "--no-precheck", "-q"]) == 0
+    layer_text, cache_text, own_text = layer.read_text(), cache.read_text(), own.read_text()
+    assert "rtc_cache" not in layer_text and "rtc_cache" not in own_text
+    assert _paths(cache_text) == {"util/rtc.cpp", "util/rtc_cache.h"}
+    assert "rtc_cache::load(" in cache_text and "label_mutex" in cache_text
+    for patch in (layer, cache, own):
+        r = _git(split, "apply", "--check", str(patch))
+        assert r.returncode == 0, r.stderr
+        assert _git(split, "apply", str(patch)).returncode == 0
+        _git(split, "add", "-A")
+        assert _git(split, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", patch.stem).returncode == 0
+    assert _git(whole, "apply", str(full)).returncode == 0
+    assert _tree(split) == _tree(whole)
+    assert main(["apply", "--target", rule, str(split), "--check", "-q"]) == 0       # from git history
+
+
+def test_cache_diff_needs_layer_diff(tmp_path, capsys):
+    root = _repo(GOLDEN / "actlib" / "input", tmp_path / "lib")
+    assert main(["apply", "--target", str(GOLDEN / "actlib" / "activation.yaml"), str(root), "--diff",
+                 str(tmp_path / "f.patch"), "--cache-diff", str(tmp_path / "c.patch"), "-q"]) == 2
+    assert "--cache-diff needs --layer-diff" in capsys.readouterr().err

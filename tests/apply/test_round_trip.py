@@ -53,16 +53,16 @@ def _rules(folder: Path) -> list[Path]:
 
 
 def _merge_as_pull_requests(repo: Path, lib: Path, rules: list[str], folder: Path) -> list[str]:
-    """Each rule's migration as maintainers merge it: its NVRTC layer part, then the rule, each a
+    """Each rule's migration as maintainers merge it: its NVRTC layer part, its disk cache, then the rule, each a
     `git apply` from the repository root committed on its own. The rules whose layer part edits the
     shared stubs runtime."""
     layers_with_stubs = []
     for rule in rules:
         name = Path(rule).stem
-        diff, layer = folder / f"{name}.diff", folder / f"{name}.layer.diff"
+        diff, layer, cache = folder / f"{name}.diff", folder / f"{name}.layer.diff", folder / f"{name}.cache.diff"
         assert main(["apply", "--target", rule, str(lib), "--diff", str(diff), "--layer-diff", str(layer),
-                     "--no-precheck", "-q"]) == 0
-        for part, what in ((layer, "NVRTC layer"), (diff, "kernels")):
+                     "--cache-diff", str(cache), "--no-precheck", "-q"]) == 0
+        for part, what in ((layer, "NVRTC layer"), (cache, "disk cache"), (diff, "kernels")):
             if part.is_file() and part.stat().st_size:
                 _git(repo, "apply", str(part))
                 _git(repo, "add", "-A")

@@ -60,16 +60,19 @@ def test_kernel_options_must_name_a_migrated_kernel(tmp_path):
     assert migrate_spec(load_rule_file(path)).options["kernels"] == {"actlib::unary_kernel": ["-default-device"]}
 
 
-def test_layer_cache_minimal_is_a_boolean(tmp_path):
-    """`nvrtc_layer.cache.minimal` (docs/rtc_cache.md): true or false; anything else names the line."""
+def test_layer_cache_has_no_pch_or_minimal_any_more(tmp_path):
+    """`nvrtc_layer.cache` is the small cache (docs/rtc_cache.md, what went away): its old `pch` and
+    `minimal` keys are unknown, named with their line."""
     old = "      default_dir: actlib/rtc\n"
     assert old in RULE
     path = tmp_path / "rule.yaml"
-    path.write_text(RULE.replace(old, old + "      minimal: true\n"))
-    assert migrate_spec(load_rule_file(path)).layer["cache"]["minimal"] is True
-    text = RULE.replace(old, old + "      minimal: sometimes\n")
-    path.write_text(text)
-    with pytest.raises(RuleError) as exc:
-        load_rule_file(path)
-    rendered = exc.value.render()
-    assert "migrate/nvrtc_layer/cache/minimal" in rendered and f"rule.yaml:{_line(text, 'minimal: sometimes')}:" in rendered
+    path.write_text(RULE)
+    assert migrate_spec(load_rule_file(path)).layer["cache"] == {"env_prefix": "ACTLIB_RTC_CACHE",
+                                                                 "default_dir": "actlib/rtc"}
+    for key in ("pch", "minimal"):
+        text = RULE.replace(old, old + f"      {key}: true\n")
+        path.write_text(text)
+        with pytest.raises(RuleError) as exc:
+            load_rule_file(path)
+        rendered = exc.value.render()
+        assert key in rendered and f"rule.yaml:" in rendered

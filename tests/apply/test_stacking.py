@@ -144,30 +144,28 @@ def test_te_rules_stacked_each_checks_clean(tmp_path):
 
 def test_a_later_rule_asking_for_another_disk_cache_is_refused_not_ignored(tmp_path):
     """The first rule applied writes the layer's cache header; a later rule whose nvrtc_layer.cache
-    differs (here: without -minimal) would leave its setting unapplied, so apply stops and names the
-    difference. The same settings pass, whichever rule asks."""
+    differs (here: another default folder) would leave its setting unapplied, so apply stops and names
+    the difference. The same settings pass, whichever rule asks."""
     from codemod.apply.emit.generate import _same_cache, render
     from codemod.errors import ApplyError
 
     from codemod.apply.emit import layer_cache
 
-    def header(rule, minimal):
+    def header(rule, default_dir):
         cfg = layer_cache.settings({"header": "util/rtc.h", "source": "util/rtc.cpp",
                                     "manager": "::te::rtc::KernelManager::instance()",
-                                    "cache": {"env_prefix": "NVTE_RTC_CACHE", "default_dir": "te/rtc", "pch": True,
-                                              "minimal": minimal}})
+                                    "cache": {"env_prefix": "NVTE_RTC_CACHE", "default_dir": default_dir}})
         return render("layer/rtc_cache.h.j2", banner="The NVRTC layer's disk cache.", guard="UTIL_RTC_CACHE_H_",
-                      layer_source="util/rtc.cpp", namespace="te::rtc", env=cfg["env"], default_dir="te/rtc",
-                      pch=True, minimal=minimal, list_options=cfg["list_options"],
-                      list_option_prefixes=cfg["list_option_prefixes"])
+                      layer_source="util/rtc.cpp", namespace="te::rtc", env=cfg["env"],
+                      default_dir=cfg["default_dir"])
 
     (tmp_path / "util").mkdir()
     # as apply writes it: the target's license header on top
-    (tmp_path / "util" / "rtc_cache.h").write_text("/* Copyright (c) the target. */\n" + header("first", True))
-    _same_cache(tmp_path, "util/rtc_cache.h", header("second", True), "second")
+    (tmp_path / "util" / "rtc_cache.h").write_text("/* Copyright (c) the target. */\n" + header("first", "te/rtc"))
+    _same_cache(tmp_path, "util/rtc_cache.h", header("second", "te/rtc"), "second")
     with pytest.raises(ApplyError) as err:
-        _same_cache(tmp_path, "util/rtc_cache.h", header("second", False), "second")
+        _same_cache(tmp_path, "util/rtc_cache.h", header("second", "te/other"), "second")
     assert "earlier rule with other settings than rule second's nvrtc_layer.cache" in str(err.value)
     assert "first difference" in str(err.value)
     (tmp_path / "util" / "rtc_cache.h").write_text("// the layer's own cache header\n")
-    _same_cache(tmp_path, "util/rtc_cache.h", header("second", False), "second")     # the layer's own: left alone
+    _same_cache(tmp_path, "util/rtc_cache.h", header("second", "te/other"), "second")     # the layer's own: left alone

@@ -33,9 +33,8 @@ def test_all_twelve_kernels_migrate_with_the_layer_extended(tmp_path):
     assert ("the NVRTC layer lacked compile_headers, compile_program, function_for, set_function_attribute, occupancy, "
             "launch_cooperative: added (nvrtc_layer.extend)") in rep
     assert "union dx_add_t<Ivec, Ovec, FusedAdd, false> {" in text
-    # the layer's own compile keeps its body: its program calls go through the helpers (and, with
-    # the rule's disk cache, the header's rtc_cache:: functions), its lock is the cache's, released
-    # around the compile statement; no other line of TE's is removed
+    # the layer's own compile keeps its body: its program calls go through the helpers; no other
+    # line of TE's is removed (the rule has no disk cache: extend's helpers hide headers from a key)
     rtc_cpp = text[text.index("diff --git a/transformer_engine/common/util/rtc.cpp"):]
     rtc_cpp = rtc_cpp[:rtc_cpp.index("\ndiff --git") if "\ndiff --git" in rtc_cpp else None]
     added = "\n".join(line for line in rtc_cpp.splitlines() if line.startswith("+"))
@@ -43,9 +42,7 @@ def test_all_twelve_kernels_migrate_with_the_layer_extended(tmp_path):
     removed = [line for line in rtc_cpp.splitlines() if line.startswith("-") and not line.startswith("---")]
     assert all(any(k in line for k in ("KernelManager::compile(", "filename)", "nvrtc", "include_names));", "lock_guard"))
                for line in removed), removed
-    assert "rtc_cache::CompileLock lock_guard_(lock_, kernel_label);" in added   # nvrtc_layer.cache
-    assert "lock_guard_.unlock();" in added and "lock_guard_.lock();" in added
-    assert "rtc_cache::load_or_compile(program" in added and "rtc_cache::ProgramHandle program" in added
+    assert "rtc_cache" not in added
     # a second apply on the migrated tree adds nothing to the layer
     assert subprocess.run(["git", "apply", str(patch)], cwd=repo).returncode == 0
     again = tmp_path / "again.patch"

@@ -87,7 +87,7 @@ def test_cold_bench_measures_the_options_the_layer_adds():
     """The benches' `layer` arm is the layer's full option set in its order (codemod warm's
     LAYER_OPTIONS: the PCH options, then -minimal), labelled with them; the PCH options alone only
     with --pch-arm; --candidate replaces the layer's arm (then named `candidate`)."""
-    from codemod.verify import warm
+    from codemod import nvrtc_options as warm
 
     cold = _bench_module("nvrtc_cold")
     assert cold.arms() == {"baseline": [], "layer": list(warm.LAYER_OPTIONS)} and "-minimal" in warm.LAYER_OPTIONS

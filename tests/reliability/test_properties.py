@@ -8,7 +8,7 @@ not only that nothing but `CodemodError` is raised:
   reads back equal; `loads` refuses duplicate keys, NaN/Infinity and huge integers;
 - rule YAML: an alias tree expanding past MAX_RULE_NODES is refused, a small one is read;
 - compile database: a `command` made by quoting arguments splits back into them (shlex round trip);
-- warm lists, journals, verify manifests (fuzzed): never an error other than CodemodError (a
+- journals, verify manifests (fuzzed): never an error other than CodemodError (a
   ValueError for the journal's parser), and what is accepted names no path outside the tree.
 
 docs/reliability.md ("Property tests and mutants") lists the mutants these kill. Derandomized (a
@@ -20,7 +20,6 @@ import io
 import json
 import math
 import os
-import posixpath
 import shlex
 import tempfile
 from pathlib import Path
@@ -353,34 +352,7 @@ def test_compile_db_entries_are_checked(data):
         pass
 
 
-# --- warm lists (fuzz) ------------------------------------------------------------------------------
-
 hexd = st.text(alphabet="0123456789abcdef", min_size=32, max_size=32)
-option = st.one_of(st.sampled_from([*nvrtc_options.LAYER_OPTIONS, "--std=c++17", "--gpu-architecture=sm_90",
-                                    "-DX=1", "-I/usr/local/cuda/include", "--time=/tmp/x", "--create-pch=a",
-                                    "-I../x", "-o", "--pch-dir=/", "-include", "-Xptxas=-o"]), text)
-warm_entry = st.fixed_dictionaries(
-    {"key": st.one_of(hexd, text), "nvrtc": st.one_of(st.just("13.0"), text), "filename": text,
-     "source": st.one_of(hexd, st.sampled_from(["../../etc/passwd", "/etc/passwd"]), text),
-     "headers": st.one_of(st.lists(st.tuples(text, st.one_of(hexd, text)).map(list), max_size=3), json_value),
-     "names": st.one_of(st.lists(text, max_size=3), json_value),
-     "options": st.one_of(st.lists(option, max_size=5), json_value)},
-    optional={"extra": json_value})
-
-
-@_settings(300)
-@given(st.one_of(warm_entry.map(json.dumps), warm_entry.map(lambda e: json.dumps(e)[:-1]), text))
-def test_warm_list_entries_fuzzed(line):
-    from codemod.verify import warm
-
-    try:
-        e = warm.parse_entry(line, "fuzz.jsonl:1")
-    except CodemodError:
-        return
-    assert nvrtc_options.refused(e["options"]) == []
-    for digest in [e["source"], *(h for _, h in e["headers"])]:
-        assert len(digest) == 32 and set(digest) <= set("0123456789abcdef")   # a name inside LIST.sources/
-    assert posixpath.normpath(posixpath.join("/src", e["source"])).startswith("/src/")
 
 
 # --- journals and manifests (fuzz) ----------------------------------------------------------------

@@ -17,6 +17,7 @@ class Edit:
     text: str
     why: str
     layer: bool = False     # part of the NVRTC layer every rule shares (layer_part), not the rule's own
+    cache: bool = False     # of the layer's disk cache (nvrtc_layer.cache): a patch of its own with --cache-diff
 
 
 @dataclass
@@ -27,6 +28,9 @@ class ChangeSet:
     # new files of the shared NVRTC layer (the stubs' runtime, the disk cache): with the layer edits,
     # a patch of their own that the rule's patch applies on top of (`apply --layer-diff`)
     layer_files: set[str] = field(default_factory=set)
+    # of those, the disk cache's (its header, its tests): `apply --cache-diff` puts them and the cache's
+    # edits in a patch of their own, between the layer's and the rule's
+    cache_files: set[str] = field(default_factory=set)
     # the spellings the stubs' TypeName / FunctionName tables hold: (types, functions)
     domain: tuple = (frozenset(), frozenset())
     # migrate.launcher_values: the runtime flags each factory takes, and what stays a switch (report)

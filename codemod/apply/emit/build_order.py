@@ -27,6 +27,7 @@ class Listed:
     seconds: float  # predicted compile time after the migration
     measured_s: float
     migrated: bool
+    unfinished: bool = False  # still compiling when the build stopped: nvcc --time's phases so far
 
 
 @dataclass
@@ -52,6 +53,7 @@ class BuildOrder:
     reason: str = ""
     at_line: int = 0  # the add_library line the edit precedes
     at_byte: int = 0  # where that line starts in the CMake file
+    migrated_log: str = ""  # the stub source that shows the log is of a migrated build (times kept)
 
     @property
     def gain_pct(self) -> float | None:
@@ -141,6 +143,14 @@ def plan(root: Path, spec, analysis, kernel_ids: set[str], build_log: Path, nvcc
         return bo
 
     what_if = analysis.impact["what_if"]
+    cmake_dir = posixpath.dirname(spec.cmake["file"])
+    stub = posixpath.relpath(posixpath.join(spec.output_dir, "kernels.cpp"), cmake_dir or ".")
+    if any(_object_source(name, spec.cmake["target"]) == stub for name in loaded.steps.name):
+        # NOTE: the log already compiles this migration's stub source: it is a build of the migrated
+        # tree, whose TUs took what they take after the migration; scaling them again (the
+        # durations and both replays) would count the migration twice
+        bo.migrated_log = stub
+        scale, what_if = {}, {"remove": [], "scale": {}}
     base = predict_what_if(loaded, what_if, jobs=jobs, policy=policy, max_steps=0)
     opts = base["options"]
     bo.jobs, bo.jobs_source, bo.policy, bo.policy_source = (opts["jobs"], opts["jobs_source"], opts["policy"],
@@ -153,7 +163,6 @@ def plan(root: Path, spec, analysis, kernel_ids: set[str], build_log: Path, nvcc
         return bo
 
     # Predicted durations: migrated TUs scaled by the what-if's factor, others as measured.
-    cmake_dir = posixpath.dirname(spec.cmake["file"])
     steps = loaded.steps
     candidates = []
     for k, name in enumerate(steps.name):
@@ -162,11 +171,13 @@ def plan(root: Path, spec, analysis, kernel_ids: set[str], build_log: Path, nvcc
             continue
         measured = (int(steps.end_ms[k]) - int(steps.start_ms[k])) / 1000.0
         factor = scale.get(f"*/{posixpath.join(cmake_dir, src)}.o", 1.0)
-        candidates.append((round(measured * factor, 1), name, src, measured, factor != 1.0))
+        candidates.append((round(measured * factor, 1), name, src, measured, factor != 1.0, False))
+    candidates += _unfinished(loaded, spec, cmake_dir, entries, scale, {c[2] for c in candidates})
     candidates.sort(key=lambda c: (-c[0], c[1]))
-    for seconds, name, src, measured, moved in candidates[:bo.jobs]:
+    count = order.get("count", bo.jobs)
+    for seconds, name, src, measured, moved, unfinished in candidates[:None if count == "all" else count]:
         if src in entries:
-            bo.listed.append(Listed(src, name, seconds, round(measured, 1), moved))
+            bo.listed.append(Listed(src, name, seconds, round(measured, 1), moved, unfinished))
         else:
             why = ("outside the library folder" if src.startswith("__/")
                    else f"not a literal entry of {variable} or of the lists it is built from"
@@ -177,16 +188,47 @@ def plan(root: Path, spec, analysis, kernel_ids: set[str], build_log: Path, nvcc
     if not bo.listed:
         bo.reason = "no translation unit of the target could be matched to an entry of " + variable
         return bo
+    # the replay knows only the log's steps: a unit still compiling when the build stopped is listed, not replayed
     reordered = predict_what_if(loaded, what_if, jobs=jobs, policy=policy, max_steps=0,
-                                first=[item.step for item in bo.listed])
+                                first=[item.step for item in bo.listed if not item.unfinished])
     bo.with_s = round(reordered["predicted_wall_s"], 1)
     bo.critical_with = (reordered["critical"]["predicted"]["step"] or {}).get("name")
-    if bo.without_s - bo.with_s < HELP_THRESHOLD * bo.without_s:
+    unfinished = [item.path for item in bo.listed if item.unfinished]
+    if unfinished:
+        # NOTE: the log ends before these units do, so no replay of it can price their start; a unit
+        # that outlasted the recorded build is what a late start costs, and listing it first is the remedy
+        bo.reason = (f"{', '.join(unfinished)} still compiling when the recorded build stopped: listed on the "
+                     "phases nvcc --time recorded (a lower bound); the replay covers the logged steps only")
+    elif bo.without_s - bo.with_s < HELP_THRESHOLD * bo.without_s:
         bo.reason = (f"not predicted to help: {bo.without_s} s in the current order, {bo.with_s} s with these "
                      f"TUs first (a gain under {HELP_THRESHOLD:.0%} of the wall)")
         return bo
     bo.emitted = True
     return bo
+
+
+def _unfinished(loaded, spec, cmake_dir: str, entries, scale: dict, logged: set[str]) -> list[tuple]:
+    """Candidates for the units a stopped build was still compiling: ninja logs a step only when it
+    ends, but nvcc --time has written the phases it finished (one incomplete invocation, no
+    `nvcc (driver)` row). Their sum is a lower bound on the unit's time; a long unit that a late
+    start kept from finishing is exactly the one the order should move."""
+    out = []
+    prefix = f"CMakeFiles/{spec.cmake['target']}.dir/"
+    for inv in loaded.nvcc_unmatched:
+        if inv.complete:
+            continue
+        source = posixpath.normpath(inv.source.strip())
+        matches = [e for e in entries if source == e or source.endswith("/" + e)]
+        if not matches:
+            continue
+        src = max(matches, key=len)
+        if src in logged:
+            continue
+        so_far = sum(inv.phase_ms().values()) / 1000.0
+        factor = scale.get(f"*/{posixpath.join(cmake_dir, src)}.o", 1.0)
+        out.append((round(so_far * factor, 1), prefix + src + ".o", src, so_far, factor != 1.0, True))
+        logged.add(src)
+    return out
 
 
 def add_edit(spec, bo: BuildOrder, cs: ChangeSet) -> None:
@@ -195,7 +237,7 @@ def add_edit(spec, bo: BuildOrder, cs: ChangeSet) -> None:
     if not bo.emitted:
         return
     path, at = spec.cmake["file"], bo.at_byte
-    text = render("build_order.cmake.j2", marker=mark(spec.rule_id), sources=[dict(path=i.path, seconds=i.seconds) for i in bo.listed],
+    text = render("build_order.cmake.j2", marker=mark(spec.rule_id), sources=[dict(path=i.path, seconds=i.seconds, unfinished=i.unfinished) for i in bo.listed],
                   log=bo.log, without_s=bo.without_s, with_s=bo.with_s, jobs=bo.jobs,
                   list_variable=list_variable(spec), variable=bo.variable)
     cs.edits.append(Edit(path, at, at, text, "build order: longest predicted TUs first"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from ... import __version__
 from ..base.changeset import ChangeSet
@@ -22,6 +23,8 @@ class Emission:
     changes: ChangeSet      # new files, edits, notes, the stubs' domain
     files: dict             # path -> (text before or None, text after), formatted: what the patch holds
     layer: dict             # path -> (before, after) of the shared NVRTC layer's part (--layer-diff)
+    # () -> that part without the disk cache's files and edits (--cache-diff; formatted on demand)
+    layer_only: Callable[[], dict]
 
 
 def emit(root: Path, plan: Plan, version: str = __version__, formatted=True, later: frozenset = frozenset(),
@@ -38,4 +41,5 @@ def emit(root: Path, plan: Plan, version: str = __version__, formatted=True, lat
     if progress and formatted:
         progress(f"apply: formatting {len(edited)} file(s) in the target's style")
     files = format_edits(edited, style)
-    return Emission(emitted, cs, files, layer_part(root, cs, files, lambda f: format_edits(f, style)))
+    return Emission(emitted, cs, files, layer_part(root, cs, files, lambda f: format_edits(f, style)),
+                    lambda: layer_part(root, cs, files, lambda f: format_edits(f, style), with_cache=False))

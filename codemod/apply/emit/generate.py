@@ -97,15 +97,17 @@ def _axis_expr(kind: str, param: str, enum: str | None = None) -> str:
 # What rtc_stubs.h holds for each optional feature: another rule's stubs may need it already. (The
 # calls a generic lambda's helper makes, `adl`, are a header of their own: rtc_kernel_calls.h.)
 _STUB_FEATURES = {"cooperative": "launch_cooperative(", "occupancy": "occupancy(int *num_blocks",
-                  "shared": "struct SharedVariable", "runtime_values": "struct RuntimeValues"}
+                  "shared": "struct SharedVariable", "runtime_values": "struct RuntimeValues",
+                  "copies": "struct Copy {"}
 
 
-def _stub_features(root: Path, path: str, plan: Plan, values: bool = False) -> dict[str, bool]:
+def _stub_features(root: Path, path: str, plan: Plan, values: bool = False, copies: bool = False) -> dict[str, bool]:
     """The optional launch methods the shared runtime holds: those this rule's sites need and those
     the tree's rtc_stubs.h already has for another rule's (a feature is never taken away)."""
     features = kernel_api.stub_features(s for kp in plan.kernels for s in kp.sites)
     features["shared"] = any(kp.shared_variables for kp in plan.kernels)
     features["runtime_values"] = values
+    features["copies"] = copies          # build-time checks of prelude copies (rules without move_to)
     existing = (root / path).read_text() if (root / path).is_file() else ""
     out = {name: needed or _STUB_FEATURES[name] in existing for name, needed in features.items() if name != "adl"}
     out["adl"] = features["adl"] or (root / kernel_calls_location(plan.spec)).is_file()
@@ -191,7 +193,7 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
     shipped.update({m.to: symbol_for(m.to) for m in copies.moved})     # the programs' own from here on
     _program_wide_headers(plan, programs)
     stubs = _stub_kernels(run, programs, copies.checks, values)
-    features = _stubs_runtime(run, bool(values.params))
+    features = _stubs_runtime(run, bool(values.params), bool(copies.checks))
     _kernels_h(run, stubs, shipped)
     _kernels_cpp(run, stubs, shipped, copies.checks)
     _nvrtc_layer(run, features)
@@ -474,12 +476,12 @@ def _runtime_ctx(kp, ctx: dict, runtime: list) -> dict:
         lambda_args=", ".join(f"decltype(v{at[i]})::value" if i in at else p for i, p in enumerate(ctx["params"])))
 
 
-def _stubs_runtime(run: _Run, values: bool = False) -> dict[str, bool]:
+def _stubs_runtime(run: _Run, values: bool = False, copies: bool = False) -> dict[str, bool]:
     """rtc_stubs.h, the stubs' runtime every rule shares; returns the optional launch methods it holds."""
     root, plan, cs = run.root, run.plan, run.cs
     spec = plan.spec
     stubs_path, stubs_ns = stubs_location(spec)
-    features = _stub_features(root, stubs_path, plan, values)
+    features = _stub_features(root, stubs_path, plan, values, copies)
     cs.new_files[stubs_path] = run.fmt(render(
         "rtc_stubs.h.j2", guard=run.guard(stubs_path), layer=spec.layer,
         features=features, copy_hash_base=COPY_HASH_BASE,
@@ -582,27 +584,21 @@ def _layer_cache(root: Path, spec, cs: ChangeSet, guard: Callable[[str], str], f
     cfg = layer_cache.settings(spec.layer)
     if cfg is None:
         return
-    layer_cache.check_rule_options(spec.options, spec.rule_id)
     data = (root / cfg["source"]).read_bytes()
     # NOTE: the template's first line is `// {{ banner }}`: a title here, no tool name.
     text = fmt(render("layer/rtc_cache.h.j2", banner="The NVRTC layer's disk cache.", guard=guard(cfg["header"]),
                       layer_source=cfg["source"], namespace=cfg["namespace"], env=cfg["env"],
-                      default_dir=cfg["default_dir"], pch=cfg["pch"], minimal=cfg["minimal"],
-                      list_options=cfg["list_options"], list_option_prefixes=cfg["list_option_prefixes"]),
-               cfg["header"])
+                      default_dir=cfg["default_dir"]), cfg["header"])
     if layer_cache.present(data, cfg["header"]):
         _same_cache(root, cfg["header"], text, spec.rule_id)
         cs.notes.append(f"{cfg['source']}: the NVRTC layer already has the disk cache ({cfg['header']})")
         return
-    # Edits other layer features made in the same source: their program calls go through the cache
-    # too, and the cache does not edit inside what they replace.
-    others = [e for e in cs.edits if e.path == cfg["source"]]
-    for e in others:
-        e.text = layer_cache.qualify_generated(e.text)
-    edits = layer_cache.layer_edits(data, cfg["source"], spec.layer["header"], cfg["header"])
-    for e in layer_cache.merge(edits, [(o.start, o.end) for o in others]):
-        cs.edits.append(Edit(e.path, e.start, e.end, e.text, e.why, layer=True))
+    # what other layer features replace in the same source (extend's helpers around NVRTC's calls)
+    others = [(e.start, e.end, e.text) for e in cs.edits if e.path == cfg["source"] and e.end > e.start]
+    for e in layer_cache.layer_edits(data, cfg["source"], spec.layer["header"], cfg["header"], others):
+        cs.edits.append(Edit(e.path, e.start, e.end, e.text, e.why, layer=True, cache=True))
     cs.layer_files.add(cfg["header"])
+    cs.cache_files.add(cfg["header"])
     cs.new_files[cfg["header"]] = text
     test = cfg.get("test")
     if test:
@@ -612,15 +608,13 @@ def _layer_cache(root: Path, spec, cs: ChangeSet, guard: Callable[[str], str], f
                                         include=test.get("include") or cfg["header"], namespace=cfg["namespace"],
                                         env=cfg["env"]), path)
         _test_source(root, spec, cs, test, f"{spec.rule_id}/nvrtc_layer/cache/test", "the layer cache's tests")
+        cs.edits[-1].layer = cs.edits[-1].cache = True
+        cs.layer_files.add(path)
+        cs.cache_files.add(path)
     env = cfg["env"]
-    cs.notes.append(f"{cfg['source']}: NVRTC layer with per-variant compiles and an opt-in disk cache shared by "
-                    f"the processes of a machine ({cfg['header']}); environment: {env['dir']}=FOLDER or "
-                    f"{env['prefix']}=1 (on, default folder $XDG_CACHE_HOME/{cfg['default_dir']}; off unless set), "
-                    f"{env['max_size']} (bound, default 1G), {env['record']} (list for `codemod warm`), "
-                    f"{env['warm']} (a list compiled by {env['warm_threads']} background threads), {env['log']} "
-                    f"(cache events)"
-                    + (f"; NVRTC's automatic precompiled headers per process ({env['pch']}=0: off)" if cfg["pch"] else "")
-                    + (f"; NVRTC's -minimal ({env['minimal']}=0: off)" if cfg["minimal"] else ""))
+    cs.notes.append(f"{cfg['source']}: NVRTC layer with per-label compiles and an opt-in disk cache shared by "
+                    f"the processes of a machine ({cfg['header']}); off unless {env['dir']}=FOLDER or "
+                    f"{env['prefix']}=1 (default folder $XDG_CACHE_HOME/{cfg['default_dir']})")
 
 
 def _same_cache(root: Path, header: str, text: str, rule_id: str) -> None:

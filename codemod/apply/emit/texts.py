@@ -59,16 +59,21 @@ def apply_edits(root: Path, cs: ChangeSet) -> dict[str, tuple[str | None, str]]:
     return {p: v for p, v in sorted(result.items()) if v[0] != v[1]}
 
 
-def layer_part(root: Path, cs: ChangeSet, files: dict[str, tuple[str | None, str]], fmt) -> dict:
+def layer_part(root: Path, cs: ChangeSet, files: dict[str, tuple[str | None, str]], fmt,
+               with_cache: bool = True) -> dict:
     """The shared NVRTC layer's part of a migration's `files` (the change set's layer files and
-    edits, `fmt` formatting them as `files` were): path -> (text before, text after the layer part).
-    The rule's own part is `after_layer(files, layer)`; the two apply in that order."""
-    part = ChangeSet(new_files={p: t for p, t in cs.new_files.items() if p in cs.layer_files},
-                     edits=[e for e in cs.edits if e.layer])
+    edits, `fmt` formatting them as `files` were): path -> (text before, text after the layer part);
+    without the disk cache's files and edits unless `with_cache`. The rule's own part is
+    `after_layer(files, layer)`; the two apply in that order. The cache's own patch is
+    `after_layer(layer_part(...), layer_part(..., with_cache=False))`, between them."""
+    edits = [e for e in cs.edits if e.layer and (with_cache or not e.cache)]
+    part = ChangeSet(new_files={p: t for p, t in cs.new_files.items()
+                                if p in cs.layer_files and (with_cache or p not in cs.cache_files)}, edits=edits)
     if not part.new_files and not part.edits:
         return {}
     layer = fmt(apply_edits(root, part))
-    own = {e.path for e in cs.edits if not e.layer}     # files the rule's own part changes too
+    mine = {id(e) for e in edits}
+    own = {e.path for e in cs.edits if id(e) not in mine}     # files a later part changes too
     return {p: (old, new if p in own or p not in files else files[p][1]) for p, (old, new) in layer.items()}
 
 

@@ -24,6 +24,8 @@ class Migration:
     # apply --build-log: the predicted build (analysis.impact of pricing.attach_impact: the what-if
     # analyze prices for the same rule and log)
     prediction: dict | None = None
+    # () -> the layer part without the disk cache's files and edits (--cache-diff; Emission.layer_only)
+    layer_only: object = None
 
     @property
     def spec(self):

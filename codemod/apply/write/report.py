@@ -66,6 +66,8 @@ def build_order_lines(bo, cmake_file: str, outside=()) -> list[str]:
     outside = set(outside)
 
     def migrated(t) -> str:
+        if getattr(t, "unfinished", False):
+            return ("yes; " if t.migrated else "") + "unfinished in the log: nvcc --time's phases so far, a lower bound"
         if t.migrated:
             return "yes"
         return "outside the analysis (measured time kept)" if posixpath.join(folder, t.path) in outside else ""
@@ -78,6 +80,11 @@ def build_order_lines(bo, cmake_file: str, outside=()) -> list[str]:
              f"{bo.replayed_wall_s} s. Each TU's compile time after the migration: migrated TUs keep their "
              "device phases scaled by the instantiation share left static, host phases kept "
              "(`instantiation_share`, the what-if of the predicted build above), the others their measured time.", ""]
+    if getattr(bo, "migrated_log", ""):
+        lines[0] = lines[0].replace(lines[0][lines[0].index("Each TU's compile time"):],
+                                    f"The log compiles `{bo.migrated_log}`, this migration's stub source: it is a build "
+                                    "of the migrated tree, so every TU keeps its measured time (the migration is "
+                                    "not priced twice).")
     if bo.with_s is not None:
         lines += ["| order | predicted wall s | critical step |", "|---|---:|---|",
                   f"| current source lists | {bo.without_s} | `{bo.critical_without}` |",
@@ -88,6 +95,8 @@ def build_order_lines(bo, cmake_file: str, outside=()) -> list[str]:
     if bo.emitted:
         lines += [f"**Edit made** in `{cmake_file}` before `add_library` (line {bo.at_line}): the TUs below "
                   f"move to the front of `{bo.variable}`, longest first (predicted {bo.gain_pct}% shorter).", ""]
+        if bo.reason:
+            lines += [f"Listed although the replay cannot price them: {bo.reason}.", ""]
     else:
         lines += [f"**No build-order edit**: {bo.reason}.", ""]
     if bo.listed:
