@@ -12,9 +12,9 @@ from ..model import Analysis
 from .. import strict_json
 
 REPO = Path(__file__).resolve().parents[2]
-CASES = ("actlib", "castlib", "routerlib", "normlib", "scopelib", "scanlib")
+CASES = ("actlib", "castlib", "routerlib", "normlib", "scopelib", "scanlib", "cscanlib")
 # Cases analysed under a rule of their own (golden/<case>/<file>); the others with no rule.
-CASE_RULES = {"normlib": "normlib.yaml", "routerlib": "rule.yaml", "scopelib": "rule.yaml"}
+CASE_RULES = {"normlib": "normlib.yaml", "routerlib": "rule.yaml", "scopelib": "rule.yaml", "cscanlib": "rule.yaml"}
 
 
 def normalized(a: Analysis) -> dict:

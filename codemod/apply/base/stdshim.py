@@ -125,6 +125,8 @@ struct integral_constant {{
     "uint": ((), "using uint = unsigned int;"),
     # <float.h>'s FLT_MAX (bitsandbytes' kernels), GCC's value: NVRTC has no <float.h>
     "FLT_MAX": ((), "#define FLT_MAX 3.40282346638528859811704183484516925e+38F"),
+    # <math.h>'s (POSIX, through <cmath>) log2(e), glibc's literal (mamba's `kLog2e = M_LOG2E`)
+    "M_LOG2E": ((), "#define M_LOG2E 1.4426950408889634074"),
 }
 
 

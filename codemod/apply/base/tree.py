@@ -38,12 +38,18 @@ def resolve_include(root: Path, path: str, inc, include_dirs: list[str]) -> str 
     return None
 
 
-def host_include(root: Path, path: str, inc, spec) -> bool:
+def host_include(root: Path, path: str, inc, spec, stand_in=lambda name: False) -> bool:
     """Whether an include of a shipped header stays out of NVRTC's sight: the rule's
     `kernel_strings.host_includes` names it (as spelled, or by the library path it resolves to),
-    or the library already guards it with `__CUDACC_RTC__`. `spec`: the rule (plan.spec.MigrateSpec)."""
+    or the library already guards it with `__CUDACC_RTC__`. `spec`: the rule (plan.spec.MigrateSpec);
+    `stand_in(name)`: whether NVRTC gets a stand-in of a framework header under that name
+    (plan.framework_types.stand_in): such an include stays."""
     hidden = spec.kernel_strings.get("host_includes", [])
-    if inc.rtc_guarded or inc.name in hidden:
+    if inc.rtc_guarded:
+        return True
+    if stand_in(inc.name):
+        return False
+    if inc.name in hidden:
         return True
     return bool(hidden) and resolve_include(root, path, inc, spec.include_dirs) in hidden
 

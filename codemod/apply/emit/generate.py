@@ -182,6 +182,7 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
     copies = _preludes(run, shipped, std_cfg)
     _moved_in_prelude_kernels(plan, copies.moved)
     _shims(run)
+    _framework_headers(run)
     _nvrtc_guards(run, shipped)
     _zero_length_arrays(root, plan, cs, shipped, std_cfg)
     if std_cfg:
@@ -348,6 +349,19 @@ def _shims(run: _Run) -> None:
                         + (f", with {len(defined)} names defined by codemod" if defined else ""))
 
 
+def _framework_headers(run: _Run) -> None:
+    """The NVRTC stand-ins of the PyTorch headers the programs include (types.framework: torch)."""
+    out, cs = run.plan.spec.output_dir, run.cs
+    used = {name for kp in run.plan.kernels for name, path in kp.headers.items()
+            if path == framework_types.stand_in_path(out, name)}
+    for name in sorted(used):
+        path = framework_types.stand_in_path(out, name)
+        cs.new_files[path] = run.fmt(render(framework_types.FRAMEWORK_HEADERS[name][0], guard=run.guard(path),
+                                            std_shims=framework_types.stand_in_std(run.plan.spec, name)), path)
+        cs.notes.append(f"<{name}>: PyTorch's header is host C++; NVRTC gets the stand-in {path} under its name "
+                        "(types.framework: torch)")
+
+
 def _nvrtc_guards(run: _Run, shipped: dict[str, str]) -> None:
     """The shipped headers' edits for NVRTC (host-only code guarded, include names unique); moved device code."""
     root, plan, cs = run.root, run.plan, run.cs
@@ -374,8 +388,11 @@ def _nvrtc_guards(run: _Run, shipped: dict[str, str]) -> None:
         for start, end in source.host_only_functions(data):
             s = source.comment_start(data, start)
             e = _line_end(data, end)
+            # NOTE: a file whose last line has no newline (mamba's selective_scan_bwd_kernel.cuh)
+            # gets one before the #endif, else the directive ends that line's code
+            nl = "\n" if e == len(data) and not data.endswith(b"\n") else ""
             cs.edits.append(Edit(repo_path, s, s, f"#ifndef {RTC_GUARD}\n", "host-only code hidden from NVRTC"))
-            cs.edits.append(Edit(repo_path, e, e, f"#endif  // {RTC_GUARD}\n", "host-only code hidden from NVRTC"))
+            cs.edits.append(Edit(repo_path, e, e, f"{nl}#endif  // {RTC_GUARD}\n", "host-only code hidden from NVRTC"))
             line = data[:start].count(b"\n") + 1
             cs.notes.append(f"{repo_path}:{line}: host-only definitions guarded by #ifndef {RTC_GUARD}")
 
@@ -555,7 +572,8 @@ def _kernels_cpp(run: _Run, stubs: _Stubs, shipped: dict[str, str], copy_checks:
         namespace=spec.namespace, options=spec.options, kernels=stubs.kernels,
         scoped=any("sources" in c for c in spec.options["conditional"]),
         programs=_program_names(stubs.programs), shared_headers=_shared_headers(stubs.programs),
-        value_lists=_scoped_value_lists(stubs.kernels, spec.options["conditional"])), cpp_path)
+        value_lists=_scoped_value_lists(stubs.kernels, spec.options["conditional"]),
+        framework_layouts=framework_types.layout_checks(shipped, spec.output_dir)), cpp_path)
 
 
 def _nvrtc_layer(run: _Run, features: dict[str, bool]) -> None:
@@ -1148,7 +1166,7 @@ def _host_include_blocks(root: Path, path: str, data: bytes, spec) -> list[tuple
     library; consecutive directives (only blank space between) share one guard."""
     blocks: list[tuple[int, int]] = []
     for inc in source.includes(data):
-        if inc.rtc_guarded or not host_include(root, path, inc, spec):
+        if inc.rtc_guarded or not host_include(root, path, inc, spec, lambda n: framework_types.stand_in(spec, n)):
             continue
         start = data.rfind(b"\n", 0, inc.start) + 1
         if blocks and not data[blocks[-1][1]:start].strip():

@@ -106,10 +106,16 @@ def _closure_includes(root: Path, start: str, spec: MigrateSpec, out_dir: str, e
             continue
         seen.add(path)
         for inc in source.includes(read_overlay(root, path, extractions or {})):
-            if host_include(root, path, inc, spec):
+            if host_include(root, path, inc, spec, lambda name: framework_types.stand_in(spec, name)):
                 continue            # hidden from NVRTC by generate (or already by the library)
             if inc.system and inc.name in shims:
                 yield path, inc, inc.name, shim_path(out_dir, inc.name)
+                continue
+            if framework_types.stand_in(spec, inc.name):
+                for name in framework_types.stand_in_closure(inc.name):
+                    yield path, inc, name, framework_types.stand_in_path(out_dir, name)
+                    for std in framework_types.stand_in_std(spec, name):
+                        yield path, inc, std, shim_path(out_dir, std)
                 continue
             target = resolve_include(root, path, inc, spec.include_dirs)
             if target is None:
@@ -449,6 +455,13 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
         first = list(spec.kernel_strings.get("include_first", {}).get(kid, []))
         for h in first + extra:
             headers = {**headers, h: h, **_header_closure(root, h, spec, spec.output_dir, extractions, respelled)}
+        for h in framework_types.spelled_headers(variants.values(), spec):
+            if h not in headers:
+                extra.append(h)
+            for n in framework_types.stand_in_closure(h):
+                headers[n] = framework_types.stand_in_path(spec.output_dir, n)
+                for std in framework_types.stand_in_std(spec, n):
+                    headers[std] = shim_path(spec.output_dir, std)
         variants = _one_spelling_per_type(root, spec, kernel, source_file, headers, variants, extractions)
         plans.append(KernelPlan(kernel, source.kernel_signature(data, *decl), sites,
                                 sorted(variants.values(), key=lambda v: v.name_expression(kid)),
@@ -514,7 +527,8 @@ def _type_headers(root: Path, spec: MigrateSpec, kernel: Kernel, source_file: st
     copied = set(spec.kernel_strings.get("prelude_copy", []))
     names -= {m.group(2) for v in values for m in _MEMBER.finditer(v) if m.group(1) in copied}
     # framework types the programs alias to CUDA's (framework_types.py): declared there
-    names -= {n.rpartition("::")[2] for v in values for n in framework_types.names(v) if n in framework_types.mapped(spec)}
+    names -= {n.rpartition("::")[2] for v in values for n in framework_types.names(v)
+              if n in framework_types.mapped(spec) or n in framework_types.defined(spec)}
     if not names:
         return [], None
     out = spec.output_dir + "/"
