@@ -72,33 +72,33 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
             review=None, formatted: bool = True, build_log: Path | None = None, nvcc_times=(),
             jobs: int | None = None, policy: str | None = None, update: bool = False, regenerate: bool = False,
             later: frozenset = frozenset(), compile_db: Path | None = None):
-    """(files, report text, plan) for a tree; `plan.manifest` is the migration's manifest, kept
-    outside the tree (`write_migration`). On a migrated tree (its manifest found, or its generated
-    code recognised): with the manifest and without `update`, files is empty when every file it
-    records holds the migrated content (otherwise PartlyMigrated names those that do not); else the
-    migration is regenerated from the tree un-migrated (`_regenerate`; also with the manifest when
-    `regenerate`, as --check does) and files holds what differs (`update`), or PartlyMigrated names it.
-    `review(views) -> {kernel id: reason}` decides per kernel change set (--interactive); the
-    declined kernels leave the plan the way --exclude does. `build_log` (with `nvcc_times`, `jobs`,
-    `policy`): predict the build and add the rule's build-order edit (build_order.py). `later`: the
-    rules migrated after this one (a regeneration; stacking.py). `compile_db`: the library's
-    compile_commands.json, read by the analysis (its language standard for every parse)."""
+    """(files, report text, migration) for a tree, through the stages once: plan (build_plan: a frozen
+    Plan), emit (an Emission: the change set and the formatted files), check.reach (the units outside
+    the analysis that the rewrites reach), then the write stage's Migration; `migration.manifest` is
+    the migration's manifest, kept outside the tree (`write_migration`). On a migrated tree (its
+    manifest found, or its generated code recognised): with the manifest and without `update`, files is
+    empty when every file it records holds the migrated content (otherwise PartlyMigrated names those
+    that do not); else the migration is regenerated from the tree un-migrated (`_regenerate`; also with
+    the manifest when `regenerate`, as --check does) and files holds what differs (`update`), or
+    PartlyMigrated names it. `review(views) -> {kernel id: reason}` decides per kernel change set
+    (--interactive); the declined kernels leave the plan the way --exclude does. `build_log` (with
+    `nvcc_times`, `jobs`, `policy`): predict the build and add the rule's build-order edit
+    (build_order.py). `later`: the rules migrated after this one (a regeneration; stacking.py).
+    `compile_db`: the library's compile_commands.json, read by the analysis (its language standard for
+    every parse)."""
     from .. import __version__
     from ..analysis.analyze import analyze
     from ..rule import load_rule
-    from dataclasses import replace
 
-    from .emit.generate import generate
-    from .emit.generate import manifest as generate_manifest
-    from .write.patch import apply_edits, layer_part
-    from .plan.plan import build_plan, check_selection, outside_variants, units_reaching
-    from .write.report import render_report
-    from .review import change_sets
-    from .plan.spec import migrate_spec
-    from .emit.style import format_edits, target_style
+    from .check.reach import reach
+    from .emit import build_order
+    from .emit.emission import emit
+    from .emit.generate import manifest
     from .plan import arch_policy
-    from .emit import build_order, device_pass, shared_header
+    from .plan.spec import check_selection, migrate_spec
     from .write import migrated
+    from .write.migration import Migration
+    from .write.report import render_report
 
     if build_log is not None and not Path(build_log).is_file():
         raise UsageError(f"build log not found: {build_log}")
@@ -142,66 +142,46 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     cmake = build_order.check_cmake(root, spec, order["variable"]) if order else None   # refuse before analysing
     analysis = analyze(root, [rule], compile_db=compile_db, progress=progress)
     _check_units_read(analysis, spec)
-    plan = build_plan(root, analysis, spec, only=only, exclude=exclude, progress=progress)
-    plan.entry_points = list(analysis.entry_points)
     version = version or __version__
-    if review is not None and plan.kernels:
-        if progress:
-            progress(f"apply: preparing {len(plan.kernels)} change sets for review")
-        declined = review(change_sets(root, plan, version, formatted))
-        if declined:
-            plan = build_plan(root, analysis, spec, only=only, exclude=exclude, declined=declined)
-            plan.entry_points = list(analysis.entry_points)
+    plan = _plan(root, analysis, spec, only, exclude, review, version, formatted, progress)
     if not plan.kernels:
         from .base.changeset import ChangeSet
-        return {}, render_report(plan, ChangeSet(), {}), plan
-    if progress:
-        progress(f"apply: generating the migration of {len(plan.kernels)} kernel(s): kernel strings, stubs, "
-                 "launch-site rewrites, CMake")
-    cs = generate(root, plan, version, formatted, later)
-    for note in cs.notes:
-        if note.startswith("warning: "):
-            print(printable_lines(note), file=sys.stderr)
+        return {}, render_report(Migration(plan), ChangeSet(), {}), Migration(plan)
+    bo = prediction = None
     if build_log is not None:
         if progress:
             progress(f"apply: predicting the build from {build_log.name}")
-        plan.build_order = build_order.plan(root, spec, analysis, {kp.kernel.id for kp in plan.kernels}, build_log,
-                                            list(nvcc_times), jobs, policy, cmake)
-        plan.prediction = analysis.impact
-        build_order.add_edit(spec, plan.build_order, cs)
-    # formatted before the manifest records each file's hash
-    style = target_style(root, formatted)
-    edited = apply_edits(root, cs)
-    if progress and formatted:
-        progress(f"apply: formatting {len(edited)} file(s) in the target's style")
-    files = format_edits(edited, style)
-    plan.layer = layer_part(root, cs, files, lambda f: format_edits(f, style))
-    plan.layer_only = lambda: layer_part(root, cs, files, lambda f: format_edits(f, style), with_cache=False)
-    # a header whose only edits move definitions out of it or trim nvcc's device passes holds no
-    # code its includers compile for NVRTC
-    not_code = (shared_header.WHY, device_pass.WHY)
-    only_those = {e.path for e in cs.edits} - {e.path for e in cs.edits if e.why not in not_code}
-    rewritten = {path for path, (old, _) in files.items() if old is not None and path not in only_those}
-    if rewritten:
-        analyzed = {tu.file for tu in analysis.translation_units}
-        if progress:
-            progress(f"apply: finding the translation units that include {len(rewritten)} rewritten file(s)")
-        plan.outside_units = [u for u in units_reaching(root, rewritten, spec.include_dirs, skip=spec.output_dir)
-                              if u not in analyzed]
-    site_files = {s.file for kp in plan.kernels for s in kp.sites}
-    reaching = [u for u in units_reaching(root, site_files, spec.include_dirs, skip=spec.output_dir)
-                if u in plan.outside_units] if plan.outside_units else []
-    if reaching:
-        # those that include a rewritten launch site: their variants whose arguments the stubs can
-        # name reach NVRTC too, so verify must compile them
-        if progress:
-            progress(f"apply: analysing {len(reaching)} translation unit(s) outside the rule that include a "
-                     "rewritten launch site, for variants that reach NVRTC")
-        outside = analyze(root, [replace(rule, translation_units=reaching)], compile_db=compile_db, progress=progress)
-        plan.outside_reach = outside_variants(root, outside, plan, cs.domain)
-        cs.manifest = generate_manifest(plan, version, plan.outside_reach)
-    plan.manifest = migrated.record(files, cs.manifest)
-    return files, render_report(plan, cs, files), plan
+        bo = build_order.plan(root, spec, analysis, {kp.kernel.id for kp in plan.kernels}, build_log,
+                              list(nvcc_times), jobs, policy, cmake)
+        prediction = analysis.impact
+    if progress:
+        progress(f"apply: generating the migration of {len(plan.kernels)} kernel(s): kernel strings, stubs, "
+                 "launch-site rewrites, CMake")
+    emission = emit(root, plan, version, formatted, later, order=bo, progress=progress)
+    for note in emission.changes.notes:
+        if note.startswith("warning: "):
+            print(printable_lines(note), file=sys.stderr)
+    reached = reach(root, rule, analysis, emission, compile_db=compile_db, progress=progress)
+    recorded = migrated.record(emission.files, manifest(emission.plan, version, reached.variants))
+    migration = Migration(emission.plan, recorded, emission.layer, reached.units, reached.variants, bo, prediction,
+                          emission.layer_only)
+    return emission.files, render_report(migration, emission.changes, emission.files), migration
+
+
+def _plan(root: Path, analysis, spec, only, exclude, review, version: str, formatted, progress):
+    """The plan stage, entered once per selection: the rule's kernels as --only/--exclude choose
+    them; with --interactive, once more with the kernels the review declined left out."""
+    from .plan.plan import build_plan
+
+    plan = build_plan(root, analysis, spec, only=only, exclude=exclude, progress=progress)
+    if review is None or not plan.kernels:
+        return plan
+    from .review import change_sets
+
+    if progress:
+        progress(f"apply: preparing {len(plan.kernels)} change sets for review")
+    declined = review(change_sets(root, plan, version, formatted))
+    return build_plan(root, analysis, spec, only=only, exclude=exclude, declined=declined) if declined else plan
 
 
 def _check_units_read(analysis, spec) -> None:
@@ -273,7 +253,7 @@ def _regenerate(root: Path, target: str, spec, doc: dict | None, update: bool, s
             else:
                 target_path.parent.mkdir(parents=True, exist_ok=True)
                 target_path.write_bytes(text.encode())
-        fresh, report, plan = compute(scratch, target, **kwargs)
+        fresh, report, migration = compute(scratch, target, **kwargs)
     desired = {path: new for path, (_, new) in fresh.items()}
     dropped = sorted(p for p, text in overlay.items() if text is None and p not in desired and (root / p).exists())
     if dropped:
@@ -301,8 +281,8 @@ def _regenerate(root: Path, target: str, spec, doc: dict | None, update: bool, s
                 f"{len(files)} file(s): " + ", ".join(files),
                 hint="`codemod apply --update` shows the regenerated files; with --write it writes them")
         return {}, (f"already migrated: {where} is generated by rule {spec.rule_id}, and regenerating the "
-                    f"migration ({source}) gives the tree's content\n"), plan
-    return files, report, plan
+                    f"migration ({source}) gives the tree's content\n"), migration
+    return files, report, migration
 
 
 def _scratch(root: Path, spec, copy: Path) -> Path:
@@ -329,7 +309,7 @@ def _scratch(root: Path, spec, copy: Path) -> Path:
     return copy / top.relative_to(anchor)
 
 
-def write_migration(root: Path, files: dict, plan, force: bool = False) -> Path | None:
+def write_migration(root: Path, files: dict, migration, force: bool = False) -> Path | None:
     """Write the migration's files and store its manifest outside the tree (tool_state.manifest_path)
     in one journaled transaction (patch.write_all): a write interrupted or refused leaves both as
     they were, so an interrupted `--update` leaves the manifest of the migration the tree still
@@ -339,12 +319,12 @@ def write_migration(root: Path, files: dict, plan, force: bool = False) -> Path 
     from .write.patch import write_all
 
     stored = None
-    if plan is not None and plan.manifest:
-        stored = manifest_path(root, plan.spec.rule_id)
+    if migration is not None and migration.manifest:
+        stored = manifest_path(root, migration.spec.rule_id)
         if not files:
-            migrated.write(root, plan.spec.rule_id, plan.manifest)
+            migrated.write(root, migration.spec.rule_id, migration.manifest)
     if files:
-        write_all(root, files, force=force, manifest=(stored, plan.manifest) if stored else None)
+        write_all(root, files, force=force, manifest=(stored, migration.manifest) if stored else None)
     return stored
 
 
@@ -462,7 +442,8 @@ def _recover_and_lock(root: Path, write: bool, held: contextlib.ExitStack) -> No
 
 
 def _run(args, root: Path) -> int:
-    from .write.patch import after_layer, unified_diff
+    from .emit.texts import after_layer
+    from .write.patch import unified_diff
     from .review import review
 
     outputs = _output_paths(args)
@@ -482,7 +463,7 @@ def _run(args, root: Path) -> int:
     if args.build_log is None and (args.nvcc_time or jobs is not None or args.policy):
         raise UsageError("--nvcc-time, --ninja-jobs and --policy need --build-log")
     try:
-        files, report, plan = compute(root, args.target, args.only, args.exclude, progress=progress,
+        files, report, migration = compute(root, args.target, args.only, args.exclude, progress=progress,
                                       review=chooser, formatted=not args.no_format, build_log=args.build_log,
                                       nvcc_times=args.nvcc_time, jobs=jobs, policy=args.policy,
                                       update=args.update, regenerate=args.check, compile_db=args.compile_db)
@@ -492,38 +473,38 @@ def _run(args, root: Path) -> int:
         print(f"pending: {printable(exc.render())}", file=sys.stderr)
         return 1
     if files and not args.check and not args.no_precheck:
-        _precheck(root, files, plan, progress)
+        _precheck(root, files, migration, progress)
     top, prefix = repo_location(root)
-    layer = plan.layer if args.layer_diff and plan is not None else {}
+    layer = migration.layer if args.layer_diff and migration is not None else {}
     diff = unified_diff(after_layer(files, layer) if layer else files, prefix)
     report_path = outputs.get("--report")
     if report_path:
         _write_output("--report", report_path, report)
-    summary = _summary(files, plan, report_path)
-    if plan is not None and plan.prediction:
+    summary = _summary(files, migration, report_path)
+    if migration is not None and migration.prediction:
         from ..analysis.pricing import prediction_line
 
-        print(f"apply: {prediction_line(plan.prediction)}", file=sys.stderr)
+        print(f"apply: {prediction_line(migration.prediction)}", file=sys.stderr)
     if args.html:
         from ..report.html import render_apply_html
 
-        _write_output("--html", args.html, render_apply_html(root, args.target, files, plan, summary))
+        _write_output("--html", args.html, render_apply_html(root, args.target, files, migration, summary))
     if args.check:
         done = report.splitlines()[0] if not files and report.startswith("already migrated") else "nothing to do"
         print(printable(summary if files else done), file=sys.stderr)
         return 1 if files else 0
     if args.write:
-        stored = write_migration(root, files, plan, force=args.force)
+        stored = write_migration(root, files, migration, force=args.force)
         kept = f" Manifest (outside the tree): {stored}." if stored else ""
         if not files:
             print(printable(f"{summary}; nothing written" + (f".{kept}" if kept else "")), file=sys.stderr)
-            return _exit_code(plan)
+            return _exit_code(migration)
         print(printable(f"{summary}; written.{kept} Next: build, then `codemod verify {root}`."), file=sys.stderr)
-        return _exit_code(plan)
+        return _exit_code(migration)
     if args.diff:
         diffs = [args.diff]
         if layer:
-            only = plan.layer_only() if args.cache_diff else layer
+            only = migration.layer_only() if args.cache_diff else layer
             cache = after_layer(layer, only)
             if only:
                 _write_output("--layer-diff", args.layer_diff, unified_diff(only, prefix))
@@ -538,26 +519,26 @@ def _run(args, root: Path) -> int:
         elif args.layer_diff:
             summary += f"; no NVRTC layer change ({args.layer_diff} not written)"
         _write_output("--diff", args.diff, diff)
-        if plan is not None and plan.manifest:
-            _write_output("--diff", manifest_beside(args.diff), plan.manifest)
-        if plan is not None and plan.prediction:
-            _write_output("--diff", what_if_beside(args.diff), strict_json.dumps({"what_if": plan.prediction["what_if"]},
-                                                                                 "the what-if", indent=1,
-                                                                                 sort_keys=True) + "\n")
+        if migration is not None and migration.manifest:
+            _write_output("--diff", manifest_beside(args.diff), migration.manifest)
+        if migration is not None and migration.prediction:
+            what_if = {"what_if": migration.prediction["what_if"]}
+            _write_output("--diff", what_if_beside(args.diff),
+                          strict_json.dumps(what_if, "the what-if", indent=1, sort_keys=True) + "\n")
             summary += f"; what-if for `codemod impact --what-if`: {what_if_beside(args.diff)}"
         print(printable(f"{summary}; diff: {args.diff}" + (f". Next: {_apply_hint(top, *diffs)}" if files else "")),
               file=sys.stderr)
     else:
         sys.stdout.write(diff)  # NOTE: file contents as they are (CRLF kept): `git apply` reads it
         print(printable(summary), file=sys.stderr)
-    return _exit_code(plan)
+    return _exit_code(migration)
 
 
-def _exit_code(plan) -> int:
+def _exit_code(migration) -> int:
     """1 when the rule's kernels exist but none was migrated (each left static, the report says
     why): an apply that changes nothing for them is no success to a script or CI."""
-    if plan is not None and not plan.kernels and plan.skipped:
-        print(f"codemod: error: no kernel migrated: the rule's {len(plan.skipped)} kernel(s) all stay static "
+    if migration is not None and not migration.kernels and migration.skipped:
+        print(f"codemod: error: no kernel migrated: the rule's {len(migration.skipped)} kernel(s) all stay static "
               "(reasons under \"Left static\" in the report); fix the rule or exclude them", file=sys.stderr)
         return 1
     return 0
@@ -582,21 +563,21 @@ def manifest_beside(diff: Path) -> Path:
     return diff.with_suffix(diff.suffix + ".manifest.json")
 
 
-def _precheck(root: Path, files: dict, plan, progress) -> None:
+def _precheck(root: Path, files: dict, migration, progress) -> None:
     """Refuse (nothing written) when a generated kernel string does not compile under NVRTC, or
     kernels.h does not as a unit's first include (self_contained.py)."""
     from ..tool_state import manifest_path
     from .check.precheck import BLACKWELL_ARCH, BLACKWELL_MIN, precheck
 
-    if plan is None or not plan.manifest:
+    if migration is None or not migration.manifest:
         return
-    blackwell = {kp.kernel.id for kp in plan.kernels if (kp.kernel.body_arch_min or 0) >= BLACKWELL_MIN}
+    blackwell = {kp.kernel.id for kp in migration.kernels if (kp.kernel.body_arch_min or 0) >= BLACKWELL_MIN}
     if progress:
         also = f"; {BLACKWELL_ARCH} for the {len(blackwell)} kernel(s) whose body needs it" if blackwell else ""
         progress(f"apply: compiling the generated kernel strings with NVRTC (sm_90{also}, the name expressions "
                  "of a cover of the variants)")
-    problems, note = precheck(root, files, [(manifest_path(root, plan.spec.rule_id), plan.manifest)], blackwell,
-                              progress)
+    problems, note = precheck(root, files, [(manifest_path(root, migration.spec.rule_id), migration.manifest)],
+                              blackwell, progress)
     if note:
         print(printable_lines(f"note: {note}"), file=sys.stderr)
     if problems:
@@ -606,14 +587,14 @@ def _precheck(root: Path, files: dict, plan, progress) -> None:
                               "to write the migration anyway")
     from .check.self_contained import kernels_h_errors
 
-    units = [u for u in plan.spec.translation_units if (root / u).is_file()]
+    units = [u for u in migration.spec.translation_units if (root / u).is_file()]
     if progress:
         progress(f"apply: parsing the rule's {len(units)} translation unit(s) as migrated, for errors in "
-                 f"{plan.spec.output_dir}/kernels.h, its sections and the rewritten lines")
-    errors = kernels_h_errors(root, plan.spec.output_dir, plan.spec.include_dirs, files, units=units,
+                 f"{migration.spec.output_dir}/kernels.h, its sections and the rewritten lines")
+    errors = kernels_h_errors(root, migration.spec.output_dir, migration.spec.include_dirs, files, units=units,
                               progress=progress)
     if errors:
-        raise ApplyError(f"{plan.spec.output_dir}/kernels.h, its sections or the rewritten launches do not "
+        raise ApplyError(f"{migration.spec.output_dir}/kernels.h, its sections or the rewritten launches do not "
                          "compile where the rule's units include them; nothing written:\n" + "\n".join(errors[:20])
                          + (f"\n... and {len(errors) - 20} more" if len(errors) > 20 else ""),
                          hint="a name kernels.h spells must be declared where units include it (what is "
@@ -623,20 +604,20 @@ def _precheck(root: Path, files: dict, plan, progress) -> None:
                               "includes a rewritten one), or leave the kernels or entry points out of the rule")
 
 
-def _summary(files: dict, plan, report_path: Path | None) -> str:
+def _summary(files: dict, migration, report_path: Path | None) -> str:
     """One line in LibCST's manner: files changed, kernels migrated and left static, the report."""
-    if plan is None:
+    if migration is None:
         text = "already migrated: 0 files changed"
     else:
         new = sum(1 for old, _ in files.values() if old is None)
-        n = len(plan.kernels)
+        n = len(migration.kernels)
         text = (f"{len(files)} file{'s' if len(files) != 1 else ''} changed ({new} new); {n} "
-                f"kernel{'s' if n != 1 else ''} migrated, {len(plan.skipped)} left static")
-        if plan.outside_units:
-            u = len(plan.outside_units)
+                f"kernel{'s' if n != 1 else ''} migrated, {len(migration.skipped)} left static")
+        if migration.outside_units:
+            u = len(migration.outside_units)
             text += (f"; {u} TU{'s' if u != 1 else ''} outside the analysis include rewritten code "
                      "(arguments only they use keep the static kernel)")
-        bo = plan.build_order
+        bo = migration.build_order
         if bo is not None:
             text += (f"; build order: {len(bo.listed)} TUs first, predicted {bo.without_s} -> {bo.with_s} s"
                      if bo.emitted else "; build order unchanged")

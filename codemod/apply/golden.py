@@ -25,8 +25,8 @@ def golden_patch(case: str) -> tuple[str, str, str]:
     rule = GOLDEN / case / "rule.yaml"
     if not rule.is_file():
         rule = GOLDEN / case / "activation.yaml"
-    files, report, plan = compute(root, str(rule), version=VERSION)
-    doc = json.loads(plan.manifest)
+    files, report, migration = compute(root, str(rule), version=VERSION)
+    doc = json.loads(migration.manifest)
     doc.pop("edited", None)
     return unified_diff(files), report, strict_json.dumps(doc, "manifest", indent=1) + "\n"
 

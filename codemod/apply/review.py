@@ -10,7 +10,8 @@ from typing import TextIO
 
 from ..errors import UsageError
 from .emit.generate import generate
-from .write.patch import apply_edits, line_counts, unified_diff
+from .emit.texts import apply_edits
+from .write.patch import line_counts, unified_diff
 from .plan.plan import Plan
 
 DECLINED = "declined interactively"
@@ -60,7 +61,7 @@ def change_sets(root: Path, plan: Plan, version: str, formatted: bool = True) ->
     views = []
     for kp in plan.kernels:
         alone = replace(plan, kernels=[kp], skipped=[], removed_instantiations=kp.kernel.instantiations)
-        files = apply_edits(root, generate(root, alone, version, formatted))
+        files = apply_edits(root, generate(root, alone, version, formatted)[1])
         view = ChangeSetView(kp.kernel.id, len(kp.variants), sum(1 for s in kp.sites if s.kind == "launch"),
                              kp.kernel.instantiations, diff=unified_diff(files))
         for path, (old, new) in files.items():

@@ -441,6 +441,34 @@ def lp64_twin(symbol: str, functions: dict) -> str | None:
     return found[0] if len(found) == 1 else None
 
 
+_ANONYMOUS = re.compile(r"(\d+)_GLOBAL__N_")
+
+
+def _anonymous_key(name: str) -> str:
+    """The mangled name with each anonymous namespace's source name (`<len>_GLOBAL__N_...`, which
+    the front end spells from the translation unit: its file name, a hash, under nvcc the first
+    external function's name) replaced by one placeholder."""
+    out, at = [], 0
+    for match in _ANONYMOUS.finditer(name):
+        if match.start() < at:
+            continue
+        end = match.start(1) + len(match.group(1)) + int(match.group(1))
+        out += [name[at:match.start()], "<anon>"]
+        at = end
+    return "".join(out) + name[at:]
+
+
+def anonymous_twin(symbol: str, functions: dict) -> str | None:
+    """The one function whose mangled name differs from `symbol` only in the source names of
+    anonymous namespaces: a kernel in `namespace { }` is mangled with its translation unit (nvcc's
+    static unit vs NVRTC's program); the same kernel, named differently."""
+    if "_GLOBAL__N_" not in symbol:
+        return None
+    key = _anonymous_key(symbol)
+    found = [name for name in functions if name != symbol and "_GLOBAL__N_" in name and _anonymous_key(name) == key]
+    return found[0] if len(found) == 1 else None
+
+
 def original_headers(kernel: KernelEntry, source: str) -> list[str]:
     """Manifest paths of the headers the kernel string includes that are the library's own files
     (not a prelude or shim written by apply): what the static translation unit includes."""
@@ -634,7 +662,8 @@ def run_job(job: SassJob, tools: Tools, flags: StaticFlags, static_root: Path) -
             res = VariantResult(program.kernel, program.arch, program.config, variant, symbol, "identical")
             static_symbol = symbol
             if symbol not in sides["nvcc"][0]:
-                static_symbol = lp64_twin(symbol, sides["nvcc"][0]) or symbol
+                static_symbol = (lp64_twin(symbol, sides["nvcc"][0]) or anonymous_twin(symbol, sides["nvcc"][0])
+                                 or symbol)
             missing = [side for side, name in (("nvcc", static_symbol), ("nvrtc", symbol)) if name not in sides[side][0]]
             if missing:
                 res.status, res.classification = "different", "missing"
@@ -655,6 +684,9 @@ def run_job(job: SassJob, tools: Tools, flags: StaticFlags, static_root: Path) -
             if static_symbol != symbol:
                 note = (f"nvcc's symbol is {static_symbol}: the same kernel with `long` where NVRTC has "
                         "`long long` (LP64 64-bit integer typedefs, e.g. int64_t, from different headers)")
+                if _anonymous_key(static_symbol) == _anonymous_key(symbol):
+                    note = (f"nvcc's symbol is {static_symbol}: the same kernel in an anonymous namespace, "
+                            "whose mangled name each front end spells from its own translation unit")
                 if res.status == "identical":
                     res.status, res.classification = "identical-modulo-names", "names"
                 res.detail = note + ("\n" + res.detail if res.detail else "")

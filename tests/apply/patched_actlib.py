@@ -9,7 +9,7 @@ from pathlib import Path
 
 from codemod.apply.command import compute, write_migration
 from codemod.apply.golden import GOLDEN
-from codemod.apply.plan.plan import symbol_for
+from codemod.apply.base.tree import symbol_for
 from codemod.tool_state import manifest_path
 
 

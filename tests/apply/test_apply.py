@@ -142,7 +142,7 @@ def test_cmake_block_loop_makes_each_string_header_once_under_its_symbol(tmp_pat
     """The CMake block makes its string headers in one loop; CMake spells each symbol as the stubs
     do (symbol_for), and a second rule's block leaves out what a first rule's loop makes."""
     from codemod.apply.emit.generate import made_in_loops, render
-    from codemod.apply.plan.plan import symbol_for
+    from codemod.apply.base.tree import symbol_for
 
     paths = ["activation/rtc/kernels-x.cu", "cast/mxfp8/specialized/swizzle.cuh", "util/ptx.cuh"]
     block = render("cmake_block.cmake.j2", marker="NVRTC migration of the r kernels", rule="r", legacy_option="L",
@@ -172,7 +172,7 @@ def test_programs_share_one_header_list_unless_an_include_name_means_two_files()
 def test_units_reaching_a_rewritten_header_follow_includes(tmp_path):
     """The TUs a rewritten header reaches, directly or through other headers (quoted includes from
     the including folder, then the rule's include dirs); others and the output folder are left out."""
-    from codemod.apply.plan.plan import units_reaching
+    from codemod.apply.base.tree import units_reaching
 
     files = {
         "util/launch.h": "#pragma once\n",

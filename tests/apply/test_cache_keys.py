@@ -39,7 +39,7 @@ def _fast_math_variants() -> set[tuple[str, tuple]]:
     from .patched_actlib import _COMPUTED
 
     plan = next(p for _, p in _COMPUTED.values() if OWN_KERNEL in p.spec.options["kernels"])   # this module's rule
-    files = {e.name: e.file for e in plan.entry_points}
+    files = {e.name: e.file for e in plan.plan.entry_points}
     return {(kp.kernel.id, tuple(v.axes.values())) for kp in plan.kernels for v in kp.variants
             if v.entry_points and all(_matches(files.get(e, ""), ["activation/*.cu"]) for e in v.entry_points)}
 

@@ -103,7 +103,7 @@ TE = os.environ.get("TE_SOURCE_DIR")
 def test_te_normalization_common_keeps_the_cudnn_frontend_from_the_norm_units():
     import yaml
 
-    from codemod.apply.plan.plan import units_reaching
+    from codemod.apply.base.tree import units_reaching
 
     root = Path(TE) / "transformer_engine" / "common"
     rule = yaml.safe_load((Path(__file__).resolve().parents[2] / "rules" / "transpose.yaml").read_text())

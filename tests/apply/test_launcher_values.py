@@ -145,7 +145,7 @@ def _collapsed(tmp_path, text: str, macros=("SWITCH",)) -> str:
     """`text` with every switch of `macros` removed as collapse_edits removes one that goes."""
     from codemod.apply.base.changeset import ChangeSet
     from codemod.apply.emit.launcher_values import LauncherValues, _switches, collapse_edits
-    from codemod.apply.write.patch import apply_edits
+    from codemod.apply.emit.texts import apply_edits
 
     (tmp_path / "f.cu").write_text(text)
     lv = LauncherValues(switches={"f.cu": _switches("f.cu", text.encode(), list(macros))})

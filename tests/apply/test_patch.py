@@ -10,7 +10,8 @@ import pytest
 from codemod.apply.command import compute
 from codemod.apply.base.changeset import ChangeSet, Edit
 from codemod.apply.golden import GOLDEN
-from codemod.apply.write.patch import apply_edits, line_counts, write_all
+from codemod.apply.emit.texts import apply_edits
+from codemod.apply.write.patch import line_counts, write_all
 from codemod.errors import ApplyError
 
 RULE = str(GOLDEN / "actlib" / "activation.yaml")

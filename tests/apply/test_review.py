@@ -152,7 +152,7 @@ def test_every_subset_of_change_sets_applies(actlib_git, tmp_path, subset):
     (tmp_path / "p.diff").write_text(diff)
     subprocess.run(["git", "apply", "--check", str(tmp_path / "p.diff")], cwd=actlib_git, check=True)
     # no library line changes outside the subset's own change sets (each computed alone)
-    alone = set().union(*(_edited_lines(v.diff) for v in change_sets(actlib_git, plan, __version__)))
+    alone = set().union(*(_edited_lines(v.diff) for v in change_sets(actlib_git, plan.plan, __version__)))
     assert _edited_lines(diff) <= alone
     assert (actlib_git / "CMakeLists.txt").read_text().count("rtc/activation") == 0   # nothing written
 

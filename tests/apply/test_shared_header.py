@@ -6,7 +6,7 @@ import pytest
 
 from codemod.apply.emit import shared_header
 from codemod.apply.base.changeset import ChangeSet
-from codemod.apply.write.patch import apply_edits
+from codemod.apply.emit.texts import apply_edits
 from codemod.errors import ApplyError
 
 COMMON = """// lib's host header.

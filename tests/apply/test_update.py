@@ -97,7 +97,7 @@ def test_a_parameter_change_needs_no_regeneration(migrated, tmp_path):
     """The cases above are not vacuous: the migrated tree spells no parameter list of the kernel
     (its launcher type is `decltype` of the kernel), so nothing generated changes with it."""
     stubs = "".join(p.read_text() for p in (migrated / "rtc/activation").glob("kernels*.h"))
-    assert "decltype(&unary_kernel<" in stubs and "size_t n" not in stubs
+    assert "decltype(&::actlib::unary_kernel<" in stubs and "size_t n" not in stubs
     _change(migrated / KERNEL_HEADER, "parameter")
     files, _, _ = compute(migrated, RULE, update=True)
     assert files == {}

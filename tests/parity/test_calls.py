@@ -37,6 +37,9 @@ ROUTER = ["nvte_fused_topk_with_score_function_forward", "nvte_fused_topk_with_s
           "nvte_fused_score_for_moe_aux_loss_forward", "nvte_fused_score_for_moe_aux_loss_forward_v2",
           "nvte_fused_score_for_moe_aux_loss_backward", "nvte_fused_moe_aux_loss_forward",
           "nvte_fused_moe_aux_loss_forward_graph_safe", "nvte_fused_moe_aux_loss_backward"]
+TRANSPOSE = ["nvte_cast_transpose", "nvte_transpose", "nvte_cast_transpose_dbias", "nvte_fp8_transpose_dbias",
+             *(f"nvte_cast_transpose_dbias_d{a}" for a in ("gelu", "silu", "relu", "qgelu", "srelu")),
+             *(f"nvte_d{a}_cast_transpose" for a in ("geglu", "swiglu", "reglu", "qgeglu", "sreglu"))]
 # Cases per build and entry point (all variants): inputs x formats x shapes x 2 value sets.
 EXPECTED_CASES = {
     "nvte_scaled_swiglu": 360, "nvte_scaled_situglu": 360, "nvte_scaled_clamped_swiglu": 360,
@@ -150,7 +153,7 @@ def test_router_tensors_follow_te_checks():
     # The router's shapes are appended to the profile's (indices of the default shapes unchanged).
     assert plan.shapes_rc[:5] == [(64, 256), (33, 97), (1, 320), (0, 64), (96, 2048)]
     assert [plan.shapes_rc[i] for i in hist.shapes] == [(64, 128), (33, 37), (1, 256), (0, 64), (520, 320)]
-    assert plan.formats[-1].name == "native" and [f.name for f in plan.formats[:8]] == [
+    assert plan.formats[8].name == "native" and [f.name for f in plan.formats[:8]] == [
         "fp32", "fp32+amax", "fp16", "fp16+amax", "bf16", "bf16+amax", "fp8e4m3", "fp8e5m2"]
 
 
@@ -251,7 +254,7 @@ def test_calls_spec_scalars_may_use_the_case_shape(tmp_path):
 def test_te_calls_driver_compiles_against_te_headers(tmp_path):
     root = _te_root()
     src = tmp_path / "driver.cu"
-    src.write_text(render_driver(_te_plan(SCALED + ROUTER)))
+    src.write_text(render_driver(_te_plan(SCALED + ROUTER + TRANSPOSE)))
     proc = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / "d.o"),
                            f"-I{root / 'include'}"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -351,3 +354,35 @@ def test_nvfp4_rule_on_the_real_analysis_is_compile_verified_only(tmp_path):
     assert {"nvte_quantize", "nvte_quantize_v2"} <= reaching
     with pytest.raises(UsageError, match="nvte_quantize, nvte_quantize_v2: NVFP4"):
         build_plan(analysis, {"id": "fp4", "migrate": {"kernels": [FP4_KERNEL]}}, load_profile("te"), _te_root())
+
+
+@needs_te
+def test_transpose_entries_write_the_transpose_as_columnwise_data():
+    """rules/transpose.yaml's entry points (transpose.h): cast-transpose outputs in the */t formats
+    (columnwise data [C, R], one scale_inv: te_nvte.cuh.j2), TE's shapes and dtypes; the tensor-list
+    entry point is listed as not called, with the reason."""
+    plan = _te_plan(TRANSPOSE + ["nvte_multi_cast_transpose"])
+    by_label = {e.label: e for e in plan.entries}
+    per_entry = Counter()
+    for label, n in plan.case_counts().items():
+        per_entry[label.split("/")[0]] += n
+    assert per_entry["nvte_cast_transpose"] == 3 * 5 * 5 * 2          # inputs x formats x shapes x values
+    assert per_entry["nvte_transpose"] == 5 * 1 * 5 * 2                 # every dtype in, native out
+    assert per_entry["nvte_fp8_transpose_dbias"] == 2 * 2 * 5 * 2 * 2   # FP8 in x FP8 out x ... x dbias dtypes
+    assert sum(per_entry.values()) == 1930
+    formats = {f.name: f for f in plan.formats}
+    ct = by_label["nvte_cast_transpose"]
+    assert [formats[n].colwise for n in ct.formats] == [True] * 5
+    assert {a.name: a.dims for a in ct.args if a.dims} == {"input": ["R", "C"], "output": ["R", "C"]}
+    gated = {a.name: a for a in by_label["nvte_dswiglu_cast_transpose"].args}
+    assert gated["act_input"].dims == ["R", "2*C"] and gated["output"].dims == ["R", "2*C"]
+    dact = {a.name: a.role for a in by_label["nvte_cast_transpose_dbias_dgelu"].args}
+    assert dact == {"input": "input", "act_input": "input", "output": "output", "dbias": "dbias",
+                    "workspace": "workspace", "stream": "stream"}
+    t = {a.name: a for a in by_label["nvte_transpose"].args}
+    assert t["transposed_output"].dims == ["C", "R"] and t["transposed_output"].dtype == "input"
+    assert {a.name: a.dtype for a in by_label["nvte_fp8_transpose_dbias/dbias_bf16"].args if a.name == "dbias"} \
+        == {"dbias": "bf16"}
+    skipped = {n["name"] if isinstance(n, dict) else n.name: n for n in plan.not_called}
+    assert "nvte_multi_cast_transpose" in skipped and "nvte_multi_cast_transpose" not in by_label
+

@@ -286,6 +286,22 @@ def test_lp64_twin_pairs_long_with_long_long_only():
     assert sass.lp64_twin("_ZN2ns1kIiEEvPKiPKx", functions) is None  # i/f differ: not a twin
 
 
+def test_anonymous_twin_pairs_a_kernel_of_an_anonymous_namespace_across_translation_units():
+    """TE's transpose_general_kernel (namespace detail { namespace { ... } }): nvcc names the
+    anonymous namespace after its unit and first external function, NVRTC after its program."""
+    nvcc = ("_ZN18transformer_engine6detail36_GLOBAL__N__23d8e734_5_s1_cu__Z3tabv"
+            "24transpose_general_kernelILm4ELm4EfEEvPKT1_PKfPS3_mm")
+    nvrtc = ("_ZN18transformer_engine6detail55_GLOBAL__N__00000000_23_transpose_kernels_cu_2bef2551_0"
+             "24transpose_general_kernelILm4ELm4EfEEvPKT1_PKfPS3_mm")
+    other = nvcc.replace("ILm4ELm4EfEE", "ILm4ELm4EdEE")          # another instantiation
+    assert sass.anonymous_twin(nvrtc, {nvcc: None, other: None}) == nvcc
+    assert sass.anonymous_twin(nvrtc, {other: None}) is None
+    assert sass.anonymous_twin("_ZN2ns1kIfEEvPKf", {"_ZN2ns1kIfEEvPKf": None}) is None   # no anonymous namespace
+    # the length prefix bounds the source name: a namespace after it still has to match
+    assert sass.anonymous_twin(nvrtc.replace("24transpose", "1x24transpose"),
+                               {nvcc: None}) is None
+
+
 def test_shared_pointer_width_with_differently_named_kernels():
     """A kernel NVRTC names differently (lp64_twin) is looked up by each side's own name."""
     static, rtc = _ptx(32), _ptx(64).replace(".entry k(", ".entry k2(")

@@ -31,7 +31,6 @@ class ChangeSet:
     # of those, the disk cache's (its header, its tests): `apply --cache-diff` puts them and the cache's
     # edits in a patch of their own, between the layer's and the rule's
     cache_files: set[str] = field(default_factory=set)
-    manifest: str = ""          # kept outside the tree (migrated.py), not one of the new files
     # the spellings the stubs' TypeName / FunctionName tables hold: (types, functions)
     domain: tuple = (frozenset(), frozenset())
     # migrate.launcher_values: the runtime flags each factory takes, and what stays a switch (report)

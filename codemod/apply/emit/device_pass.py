@@ -376,7 +376,7 @@ def edits(root: Path, spec, cs: ChangeSet) -> None:
     """The guards of every `migrate.device_pass` entry (none once they are there: a second apply
     finds nothing to hide), after checking the .cu units that include each header."""
     from .generate import render
-    from ..plan.plan import units_reaching
+    from ..base.tree import units_reaching
 
     # units hidden whole have empty device passes: the header checks leave them out
     whole_units = {e["unit"] for e in spec.raw.get("device_pass", []) if "unit" in e}

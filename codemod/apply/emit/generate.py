@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable
@@ -24,8 +24,9 @@ from . import launcher_values
 from ..base.changeset import RTC_GUARD, ChangeSet, Edit, relative_include
 from .launch_rewrite import matching, rewrite_sites
 from ..plan.names import enum_cast, namespace_parts, spelled_id
-from ..write.patch import apply_edits
-from ..plan.plan import Plan, host_include, symbol_for
+from .texts import apply_edits
+from ..base.tree import host_include, symbol_for
+from ..plan.plan import Plan
 from .prelude_copies import COPY_HASH_BASE, grouped_checks
 from .style import (FALLBACK_STYLE, C_FILE, TargetStyle, find_clang_format, leading_comment, license_header,
                     target_style)
@@ -159,10 +160,14 @@ def _program_headers(kps, field: str) -> list[str]:
 
 
 def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool = True,
-             later: frozenset = frozenset()) -> ChangeSet:
-    """`formatted=False` (--no-format) keeps the templates' raw output instead of clang-format's.
+             later: frozenset = frozenset()) -> tuple[Plan, ChangeSet]:
+    """(the plan as emitted, the change set). The plan as emitted is a copy whose kernels' header
+    sets hold what their NVRTC programs see (each kernel's own file, the std names header and moved
+    definitions a prelude includes): the manifest lists those. `plan` itself is left as it was.
+    `formatted=False` (--no-format) keeps the templates' raw output instead of clang-format's.
     Generated C++ is formatted with the target's .clang-format and pinned clang-format (style.py).
     `later`: the rules migrated after this one on a tree being regenerated (stacking.py)."""
+    plan = _as_emitted(plan)
     style = target_style(root, formatted)
     cmake_file = (plan.spec.cmake or {}).get("file")
     if cmake_file and (root / cmake_file).is_file():
@@ -201,11 +206,19 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
         _cmake(root, plan, cs, strings, _stub_paths(plan.spec)[1])
     _docs(root, plan, cs)
     _operator_test(root, plan, cs, run.fmt)
-    cs.manifest = manifest(plan, version)       # data for codemod (verify, apply --update), kept outside the tree
     _license_headers(root, plan.spec, cs)
     if style.warning:
         cs.notes.append(f"warning: {style.warning}")
-    return cs
+    return plan, cs
+
+
+def _as_emitted(plan: Plan) -> Plan:
+    """emit's own copy of the plan: each kernel's headers with its own file first (the file its
+    NVRTC program includes), in a dict the prelude stages add to (_std_header_in_prelude_kernels,
+    _moved_in_prelude_kernels)."""
+    own = {kp.kernel.id: kp.source_file or kp.kernel.file for kp in plan.kernels}
+    return replace(plan, kernels=[replace(kp, headers={own[kp.kernel.id]: own[kp.kernel.id], **kp.headers})
+                                  for kp in plan.kernels])
 
 
 @dataclass
@@ -269,7 +282,6 @@ def _kernel_strings(run: _Run, programs: dict[str, str]) -> dict[str, str]:
                                      path)
     shipped: dict[str, str] = {}
     for kp in plan.kernels:
-        kp.headers = {kp.source_file or kp.kernel.file: kp.source_file or kp.kernel.file, **kp.headers}
         for repo_path in kp.headers.values():
             shipped[repo_path] = symbol_for(repo_path)
     return shipped
@@ -409,8 +421,8 @@ def _stub_kernels(run: _Run, programs: dict[str, str], copy_checks: list[dict],
         params = [p.name for p in kp.kernel.params]
         headers = tuple((symbol_for(path), name) for name, path in _stub_headers(spec, kp))
         program = _program_entry(program_list, programs[kp.kernel.id], headers)
-        _signature_as_left(root, kp, cs)
-        named = _template_param_names(kp.signature.template_params)
+        signature = _signature_as_left(root, kp, cs)
+        named = _template_param_names(signature.template_params)
         if len(named) == len(params) and named != params:
             # the factory heads spell the definition's names; a declaration may use others
             # (bitsandbytes' kDequantizeBlockwise: BLOCK_SIZE declared, TILE_SIZE defined)
@@ -420,10 +432,10 @@ def _stub_kernels(run: _Run, programs: dict[str, str], copy_checks: list[dict],
         kernels_ctx.append(dict(
             id=kp.kernel.id, spelled_id=spelled_id(kp.kernel.id), name=kp.name,
             namespace=kp.namespace, symbol=symbol_for(programs[kp.kernel.id]),
-            kernel_string_path=programs[kp.kernel.id], template_params=kp.signature.template_params,
-            declared_template_params=kernel_api.without_defaults(kp.signature.template_params),
+            kernel_string_path=programs[kp.kernel.id], template_params=signature.template_params,
+            declared_template_params=kernel_api.without_defaults(signature.template_params),
             guard=plan.extractions[kp.kernel.file].guard if kp.kernel.file in plan.extractions else None,
-            param_decls=", ".join(kp.signature.param_decls), param_types=", ".join(kp.signature.param_types),
+            param_decls=", ".join(signature.param_decls), param_types=", ".join(signature.param_types),
             params_alias=_params_alias(kp.namespace, kp.name),
             param_names=", ".join(params), params=params,
             axes=[_axis_expr(kinds[p], p, enums.get(p)) for p in params], program=program,
@@ -432,8 +444,8 @@ def _stub_kernels(run: _Run, programs: dict[str, str], copy_checks: list[dict],
             min_arch=(kp.kernel.body_arch_min or 0) // 10,
             scoped=option_scope.scoped_options(kp, spec.options["conditional"], entry_files),
             shared=[dict(name=v, symbol=shared_variables.module_symbol(v, listed)) for v in kp.shared_variables],
-            shared_template_params=_with_shared(kp.signature.template_params, len(kp.shared_variables)),
-            declared_shared_template_params=_with_shared(kernel_api.without_defaults(kp.signature.template_params),
+            shared_template_params=_with_shared(signature.template_params, len(kp.shared_variables)),
+            declared_shared_template_params=_with_shared(kernel_api.without_defaults(signature.template_params),
                                                          len(kp.shared_variables))))
     for ctx, kp in zip(kernels_ctx, plan.kernels):
         ctx.update(_runtime_ctx(kp, ctx, values.params.get(kp.kernel.id, [])))
@@ -463,7 +475,7 @@ def _runtime_ctx(kp, ctx: dict, runtime: list) -> dict:
     if not runtime:
         return dict(runtime=[])
     at = {r.index: n for n, r in enumerate(runtime)}
-    decls = kernel_api._split_args(kp.signature.template_params.strip()[1:-1])
+    decls = kernel_api._split_args(ctx["template_params"].strip()[1:-1])      # the signature as left
     fixed = [d for i, d in enumerate(decls) if i not in at]
     head = "<" + ", ".join(fixed) + ">"
     if ctx["shared"]:
@@ -887,8 +899,8 @@ def _template_param_names(template_params: str) -> list[str]:
     return names
 
 
-def _signature_as_left(root: Path, kp, cs: ChangeSet) -> None:
-    """kp.signature re-read from the kernel's header as the migration leaves it (std names
+def _signature_as_left(root: Path, kp, cs: ChangeSet) -> source.KernelSignature:
+    """The kernel's signature re-read from its header as the migration leaves it (std names
     respelled): the factories' template heads spell it. The launcher type is not copied from it:
     the sections take it from the kernel (`decltype`)."""
     path = kp.source_file or kp.kernel.file
@@ -896,7 +908,7 @@ def _signature_as_left(root: Path, kp, cs: ChangeSet) -> None:
     decl = source.kernel_definition(path, data, kp.kernel.name)
     if decl is None:
         raise ApplyError(f"definition of {kp.kernel.id} not found after the migration's edits", where=path)
-    kp.signature = source.kernel_signature(data, *decl)
+    return source.kernel_signature(data, *decl)
 
 
 def _spell_macro(spec) -> str:
@@ -919,6 +931,15 @@ def _render_spelled(cs: ChangeSet, fmt, template: str, path: str, ctx: dict) -> 
         cs.new_files[path] = fmt(render(template, format_off=True, **ctx), path)
 
 
+_NO_DEFINITION_WARNING = """
+#if defined(__CUDACC__) && !defined(__CUDACC_RTC__)
+// nvcc 13 warns (#20280) that a kernel the NVRTC stubs name through `decltype` has no definition
+// in the unit: NVRTC compiles it (no device code, no host stub is made for it here).
+#pragma nv_diag_suppress 20280
+#endif
+"""
+
+
 def _include_section(root: Path, cs: ChangeSet, header: str, section: str, shipped: bool,
                      kernels: list[str] = (), spelled: list[str] = ()) -> None:
     """The header includes its section after its kernels and the declarations the section spells,
@@ -933,8 +954,14 @@ def _include_section(root: Path, cs: ChangeSet, header: str, section: str, shipp
         inc = ("" if data[:at].endswith(b"\n\n") else "\n") + (
                f"#ifndef {RTC_GUARD}\n{source.STUBS_COMMENT} kernels above.\n"
                f'#include "{relative_include(section, header)}"\n#endif  // {RTC_GUARD}\n')
-        cs.new_files[header] = (data[:at].decode() + inc + ("\n" if at < len(data) else "")
-                                + data[at:].decode())
+        text = data[:at].decode() + inc + ("\n" if at < len(data) else "") + data[at:].decode()
+        # its kernels come before the unit includes kernels.h, whose pragma would silence nvcc's
+        # #20280 for them: the header says it itself, after its own includes
+        tops = [i for i in source.includes(data) if not i.nested and i.end < at]
+        if tops:
+            after = data.index(b"\n", tops[-1].end) + 1       # ASCII before it: offsets are the text's
+            text = text[:after] + _NO_DEFINITION_WARNING + text[after:]
+        cs.new_files[header] = text
         return
     data = source.without_stub_blocks((root / header).read_bytes())
     ends = [span[1] for name in kernels if (span := source.kernel_definition(header, data, name)) is not None]
@@ -1139,7 +1166,7 @@ def _host_include_blocks(root: Path, path: str, data: bytes, spec) -> list[tuple
     library; consecutive directives (only blank space between) share one guard."""
     blocks: list[tuple[int, int]] = []
     for inc in source.includes(data):
-        if inc.rtc_guarded or not host_include(root, path, inc, spec):
+        if inc.rtc_guarded or not host_include(root, path, inc, spec, lambda n: framework_types.stand_in(spec, n)):
             continue
         start = data.rfind(b"\n", 0, inc.start) + 1
         if blocks and not data[blocks[-1][1]:start].strip():
@@ -1156,8 +1183,8 @@ def _cmake(root: Path, plan: Plan, cs: ChangeSet, strings: list[str], cpp: str) 
         raise ApplyError(f"migrate/cmake/file: {path} is not a file under {root}",
                          hint="name the CMakeLists.txt that defines the target, relative to the library root")
     data = (root / path).read_bytes()
-    from ..write.patch import _text
-    _text(data, path)  # a CMakeLists that is not UTF-8: one error naming its line, before any decode
+    from .texts import library_text
+    library_text(data, path)  # a CMakeLists that is not UTF-8: one error naming its line, before any decode
     # After the library's last string-header line, else before its add_library(<target> ...).
     fn = cm["string_header_function"].encode() + b"("
     lines = [i for i in range(len(data)) if data.startswith(fn, i) and (i == 0 or data[i - 1:i] == b"\n")]
@@ -1227,7 +1254,7 @@ def made_in_loops(data: bytes, function: str) -> set[tuple[str, str]]:
 
 def manifest(plan: Plan, version: str = __version__, outside: dict | None = None) -> str:
     """The manifest's text. `outside`: kernel id -> variants only translation units outside the
-    analysis launch (plan.outside_variants), listed with `"outside": true` so verify compiles each."""
+    analysis launch (check/reach.py), listed with `"outside": true` so verify compiles each."""
     spec, out = plan.spec, plan.spec.output_dir
     programs = program_paths(plan)
     outside = outside or {}

@@ -11,7 +11,8 @@ from ...errors import ApplyError
 from ..base import source
 from . import stdnames
 from ..base.changeset import ChangeSet
-from ..plan.plan import Plan, read_overlay, symbol_for
+from ..base.tree import read_overlay, symbol_for
+from ..plan.plan import Plan
 
 Declarations = dict[str, list[tuple[str, str, str]]]    # header -> (namespace, name, text)
 

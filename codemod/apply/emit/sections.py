@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ...errors import ApplyError
 from ..base import source
-from ..plan.plan import HEADER_SUFFIXES, _resolve, read_overlay, units_reaching
+from ..base.tree import HEADER_SUFFIXES, read_overlay, resolve_include, units_reaching
 
 # a name spelled with at least one qualifier (`::ns::Config`, `E::kName`), not inside a longer one
 _QUALIFIED = re.compile(r"(?<![\w:])(?:::)?(?:[A-Za-z_]\w*::)+[A-Za-z_]\w*")
@@ -57,7 +57,7 @@ class _Files:
     def includes(self, path: str) -> list[str]:
         if path not in self._includes:
             data = read_overlay(self.root, path, self.extractions)
-            found = (_resolve(self.root, path, inc, self.spec.include_dirs) for inc in source.includes(data))
+            found = (resolve_include(self.root, path, inc, self.spec.include_dirs) for inc in source.includes(data))
             self._includes[path] = [t for t in found if t is not None]
         return self._includes[path]
 

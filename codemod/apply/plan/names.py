@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from ...errors import ApplyError
+from ...model import Kernel, Site
 from .consteval import NotConstant, evaluate, function_choice
 from .spec import MigrateSpec
 
@@ -104,3 +106,20 @@ def namespace_parts(namespace: str) -> list[str]:
     """The namespaces to open, outermost first, for a namespace as the analysis writes it; an
     unnamed one is "" (`namespace {`)."""
     return ["" if part == ANONYMOUS else part for part in namespace.split("::") if part]
+
+
+def site_variants(site: Site, kernel: Kernel, spec: MigrateSpec) -> list[dict[str, str]]:
+    """The exact argument tuples the static build instantiated at a site (the analysis' joint
+    variants, in the kernel's parameter order), spelled for name expressions."""
+    params = kernel.params
+    out = []
+    for v in site.variants:
+        if v.get("kernel", kernel.id) != kernel.id:
+            continue
+        args = v["args"]
+        if len(args) != len(params):
+            raise ApplyError(f"variant of {kernel.id} has {len(args)} arguments for {len(params)} "
+                             "template parameters", where=f"{site.file}:{site.line}",
+                             hint="re-run `codemod analyze`; the analysis JSON may be stale")
+        out.append({p.name: argument(p.kind, a, spec, p.enum) for p, a in zip(params, args)})
+    return out

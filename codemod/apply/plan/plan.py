@@ -1,4 +1,5 @@
-"""Analysis + rule -> a migration plan: the kernels to move, their variants, sites and headers."""
+"""Analysis + rule -> a migration plan: the kernels to move, their variants, sites and headers. The
+plan stage's one entry is `build_plan`; what it returns is frozen (later stages read it, none adds to it)."""
 
 from __future__ import annotations
 
@@ -11,20 +12,13 @@ from ...errors import ApplyError, UnsupportedConstruct, UsageError
 from ...model import Analysis, Kernel, Site
 from . import build_defines, framework_types, kernel_api, shared_variables
 from ..base import source
-from .names import Unspellable, argument, spelled_id
-from .spec import MigrateSpec
+from ..base.tree import HEADER_SUFFIXES, host_include, read_overlay, resolve_include
+from .names import Unspellable, site_variants, spelled_id
+from .spec import MigrateSpec, check_selection, selected
 from ..base.stdshim import shim_path
 
 
-HEADER_SUFFIXES = (".h", ".hpp", ".cuh", ".hh", ".inl")
-
-
-def symbol_for(path: str) -> str:
-    """The string-header symbol for a file: `string_code_` + path with separators as `_`."""
-    return "string_code_" + "".join(c if c.isalnum() else "_" for c in path)
-
-
-@dataclass
+@dataclass(frozen=True)
 class Variant:
     axes: dict[str, str]
     sites: list[str]
@@ -36,7 +30,7 @@ class Variant:
         return f"&::{spelled_id(kernel_id)}<{', '.join(self.axes.values())}>"
 
 
-@dataclass
+@dataclass(frozen=True)
 class KernelPlan:
     kernel: Kernel
     signature: source.KernelSignature
@@ -71,40 +65,24 @@ class KernelPlan:
         return self.kernel.id.rsplit("::", 1)[0] if "::" in self.kernel.id else ""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Skipped:
     what: str
     reason: str
 
 
-@dataclass
+@dataclass(frozen=True)
 class Plan:
     spec: MigrateSpec
     kernels: list[KernelPlan]
     skipped: list[Skipped]
     removed_instantiations: int
-    # TUs the analysis did not cover that include a rewritten header: arguments only they use
-    # are outside the migrated domain and keep the static kernel (the stubs' domain check).
-    outside_units: list[str] = field(default_factory=list)
-    # apply --build-log with the rule's migrate.cmake.build_order (build_order.BuildOrder)
-    build_order: object | None = None
-    # apply --build-log: the predicted build (analysis.impact of pricing.attach_impact: the what-if
-    # analyze prices for the same rule and log)
-    prediction: dict | None = None
     # translation unit -> the header its kernels' device code moves into (extract.Extraction)
     extractions: dict = field(default_factory=dict)
-    # the migration manifest (JSON text, migrated.record): stored outside the tree
-    manifest: str | None = None
-    # kernel id -> variants only outside_units launch that reach NVRTC (outside_variants)
-    outside_reach: dict = field(default_factory=dict)
     # the analysis' entry points (model.EntryPoint): the generated operator test calls them
     entry_points: list = field(default_factory=list)
     # (includer, include name) -> the spelling apply writes (include_respellings)
     respelled: dict = field(default_factory=dict)
-    # path -> (text before, text after) of the shared NVRTC layer's part of the migration (patch.layer_part)
-    layer: dict = field(default_factory=dict)
-    # () -> that part without the disk cache's files and edits (`apply --cache-diff`; formats on demand)
-    layer_only: object = None
     # migrate.options.build_defines: NAME -> the library's default (build_defines.defaults), what the
     # precheck and verify compile with; the stubs pass the host compile's value
     build_defines: dict = field(default_factory=dict)
@@ -112,57 +90,6 @@ class Plan:
     def read(self, root: Path, path: str) -> bytes:
         """A library file as the patch leaves it for NVRTC: an extracted header's new text."""
         return read_overlay(root, path, self.extractions)
-
-
-def read_overlay(root: Path, path: str, extractions: dict) -> bytes:
-    for ex in extractions.values():
-        if ex.header == path:
-            return ex.text.encode()
-    return (root / path).read_bytes()
-
-
-def _variants(site: Site, kernel: Kernel, spec: MigrateSpec) -> list[dict[str, str]]:
-    """The exact argument tuples the static build instantiated at a site (the analysis' joint
-    variants, in the kernel's parameter order), spelled for name expressions."""
-    params = kernel.params
-    out = []
-    for v in site.variants:
-        if v.get("kernel", kernel.id) != kernel.id:
-            continue
-        args = v["args"]
-        if len(args) != len(params):
-            raise ApplyError(f"variant of {kernel.id} has {len(args)} arguments for {len(params)} "
-                             "template parameters", where=f"{site.file}:{site.line}",
-                             hint="re-run `codemod analyze`; the analysis JSON may be stale")
-        out.append({p.name: argument(p.kind, a, spec, p.enum) for p, a in zip(params, args)})
-    return out
-
-
-def _resolve(root: Path, path: str, inc, include_dirs: list[str]) -> str | None:
-    """Repo path of an include as the compiler finds it: the includer's folder (quoted includes),
-    then the rule's include dirs; None when it is outside the library (a toolkit header)."""
-    bases = ([posixpath.dirname(path)] if not inc.system else []) + list(include_dirs)
-    top = root.resolve()
-    for base in bases:
-        target = posixpath.normpath(posixpath.join(base, inc.name))
-        full = (root / target).resolve()
-        if full.is_file() and full.is_relative_to(top):
-            return full.relative_to(top).as_posix()
-    return None
-
-
-def host_include(root: Path, path: str, inc, spec: MigrateSpec) -> bool:
-    """Whether an include of a shipped header stays out of NVRTC's sight: the rule's
-    `kernel_strings.host_includes` names it (as spelled, or by the library path it resolves to),
-    or the library already guards it with `__CUDACC_RTC__`."""
-    hidden = spec.kernel_strings.get("host_includes", [])
-    if inc.rtc_guarded:
-        return True
-    if framework_types.stand_in(spec, inc.name):
-        return False                # NVRTC gets the framework header's stand-in under its name
-    if inc.name in hidden:
-        return True
-    return bool(hidden) and _resolve(root, path, inc, spec.include_dirs) in hidden
 
 
 def _closure_includes(root: Path, start: str, spec: MigrateSpec, out_dir: str, extractions: dict | None,
@@ -179,7 +106,7 @@ def _closure_includes(root: Path, start: str, spec: MigrateSpec, out_dir: str, e
             continue
         seen.add(path)
         for inc in source.includes(read_overlay(root, path, extractions or {})):
-            if host_include(root, path, inc, spec):
+            if host_include(root, path, inc, spec, lambda name: framework_types.stand_in(spec, name)):
                 continue            # hidden from NVRTC by generate (or already by the library)
             if inc.system and inc.name in shims:
                 yield path, inc, inc.name, shim_path(out_dir, inc.name)
@@ -190,7 +117,7 @@ def _closure_includes(root: Path, start: str, spec: MigrateSpec, out_dir: str, e
                     for std in framework_types.stand_in_std(spec, name):
                         yield path, inc, std, shim_path(out_dir, std)
                 continue
-            target = _resolve(root, path, inc, spec.include_dirs)
+            target = resolve_include(root, path, inc, spec.include_dirs)
             if target is None:
                 continue
             yield path, inc, respelled.get((path, inc.name), inc.name), (
@@ -406,19 +333,6 @@ def _incomplete(analysis: Analysis, spec: MigrateSpec, kernel: Kernel, sites: li
     return None
 
 
-def _selected(kernel_id: str, names: list[str] | None) -> bool:
-    """A kernel is named on the command line by its id or its unqualified name."""
-    return bool(names) and (kernel_id in names or kernel_id.split("::")[-1] in names)
-
-
-def check_selection(spec: MigrateSpec, only: list[str] | None, exclude: list[str] | None) -> None:
-    """A name given to --only/--exclude that matches no kernel of the rule is a usage error."""
-    unknown = [k for k in (only or []) + (exclude or []) if not any(_selected(r, [k]) for r in spec.kernels)]
-    if unknown:
-        raise UsageError(f"--only/--exclude name kernels the rule does not migrate: {', '.join(unknown)}",
-                         hint="the rule's kernels: " + ", ".join(spec.kernels))
-
-
 def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str] | None = None,
                exclude: list[str] | None = None, declined: dict[str, str] | None = None, progress=None) -> Plan:
     """`only`/`exclude`: kernel ids or names from the command line; `declined`: kernel id -> why it
@@ -435,9 +349,9 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
                          hint=f"found: {', '.join(sorted(by_id)) or 'none'}; {why}")
     check_selection(spec, only, exclude)
     declined = declined or {}
-    wanted = [k for k in spec.kernels if (not only or _selected(k, only)) and not _selected(k, exclude)
+    wanted = [k for k in spec.kernels if (not only or selected(k, only)) and not selected(k, exclude)
               and k not in declined]
-    skipped = [Skipped(k, declined.get(k) or ("excluded with --exclude" if _selected(k, exclude)
+    skipped = [Skipped(k, declined.get(k) or ("excluded with --exclude" if selected(k, exclude)
                                               else "not selected with --only"))
                for k in spec.kernels if k not in wanted]
     skipped += [Skipped(k.id, "not listed in the rule's migrate/kernels") for k in analysis.kernels
@@ -507,17 +421,17 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
             if explicit:
                 deduced_at[s.id] = explicit
             try:
-                site_variants = _variants(s, kernel, spec)
+                spelled = site_variants(s, kernel, spec)
             except Unspellable as e:
                 refused = f"template argument `{e}` at {s.id} has no canonical spelling for a name expression"
                 break
             reaching = [v.get("entry_points", []) for v in s.variants if v.get("kernel", kernel.id) == kernel.id]
-            for axes, entry_points in zip(site_variants, reaching):
+            for axes, entry_points in zip(spelled, reaching):
                 key = tuple(axes.items())
                 variants.setdefault(key, Variant(axes, []))
                 if s.id not in variants[key].sites:
                     variants[key].sites.append(s.id)
-                variants[key].entry_points += [e for e in entry_points if e not in variants[key].entry_points]
+                variants[key].entry_points.extend([e for e in entry_points if e not in variants[key].entry_points])
         if not refused:
             refused = framework_types.refusal(kid, variants.values(), spec)
         if not refused and not variants:
@@ -559,6 +473,7 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
     shipped = {p for kp in plans for p in [kp.source_file, *kp.headers.values()]}
     return Plan(spec, sorted(plans, key=lambda p: p.kernel.id), skipped, removed,
                 extractions={u: ex for u, ex in extractions.items() if u in used},
+                entry_points=list(analysis.entry_points),
                 respelled={k: v for k, v in sorted(respelled.items()) if k[0] in shipped},
                 build_defines=build_defines.defaults(root, spec) if plans else {})
 
@@ -622,7 +537,7 @@ def _type_headers(root: Path, spec: MigrateSpec, kernel: Kernel, source_file: st
     units += sorted(set(kernel.tus) - set(units))
     known = set(spec.kernel_strings.get("prelude_copy", []))
     found, nowhere = kernel_api.type_headers(
-        root, names, reached, units, lambda path, inc: _resolve(root, path, inc, spec.include_dirs),
+        root, names, reached, units, lambda path, inc: resolve_include(root, path, inc, spec.include_dirs),
         lambda path: read_overlay(root, path, extractions), known)
     replaced = set(spec.kernel_strings.get("replace_with_prelude", []))
     hidden = [h for h in found if h in replaced]
@@ -633,43 +548,6 @@ def _type_headers(root: Path, spec: MigrateSpec, kernel: Kernel, source_file: st
         return [], (f"its name expressions spell {what}: {where} it; declare it in a header NVRTC can read, "
                     "or exclude the kernel")
     return found, None
-
-
-def outside_variants(root: Path, analysis, plan: Plan, domain: tuple[set[str], set[str]]) -> dict[str, list[Variant]]:
-    """kernel id -> the variants that translation units outside the rule's analysis (`analysis`: of
-    `plan.outside_units`) launch through the rewritten sites and that reach NVRTC at run time: every
-    type and function argument in the stubs' domain (`domain`: the type and function spellings the
-    stubs name; nullptr is always in it, value arguments are rendered whatever they are), and not
-    already a variant of the plan. Variants with an argument outside the domain keep the static
-    kernel (type_in_domain / fn_in_domain) and are not listed; neither are unspellable ones."""
-    types, functions = domain
-    out: dict[str, list[Variant]] = {}
-    by_id = {s.id: s for s in analysis.sites}
-    for kp in plan.kernels:
-        kinds = {p.name: p.kind for p in kp.kernel.params}
-        known = {tuple(v.axes.items()) for v in kp.variants}
-        found: dict[tuple, Variant] = {}
-        for site in kp.sites:
-            outside = by_id.get(site.id)
-            if site.kind != "launch" or outside is None:
-                continue
-            try:
-                spelled = _variants(outside, kp.kernel, plan.spec)
-            except Unspellable:
-                continue
-            for axes in spelled:
-                if any(kinds[p] == "type" and v not in types or kinds[p] == "function_pointer" and v != "nullptr"
-                       and v not in functions for p, v in axes.items()):
-                    continue
-                key = tuple(axes.items())
-                if key in known:
-                    continue
-                found.setdefault(key, Variant(dict(axes), []))
-                if site.id not in found[key].sites:
-                    found[key].sites.append(site.id)
-        if found:
-            out[kp.kernel.id] = [found[k] for k in sorted(found)]
-    return out
 
 
 def _one_spelling_per_type(root: Path, spec: MigrateSpec, kernel: Kernel, source_file: str,
@@ -696,8 +574,8 @@ def _one_spelling_per_type(root: Path, spec: MigrateSpec, kernel: Kernel, source
                 for p, v in var.axes.items()}
         key = tuple(axes.items())
         merged.setdefault(key, Variant(axes, []))
-        merged[key].sites += [s for s in var.sites if s not in merged[key].sites]
-        merged[key].entry_points += [e for e in var.entry_points if e not in merged[key].entry_points]
+        merged[key].sites.extend([s for s in var.sites if s not in merged[key].sites])
+        merged[key].entry_points.extend([e for e in var.entry_points if e not in merged[key].entry_points])
     return merged
 
 
@@ -723,27 +601,3 @@ def _extractions(root: Path, spec: MigrateSpec, kernels: list[Kernel], sites_by_
         except Refused as exc:
             refused[unit] = str(exc)
     return done, refused
-
-
-_TU_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")
-
-
-def units_reaching(root: Path, headers: set[str], include_dirs: list[str], skip: str = "") -> list[str]:
-    """Translation units under root (repo paths, sorted) that include one of `headers` (repo
-    paths), directly or through other library headers (the frontend's regex include graph:
-    quoted includes next to the including file first, then the rule's include dirs). `skip`: a
-    folder left out (the generated output)."""
-    from ...frontend.parse import IncludeGraph
-
-    top = root.resolve()
-    graph = IncludeGraph(top)
-    dirs = tuple((top / d).resolve() for d in include_dirs)
-    targets = {(top / h).resolve() for h in headers}
-    skip_dir = (top / skip).resolve() if skip else None
-    out = []
-    for path in graph.directives:
-        if path.suffix not in _TU_SUFFIXES or path in targets or (skip_dir and path.is_relative_to(skip_dir)):
-            continue
-        if graph.closure(path, dirs)[0] & targets:
-            out.append(path.relative_to(top).as_posix())
-    return sorted(out)

@@ -6,7 +6,7 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 
-from ...errors import RuleError
+from ...errors import RuleError, UsageError
 from ...rule import Rule, _line_of
 from . import shared_variables
 
@@ -228,3 +228,16 @@ def migrate_spec(rule: Rule) -> MigrateSpec:
         cmake=m.get("cmake", {}), include_dirs=list(rule.raw.get("analyze", {}).get("include_dirs", [])),
         license=m.get("license"), raw=m, repo_root=m.get("repo_root", "."), docs=dict(m.get("docs", {})),
         library=str(rule.raw.get("library", "")))
+
+
+def selected(kernel_id: str, names: list[str] | None) -> bool:
+    """A kernel is named on the command line by its id or its unqualified name."""
+    return bool(names) and (kernel_id in names or kernel_id.split("::")[-1] in names)
+
+
+def check_selection(spec: MigrateSpec, only: list[str] | None, exclude: list[str] | None) -> None:
+    """A name given to --only/--exclude that matches no kernel of the rule is a usage error."""
+    unknown = [k for k in (only or []) + (exclude or []) if not any(selected(r, [k]) for r in spec.kernels)]
+    if unknown:
+        raise UsageError(f"--only/--exclude name kernels the rule does not migrate: {', '.join(unknown)}",
+                         hint="the rule's kernels: " + ", ".join(spec.kernels))

@@ -17,7 +17,7 @@ from ... import strict_json
 from ...errors import ApplyError
 from ...tool_state import contained, library_file, make_folder, manifest_path, manifest_paths, state_dir
 from .journal import atomic_write, file_sha256, sha256
-from .patch import _text
+from ..emit.texts import library_text
 
 class Unmigratable(ApplyError):
     """The tree cannot be un-migrated to regenerate its migration (a merge conflict)."""
@@ -233,7 +233,7 @@ def unmigrated(root: Path, spec, doc: dict | None, later: frozenset[str] | None 
         if not target.is_file():
             raise ApplyError("the migration edited this file, but it is gone", where=path,
                              hint="restore it, then run `codemod apply --update` again")
-        text = _text(target.read_bytes(), path)      # CRLF kept: the recorded texts have it
+        text = library_text(target.read_bytes(), path)      # CRLF kept: the recorded texts have it
         for original, written in reversed(steps):    # the last regeneration undone first
             text = original if text == written else _merge(path, text, written, original, stacked)
         out[path] = text

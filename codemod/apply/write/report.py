@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from ..base.changeset import ChangeSet
-from ..plan.plan import Plan
+from .migration import Migration
 
 
-def render_report(plan: Plan, cs: ChangeSet, files: dict) -> str:
+def render_report(migration: Migration, cs: ChangeSet, files: dict) -> str:
+    plan = migration.plan
     lines = [f"# Migration report: rule `{plan.spec.rule_id}`", "",
              f"{len(plan.kernels)} kernels migrated to NVRTC, {plan.removed_instantiations} static "
              f"instantiations removed from the default build (kept behind `{plan.spec.legacy_option}=ON`); "
@@ -19,13 +20,13 @@ def render_report(plan: Plan, cs: ChangeSet, files: dict) -> str:
     lines += ["", "## Left static", ""]
     lines += [f"- `{s.what}`: {s.reason}" for s in sorted(plan.skipped, key=lambda s: s.what)] or ["- nothing"]
     lines += ["", "## Translation units outside the analysis", ""]
-    if plan.outside_units:
+    if migration.outside_units:
         lines += ["These include a rewritten file but are not among the rule's `analyze.translation_units`. "
                   "A template argument only they use has no spelling in the stubs: its variants keep the "
                   "static kernel (checked at compile time, `type_in_domain` / `fn_in_domain` in the stub "
                   "header) and still cost build time there. Add them to the analysis to migrate those "
                   "variants too.", ""]
-        lines += [f"- `{u}`" for u in plan.outside_units]
+        lines += [f"- `{u}`" for u in migration.outside_units]
     else:
         lines += ["- none: every translation unit that includes a rewritten file was analyzed"]
     if plan.spec.raw.get("launcher_values"):
@@ -37,15 +38,16 @@ def render_report(plan: Plan, cs: ChangeSet, files: dict) -> str:
         lines += [f"- {n}" for n in cs.launcher_values] or ["- none"]
     lines += ["", "## NVRTC-safety changes", ""]
     lines += [f"- {n}" for n in cs.notes] or ["- none"]
-    if plan.prediction:
+    if migration.prediction:
         from ...analysis.pricing import prediction_line
 
-        lines += ["", "## Predicted build", "", prediction_line(plan.prediction) + ". `codemod analyze --build-log` "
+        lines += ["", "## Predicted build", "",
+                  prediction_line(migration.prediction) + ". `codemod analyze --build-log` "
                   "prices the same what-if, and `codemod impact LOG --what-if` replays it from the `.what_if.json` "
                   "written beside the diff."]
-    if plan.build_order is not None:
-        lines += ["", "## Build order", ""] + build_order_lines(plan.build_order, plan.spec.cmake["file"],
-                                                                  plan.outside_units)
+    if migration.build_order is not None:
+        lines += ["", "## Build order", ""] + build_order_lines(migration.build_order, plan.spec.cmake["file"],
+                                                                  migration.outside_units)
     lines += ["", "## Notes", "",
               "- Host-side type-switch fan-out is kept: the launchers stay templates and only the kernel "
               "instantiations move to NVRTC.",

@@ -272,6 +272,8 @@ Tensor make_output_shape(const Case& c, size_t rows, size_t cols) {
   const size_t n = t.rows * t.cols, bytes = n * kDTypes[f.dtype].bytes;
   if (f.scaling == Scaling::kPerTensor) {
     t.data.reset(new Buffer(bytes));
+    // the transpose a cast-transpose writes beside the data ([cols, rows]; the same scale_inv)
+    if (f.colwise) t.columnwise_data.reset(new Buffer(bytes));
     if (f.amax) {
       t.amax.reset(new Buffer(sizeof(float)));
       PARITY_CUDA(cudaMemset(t.amax->ptr, 0, sizeof(float)));  // amax accumulates
