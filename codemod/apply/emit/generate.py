@@ -23,7 +23,7 @@ from ..base import source, stacking, stdshim
 from . import launcher_values
 from ..base.changeset import RTC_GUARD, ChangeSet, Edit, relative_include
 from .launch_rewrite import matching, rewrite_sites
-from ..plan.names import enum_cast, namespace_parts, spelled_id
+from ..plan.names import enum_cast, spelled_id
 from .texts import apply_edits
 from ..base.tree import host_include, symbol_for
 from ..plan.plan import Plan
@@ -436,7 +436,6 @@ def _stub_kernels(run: _Run, programs: dict[str, str], copy_checks: list[dict],
             declared_template_params=kernel_api.without_defaults(signature.template_params),
             guard=plan.extractions[kp.kernel.file].guard if kp.kernel.file in plan.extractions else None,
             param_decls=", ".join(signature.param_decls), param_types=", ".join(signature.param_types),
-            params_alias=_params_alias(kp.namespace, kp.name),
             param_names=", ".join(params), params=params,
             axes=[_axis_expr(kinds[p], p, enums.get(p)) for p in params], program=program,
             options=spec.options["kernels"].get(kp.kernel.id, []),
@@ -547,7 +546,7 @@ def _kernels_h(run: _Run, stubs: _Stubs, shipped: dict[str, str]) -> None:
         _render_spelled(cs, fmt, "kernels_section.h.j2", path, dict(
             guard=run.guard(path), header=header, kernels_h=relative_include(stub_path, path),
             kernels_h_name=posixpath.basename(stub_path), stubs_namespace=stubs_ns, namespace=spec.namespace,
-            spell_macro=_spell_macro(spec), declarations=_declaration_groups(own), kernels=own,
+            spell_macro=_spell_macro(spec), kernels=own,
             type_names=sorted(t for t in type_names if lay.spelling_home.get(t) == header),
             function_names=sorted(f for f in fn_names if lay.spelling_home.get(f) == header)))
         _include_section(root, cs, header, path, header in shipped, [k["name"].rsplit("::", 1)[-1] for k in own],
@@ -1047,33 +1046,6 @@ def _shared_headers(programs: list[dict]) -> list[dict] | None:
             if seen.setdefault(h["include_name"], h)["symbol"] != h["symbol"]:
                 return None
     return sorted(seen.values(), key=lambda h: h["include_name"])
-
-
-def _declaration_groups(kernels: list[dict]) -> list[dict]:
-    """A section's launcher types (`<kernel>_rtc`), one block per kernel namespace."""
-    groups: list[dict] = []
-    for k in sorted(kernels, key=lambda k: k["namespace"]):
-        parts = namespace_parts(k["namespace"])
-        key = k["namespace"]
-        if not groups or groups[-1]["key"] != key:
-            if all(parts):
-                opening, closing = f"namespace {'::'.join(parts)} {{", f"}}  // namespace {'::'.join(parts)}"
-            else:       # an anonymous namespace cannot be part of a nested namespace definition
-                opening = " ".join(f"namespace {n} {{" if n else "namespace {" for n in parts)
-                closing = "\n".join(f"}}  // namespace {n}".rstrip() for n in reversed(parts))
-            groups.append(dict(key=key, opening=opening, closing=closing, kernels=[]))
-        groups[-1]["kernels"].append(dict(name=k["name"].rsplit("::", 1)[-1], **{
-            f: k[f] for f in ("declared_template_params", "param_names")}))
-    return groups
-
-
-def _params_alias(namespace: str, name: str) -> str:
-    """The alias kernels.h declares beside a static kernel's declaration, in the kernel's namespace:
-    the stub's launcher type over the kernel's parameter types, spelled where the kernel's own
-    declaration spells them (a type of the kernel's namespace, `nvfp4_scale_t`, is found there and
-    not from the stubs' namespace). Qualified from the global namespace (an anonymous namespace's
-    members are reached through their parent)."""
-    return "::" + "::".join([p for p in namespace_parts(namespace) if p] + [f"{name.rsplit('::', 1)[-1]}_rtc"])
 
 
 def _std_names(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[str, str], std_cfg: dict,
