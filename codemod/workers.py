@@ -25,10 +25,15 @@ def process_pool(max_workers: int, mp_context=None):
         # NOTE: _processes is the only handle on the workers; shutdown(wait=False) alone lets the
         # running jobs finish (minutes for a large NVRTC program) before the interpreter exits.
         workers = list((getattr(pool, "_processes", None) or {}).values())
+        manager = getattr(pool, "_executor_manager_thread", None)  # shutdown() drops the reference
         pool.shutdown(wait=False, cancel_futures=True)
         for process in workers:
             process.terminate()
         for process in workers:
             process.join(timeout=5)
+        # the executor's manager thread marks the killed jobs' futures as failed: wait for it, so the
+        # caller never sees a future still "running" on a worker that is gone
+        if manager is not None:
+            manager.join(timeout=5)
         raise
     pool.shutdown(wait=True)
