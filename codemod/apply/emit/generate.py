@@ -525,11 +525,12 @@ def _kernels_h(run: _Run, stubs: _Stubs, shipped: dict[str, str]) -> None:
     error_header = spec.layer.get("error_header")
     lay = sections.layout(root, plan, type_names | fn_names,
                           [*spec.stub_includes, spec.layer["header"], *([error_header] if error_header else [])])
-    # kernels.h declares the factories its includers' launch sites name; each is defined in the
-    # section of the header defining its kernel. A kernel moved out of a unit is launched only there,
-    # after that unit includes its header: kernels.h does not name it.
+    # kernels.h declares the factories its includers' launch sites name before the section defining
+    # them (in the header defining the kernel); a kernel moved out of a unit, or launched only in its
+    # own header after that header includes its section, is named first there: not in kernels.h.
+    first = _first_in_section(root, plan, stubs, lay)
     declared = [dict(k, section=posixpath.basename(lay.section[lay.kernel_home[k["id"]]]),
-                     home=lay.kernel_home[k["id"]]) for k in stubs.kernels if not k["guard"]]
+                     home=lay.kernel_home[k["id"]]) for k in stubs.kernels if k["id"] not in first]
     stub_ctx = dict(
         guard=run.guard(stub_path), cpp_name=posixpath.basename(cpp_path),
         stubs_header=relative_include(stubs_path, stub_path), stubs_header_name=posixpath.basename(stubs_path),
@@ -542,10 +543,10 @@ def _kernels_h(run: _Run, stubs: _Stubs, shipped: dict[str, str]) -> None:
     _render_spelled(cs, fmt, "kernels.h.j2", stub_path, stub_ctx)
     for header, path in lay.section.items():
         # a kernel moved out of a unit: its section holds the factory's first declaration
-        own = [dict(k, first=bool(k["guard"])) for k in stubs.kernels if lay.kernel_home.get(k["id"]) == header]
+        own = [dict(k, first=k["id"] in first) for k in stubs.kernels if lay.kernel_home.get(k["id"]) == header]
         _render_spelled(cs, fmt, "kernels_section.h.j2", path, dict(
             guard=run.guard(path), header=header, kernels_h=relative_include(stub_path, path),
-            kernels_h_name=posixpath.basename(stub_path), stubs_namespace=stubs_ns, namespace=spec.namespace,
+            stubs_namespace=stubs_ns, namespace=spec.namespace,
             spell_macro=_spell_macro(spec), kernels=own,
             type_names=sorted(t for t in type_names if lay.spelling_home.get(t) == header),
             function_names=sorted(f for f in fn_names if lay.spelling_home.get(f) == header)))
@@ -554,6 +555,31 @@ def _kernels_h(run: _Run, stubs: _Stubs, shipped: dict[str, str]) -> None:
         cs.notes.append(f"{path}: the stubs of what {header} defines and declares ({len(own)} kernel(s), "
                         f"{sum(1 for h in lay.spelling_home.values() if h == header)} spelling(s)); the header "
                         "includes it after them")
+
+
+def _first_in_section(root: Path, plan, stubs: _Stubs, lay) -> set[str]:
+    """The kernels whose factory no code names before its section: moved out of a unit (launched
+    only there, after the unit includes its header), or launched only in the header defining them,
+    after the point where it includes its section (no macro, generic lambda or helper between)."""
+    sites = {kp.kernel.id: kp.sites for kp in plan.kernels}
+    first, lines = set(), {}
+    for k in stubs.kernels:
+        home = lay.kernel_home[k["id"]]
+        if k["guard"]:
+            first.add(k["id"])
+            continue
+        own = [s for s in sites.get(k["id"], []) if s.file == home and not s.in_macro_body
+               and not s.generic_lambda and not s.helper]
+        if not own or len(own) < len(sites.get(k["id"], [])):
+            continue
+        if home not in lines:
+            mine = [c["name"].rsplit("::", 1)[-1] for c in stubs.kernels if lay.kernel_home.get(c["id"]) == home]
+            spelled = [t for t in stubs.type_names | stubs.fn_names if lay.spelling_home.get(t) == home]
+            data, at = _section_point(root, home, mine, spelled)
+            lines[home] = data[:at].count(b"\n") + 1
+        if all(s.line > lines[home] for s in own):
+            first.add(k["id"])
+    return first
 
 
 def _kernels_cpp(run: _Run, stubs: _Stubs, shipped: dict[str, str], copy_checks: list[dict]) -> None:
@@ -939,6 +965,21 @@ _NO_DEFINITION_WARNING = """
 """
 
 
+def _section_point(root: Path, header: str, kernels: list[str], spelled: list[str]) -> tuple[bytes, int]:
+    """A library header's text (another rule's block read as blank) and the offset where it includes
+    its section: after its kernels and the declarations the section spells (source.stubs_point)."""
+    data = source.without_stub_blocks((root / header).read_bytes())
+    ends = [span[1] for name in kernels if (span := source.kernel_definition(header, data, name)) is not None]
+    if ends:        # the names the section spells are declared before it too
+        names = {n.rsplit("::", 1)[-1] for s in spelled for n in _IDENT.findall(s)}
+        for _, _, text in source.named_declarations(data, names):
+            at = data.find(text.encode())
+            if at >= 0:
+                ends.append(at + len(text.encode()))
+    end = source.guard_end(data)
+    return data, (source.stubs_point(data, ends, end) if ends else end)
+
+
 def _include_section(root: Path, cs: ChangeSet, header: str, section: str, shipped: bool,
                      kernels: list[str] = (), spelled: list[str] = ()) -> None:
     """The header includes its section after its kernels and the declarations the section spells,
@@ -962,16 +1003,8 @@ def _include_section(root: Path, cs: ChangeSet, header: str, section: str, shipp
             text = text[:after] + _NO_DEFINITION_WARNING + text[after:]
         cs.new_files[header] = text
         return
-    data = source.without_stub_blocks((root / header).read_bytes())
-    ends = [span[1] for name in kernels if (span := source.kernel_definition(header, data, name)) is not None]
-    if ends:        # the names the section spells are declared before it too
-        names = {n.rsplit("::", 1)[-1] for s in spelled for n in _IDENT.findall(s)}
-        for _, _, text in source.named_declarations(data, names):
-            at = data.find(text.encode())
-            if at >= 0:
-                ends.append(at + len(text.encode()))
+    data, at = _section_point(root, header, kernels, spelled)
     end = source.guard_end(data)
-    at = source.stubs_point(data, ends, end) if ends else end
     inc = f'#include "{relative_include(section, header)}"\n'
     opened = source.namespaces_at(data, at) if at < end else []
     if opened:
