@@ -324,12 +324,26 @@ def _preludes(run: _Run, shipped: dict[str, str], std_cfg: dict | None) -> _Copi
             "prelude.h.j2", replaced=replaced, guard=run.guard(path), macros=macros, shared=shared,
             includes=includes,
             namespace=ks_spec.get("prelude_namespace", spec.names.get("default_namespace", "")),
-            aliases=[c for c in spec.types["cases"].values() if c.get("alias")],
+            aliases=_prelude_aliases(root, cs, spec.types["cases"], replaced, move_to.get(replaced)),
             std_header=std_cfg["header"] if std_cfg else None, copied=copied),
             "prelude.h")
         cs.notes.append(f"{replaced}: replaced under NVRTC by the generated prelude {path} (dtype aliases, "
                         "toolkit headers)")
     return copies
+
+
+def _prelude_aliases(root: Path, cs: ChangeSet, cases: dict, replaced: str, moved_to: str | None) -> list[dict]:
+    """The dtype aliases a prelude declares: those the replaced header declares (a prelude stands in
+    for nothing else of it), unless the header its definitions moved to has them (the prelude
+    includes it)."""
+    def declares(text: bytes, alias: str) -> bool:
+        name = re.escape(alias.encode())
+        return re.search(rb"\busing\s+" + name + rb"\s*=|\btypedef\b[^;]*\b" + name + rb"\s*;", text) is not None
+    moved = _final_text(root, cs, moved_to) if moved_to and (moved_to in cs.new_files or (root / moved_to).is_file()) \
+        else b""
+    original = (root / replaced).read_bytes()
+    return [c for c in cases.values()
+            if c.get("alias") and declares(original, c["alias"]) and not declares(moved, c["alias"])]
 
 
 def _shims(run: _Run) -> None:
