@@ -25,14 +25,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from codemod.impact.nvcc_time import DEVICE_KINDS, HOST_KINDS  # noqa: E402
+from codemod.impact.order import first_steps as _first_steps  # noqa: E402
+from codemod.impact.order import read_order as _read_order  # noqa: E402
 from codemod.impact.predict import glob_matches, load, predict  # noqa: E402
+from codemod.impact.targets import split_phases, static_share  # noqa: E402
 
 NORM = "normalization/*/*_cuda_kernel.cu"
 TRIMMED_DEVICE_S = 1.0
@@ -59,28 +60,26 @@ def _tail(name: str) -> str:
 
 def _split(inv) -> tuple[float, float, list[str]]:
     """(host ms, device ms, cicc targets) of one nvcc invocation."""
-    ms = inv.phase_ms()
     targets = sorted(k.split()[1] for k in inv.arch_ms() if k.startswith("cicc"))
-    return sum(ms[k] for k in HOST_KINDS), sum(ms[k] for k in DEVICE_KINDS), targets
+    return (*split_phases(inv), targets)
 
 
 def _static_share(what_if: dict, name: str, host: float, device: float) -> float:
     """The share of a unit's device time the what-if leaves static (1 when it does not touch it)."""
     for glob, f in what_if["scale"].items():
         if glob_matches(glob, [name]):
-            return min(1.0, max(0.0, (f * (host + device) - host) / device)) if device else 1.0
+            return static_share(f, host, device)
     return 1.0
 
 
 def first_steps(loaded, order: list[str]) -> list[str]:
     """The build's step names of the sources the build-order edit lists first, in its order."""
-    names = list(loaded.steps.name)
-    return [n for t in order for n in names if n.endswith(".dir/" + t + ".o")]
+    return _first_steps(list(loaded.steps.name), order)
 
 
 def read_order(diff: str) -> list[str]:
     """The sources of the `<target>_longest_sources` list a build-order edit (apply --build-log) adds."""
-    return [m.group(1) for m in re.finditer(r"(?m)^\+    (\S+\.(?:cu|cpp))  # ", Path(diff).read_text())]
+    return _read_order(Path(diff).read_text())
 
 
 def single_arch(log: str, csv: str, analysis: str, order: list[str] | None = None,

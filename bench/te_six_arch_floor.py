@@ -24,8 +24,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from codemod.impact.floor import floor_what_if, parse_keep  # noqa: E402
-from codemod.impact.nvcc_time import DEVICE_KINDS, HOST_KINDS  # noqa: E402
 from codemod.impact.predict import load, predict  # noqa: E402
+from codemod.impact.targets import split_phases  # noqa: E402
 
 KEEP = ["fused_attn/fused_attn_fp8.cu=cuDNN frontend graphs",
         "fused_attn/fused_attn_f16_arbitrary_seqlen.cu=cuDNN frontend graphs",
@@ -38,9 +38,9 @@ ARCH_SPECIFIC = ("gemm/cutlass_grouped_gemm.cu", "hadamard_transform/")
 
 def _per_target(inv) -> tuple[float, float]:
     """(device ms per cicc target, host ms) of one nvcc invocation."""
-    ms = inv.phase_ms()
     targets = max(1, len([k for k in inv.arch_ms() if k.startswith("cicc")]))
-    return sum(ms[k] for k in DEVICE_KINDS) / targets, sum(ms[k] for k in HOST_KINDS)
+    host, device = split_phases(inv)
+    return device / targets, host
 
 
 def estimate(sm90_log: str, sm90_csv: str, sm100a_log: str, sm100a_csv: str) -> dict:
@@ -57,8 +57,7 @@ def estimate(sm90_log: str, sm90_csv: str, sm100a_log: str, sm100a_csv: str) -> 
         pre = 4 + (1 if "cutlass_grouped_gemm" in tail else 0)
         bw = 3 if tail.startswith(ARCH_SPECIFIC) else 2
         est = host + pre * d90 + bw * d100
-        ms = inv.phase_ms()
-        scale[kept["name"]] = est / (host + sum(ms[k] for k in DEVICE_KINDS))
+        scale[kept["name"]] = est / sum(split_phases(inv))
         units[tail] = {"reason": kept["reason"], "six_arch_s": round(est / 1000, 1), "host_s": round(host / 1000, 1),
                        "sm90_per_target_device_s": round(d90 / 1000, 1),
                        "sm100a_per_target_device_s": round(d100 / 1000, 1), "targets": pre + bw}

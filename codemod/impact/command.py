@@ -27,9 +27,17 @@ def add_parser(sub) -> None:
                    help="what-if: the matching steps disappear (moved to NVRTC); repeatable")
     p.add_argument("--scale", action="append", default=[], metavar="GLOB=FACTOR",
                    help="what-if: multiply the matching steps' durations; repeatable")
-    p.add_argument("--what-if", metavar="FILE",
+    p.add_argument("--what-if", action="append", default=[], metavar="FILE",
                    help="the what-if priced by `apply --build-log --diff F` (F.what_if.json) or `analyze "
-                        "--build-log --json F`: replays exactly the prediction those commands print")
+                        "--build-log --json F`: replays exactly the prediction those commands print; repeatable: "
+                        "several rules' what-ifs over the same log add up")
+    p.add_argument("--retarget", metavar="SPEC",
+                   help="re-price every CUDA step for the target lists of SPEC (JSON: docs/impact.md, "
+                        "`--retarget`), each target from this log's nvcc rows or another build's, with the "
+                        "--what-if migration applied per target; needs --nvcc-time")
+    p.add_argument("--first", metavar="FILE",
+                   help="replay with these sources first in the edge order (one per line, or the diff of a "
+                        "build-order edit that `apply --build-log --diff` wrote)")
     p.add_argument("--ninja-jobs", type=int, metavar="N",
                    help="replay with ninja -j N (default: the recorded build's peak concurrency; 0 = unlimited)")
     add_deprecated_jobs(p)
@@ -81,6 +89,7 @@ def dumps(doc: dict) -> str:
 def run(args) -> int:
     from . import report_text
     from .predict import describe_what_if, limit_steps, load, parse_scale, predict, prediction_line, read_what_if
+    from .targets import combine_what_ifs
 
     if args.cores is not None and args.cores <= 0:
         raise UsageError(f"--cores must be positive, got {args.cores}")
@@ -91,7 +100,8 @@ def run(args) -> int:
         raise UsageError(f"--ninja-jobs must be 0 (unlimited) or more, got {jobs}")
     if args.against:
         ignored = [flag for flag, given in (("--trace", args.trace), ("--what-if", args.what_if), ("--remove", args.remove),
-                                            ("--scale", args.scale), ("--ninja-jobs", jobs is not None),
+                                            ("--scale", args.scale), ("--retarget", args.retarget),
+                                            ("--first", args.first), ("--ninja-jobs", jobs is not None),
                                             ("--policy", args.policy), ("--cores", args.cores is not None),
                                             ("--all-steps", args.all_steps)) if given]
         if ignored:
@@ -104,6 +114,7 @@ def run(args) -> int:
         raise UsageError("--keep names the steps the floor keeps; it needs --floor")
     if args.floor:
         given = [flag for flag, on in (("--against", args.against), ("--what-if", args.what_if),
+                                       ("--retarget", args.retarget), ("--first", args.first),
                                        ("--remove", args.remove), ("--scale", args.scale), ("--html", args.html),
                                        ("--trace", args.trace), ("--cores", args.cores is not None)) if on]
         if given:
@@ -145,12 +156,37 @@ def run(args) -> int:
         if args.remove or args.scale:
             raise UsageError("--what-if is the whole what-if; --remove/--scale would change it",
                              hint="use --what-if alone, or --remove/--scale alone")
-        what_if = read_what_if(args.what_if)
+        what_if = combine_what_ifs([read_what_if(f) for f in args.what_if])
     else:
         what_if = {"remove": args.remove, "scale": parse_scale(args.scale)}
         what_if["description"] = describe_what_if(what_if["remove"], what_if["scale"])
+    retarget_rows = None
+    if args.retarget:
+        from .targets import Source, load_sources, read_retarget, retarget_what_if
+
+        if args.remove or args.scale:
+            raise UsageError("--retarget re-prices every CUDA step; --remove/--scale would change it",
+                             hint="give the migration as --what-if FILE (from analyze or apply)")
+        if not args.nvcc_time:
+            raise UsageError("--retarget needs the nvcc --time CSV of the build (--nvcc-time): it prices targets")
+        spec, entries = read_retarget(args.retarget)
+        migration = what_if if args.what_if else {"remove": [], "scale": {}}
+        what_if, retarget_rows = retarget_what_if(Source(loaded, migration), spec, load_sources(entries))
+        if args.what_if:
+            what_if["description"] += f", with {migration['description']}"
+    first = None
+    if args.first:
+        from .order import first_steps, read_order
+
+        try:
+            text = open(args.first, encoding="utf-8").read()
+        except OSError as exc:
+            raise UsageError(f"cannot read --first {args.first}: {exc.strerror}") from None
+        first = first_steps(list(loaded.steps.name), read_order(text))
     doc = predict(loaded, what_if, jobs=jobs, policy=args.policy, cores=args.cores, alpha=args.contention,
-                  max_steps=None if every_row else STEPS_LISTED)
+                  max_steps=None if every_row else STEPS_LISTED, first=first)
+    if retarget_rows is not None:
+        doc["retarget"] = {"spec": args.retarget, "units": retarget_rows}
     if args.json:
         _write(args.json, dumps(doc if args.all_steps else limit_steps(doc, STEPS_LISTED)))
     if args.html:
