@@ -167,3 +167,25 @@ def test_an_update_adding_a_section_beside_an_existing_kernels_h_passes_the_prec
         subprocess.run(["git", *cmd], cwd=root, check=True, capture_output=True)
     assert main(["apply", "--target", RULE, str(root), "--update", "--write", "--quiet"]) == 0, capsys.readouterr().err
     assert (root / OUT / "kernels_blocks.h").is_file()
+
+
+def test_kernels_h_declares_only_factories_named_before_their_section():
+    """actlib: gated_act_kernel and dgated_act_kernel are launched from cast/dispatch.cuh, another
+    header, so kernels.h declares their factories; unary_kernel is launched only in
+    util/vectorized_pointwise.h, after the point where that header includes its section, so its
+    factory is first declared (with its defaults, were there any) in the section, not in kernels.h."""
+    from codemod.apply.golden import golden_patch
+
+    patch, _, _ = golden_patch("actlib")
+
+    def added(path: str) -> str:
+        part = patch[patch.index(f"+++ b/{path}\n"):]
+        part = part[:part.index("\ndiff --git") if "\ndiff --git" in part else len(part)]
+        return "\n".join(line[1:] for line in part.splitlines() if line.startswith("+") and not line.startswith("+++"))
+
+    kernels_h = added("rtc/activation/kernels.h")
+    section = added("rtc/activation/kernels_vectorized_pointwise.h")
+    for name in ("gated_act_kernel", "dgated_act_kernel"):
+        assert f"auto {name}();" in kernels_h and f"auto {name}() {{" in section
+    assert "auto unary_kernel()" not in kernels_h
+    assert "auto unary_kernel() {" in section
