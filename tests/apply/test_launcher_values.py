@@ -47,8 +47,10 @@ def test_switches_whose_constant_only_the_kernel_takes_go():
     section = _added(patch, "rtc/quant/kernels_kernels.h")
     assert "auto scale_kernel(Rounding kRounding, bool kSaturate)" in section
     # one launcher type for every value, checked where the factory is compiled
-    assert 'static_assert(runtime::same_type(launcher_of), "scale_kernel\'s parameters depend on kRounding, kSaturate")' \
-        in section.replace("\n", " ").replace("  ", " ") or "runtime::same_type(launcher_of)" in section
+    assert "using Launcher = typename decltype(runtime::launcher(launcher_of))::type;" in section
+    assert ('runtime::template variant<(legacy_build || !stubs::spelled(fixed))>(kernel_info, "scale_kernel", '
+            '"kRounding, kSaturate", axes, static_kernel, kRounding, kSaturate)') in \
+        re.sub(r"\s+", " ", section).replace("( ", "(")
     # the values' domains are those the static build instantiated (the switches' cases)
     assert "stubs::Domain<bool, false, true>" in section
     assert re.search(r"stubs::Domain<Rounding, static_cast<::flaglib::Rounding>\(0\),\s*"
@@ -137,8 +139,9 @@ def test_a_launch_given_a_value_outside_the_domain_is_refused_in_words(tmp_path)
     stubs = _added(patch, "util/rtc_stubs.h")
     assert re.search(r"\[\[noreturn\]\] inline void not_instantiated\(const KernelInfo ?& ?kernel, const char ?\* ?params\)",
                      stubs)
-    assert 'if (slot < 0) stubs::not_instantiated(kernel_info("scale_kernel"), "kRounding, kSaturate");' in \
-        _added(patch, "rtc/quant/kernels_kernels.h")
+    assert "if (s < 0) not_instantiated(info(name), params);" in stubs
+    assert re.search(r'runtime::template variant<[^;]*\(\s*kernel_info, "scale_kernel", "kRounding, kSaturate",',
+                     _added(patch, "rtc/quant/kernels_kernels.h"))
 
 
 def _collapsed(tmp_path, text: str, macros=("SWITCH",)) -> str:
