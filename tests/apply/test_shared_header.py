@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from codemod.apply.emit import shared_header
@@ -159,3 +161,31 @@ def test_move_to_names_a_replaced_header(tmp_path):
     path.write_text(yaml.safe_dump(doc))
     with pytest.raises(RuleError, match="move_to names util/other.h, not in replace_with_prelude"):
         migrate_spec(load_rule(str(path)))
+
+
+def test_a_prelude_holding_only_the_moved_header_is_not_written(tmp_path, capsys):
+    """buildlib whose C API header includes cuda_fp16.h and cuda_bf16.h (the rule's prelude
+    includes): include/buildlib/quant.h's prelude would include include/buildlib/rounding.h, where
+    its enum moves with those two includes, and nothing else. No prelude file is written; NVRTC
+    reads rounding.h under quant.h's include names, and the programs still compile (the precheck).
+    common.h's prelude, which declares the dtype aliases, stays."""
+    import json
+    import shutil
+
+    from codemod.apply.golden import GOLDEN
+    from codemod.cli import main
+
+    root = tmp_path / "input"
+    shutil.copytree(GOLDEN / "buildlib" / "input", root)
+    api = root / "include" / "buildlib" / "quant.h"
+    api.write_text(api.read_text().replace("#include <cuda_runtime.h>\n",
+                                           "#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n#include <cuda_runtime.h>\n"))
+    rule = GOLDEN / "buildlib" / "rule.yaml"
+    diff = tmp_path / "out.diff"
+    assert main(["apply", "--target", str(rule), str(root), "--diff", str(diff), "-q"]) == 0, capsys.readouterr().err
+    patch = diff.read_text()
+    assert "rtc/quant/prelude/include/buildlib/quant.h" not in patch
+    assert "+++ b/rtc/quant/prelude/common.h" in patch
+    manifest = json.loads(Path(str(diff) + ".manifest.json").read_text())
+    seen = {name: path for k in manifest["kernels"] for name, path in k["headers"].items()}
+    assert seen.get("buildlib/quant.h") == "include/buildlib/rounding.h"

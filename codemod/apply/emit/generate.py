@@ -141,13 +141,28 @@ def program_paths(plan: Plan) -> dict[str, str]:
     stems: dict[str, set] = {}
     for path in source.values():
         stems.setdefault(posixpath.splitext(posixpath.basename(path))[0], set()).add(path)
+    by_header: dict[str, list] = {}
+    for kp in plan.kernels:
+        by_header.setdefault(source[kp.kernel.id], []).append(kp)
     paths = {}
     for kid, path in source.items():
+        if _header_alone(by_header[path], plan.spec):
+            paths[kid] = path           # the program is the header itself: no file that only includes it
+            continue
         stem = posixpath.splitext(posixpath.basename(path))[0]
         if len(stems[stem]) > 1:
             stem = f"{posixpath.basename(posixpath.dirname(path)) or 'root'}_{stem}"
         paths[kid] = f"{out}/{stem}.cu"
     return paths
+
+
+def _header_alone(kps, spec) -> bool:
+    """Whether a program of these kernels (one header's) would include that header and nothing else:
+    no header before it (include_first) or after it (type headers), no shared variables, no framework
+    aliases. Such a program is the header (its kernel string), named by its library path. A header
+    the migration writes (device code extracted from a unit) is one too."""
+    return not any(kp.first_headers or kp.type_headers or kp.shared_variables for kp in kps) \
+        and not framework_types.uses(kps, spec)
 
 
 def _program_headers(kps, field: str) -> list[str]:
@@ -265,6 +280,8 @@ def _kernel_strings(run: _Run, programs: dict[str, str]) -> dict[str, str]:
     listed = [v for vs in shared_variables.listed(plan.spec.raw).values() for v in vs]
     for path in sorted(set(programs.values())):
         kps = [kp for kp in plan.kernels if programs[kp.kernel.id] == path]
+        if path == (kps[0].source_file or kps[0].kernel.file):
+            continue                    # the kernels' header is the program (program_paths)
         shared = sorted({v for kp in kps for v in kp.shared_variables})
         for kp in kps:
             if kp.shared_variables:
@@ -320,16 +337,40 @@ def _preludes(run: _Run, shipped: dict[str, str], std_cfg: dict | None) -> _Copi
             groups = prelude_copies.checked(groups, replaced, path, copies.checks)
             macros, copied = prelude_copies.early_macros(
                 prelude_copies.respell_copies(groups, std_cfg, copies.std_used, copies.ints))
+        aliases = _prelude_aliases(root, cs, spec.types["cases"], replaced, move_to.get(replaced))
+        std_header = std_cfg["header"] if std_cfg else None
+        if shared and not (macros or copied or aliases) and _includes_all(
+                _final_text(root, cs, move_to[replaced]), [i["name"] for i in includes], std_header):
+            # the prelude would include the moved-definitions header and what that header includes
+            # already: NVRTC reads that header under the replaced header's names, no prelude file
+            _read_as(plan, shipped, path, move_to[replaced])
+            cs.notes.append(f"{replaced}: read under NVRTC as {move_to[replaced]}, which holds all the kernels "
+                            "use of it (no prelude)")
+            continue
         cs.new_files[path] = run.fmt(render(
             "prelude.h.j2", replaced=replaced, guard=run.guard(path), macros=macros, shared=shared,
             includes=includes,
             namespace=ks_spec.get("prelude_namespace", spec.names.get("default_namespace", "")),
-            aliases=_prelude_aliases(root, cs, spec.types["cases"], replaced, move_to.get(replaced)),
-            std_header=std_cfg["header"] if std_cfg else None, copied=copied),
+            aliases=aliases, std_header=std_header, copied=copied),
             "prelude.h")
         cs.notes.append(f"{replaced}: replaced under NVRTC by the generated prelude {path} (dtype aliases, "
                         "toolkit headers)")
     return copies
+
+
+def _includes_all(text: bytes, system: list[str], local: str | None) -> bool:
+    """Whether a header's text includes each of `system` (<name>) and `local` ("name")."""
+    names = {(i.system, i.name) for i in source.includes(text)}
+    return all((True, n) in names for n in system) and (local is None or (False, local) in names)
+
+
+def _read_as(plan: Plan, shipped: dict[str, str], prelude: str, header: str) -> None:
+    """The kernels that would have read `prelude` read `header` under the same include names."""
+    for kp in plan.kernels:
+        for name, path in list(kp.headers.items()):
+            if path == prelude:
+                kp.headers[name] = header
+    shipped.pop(prelude, None)      # `header` joins the shipped files with the moved definitions (generate)
 
 
 def _prelude_aliases(root: Path, cs: ChangeSet, cases: dict, replaced: str, moved_to: str | None) -> list[dict]:
