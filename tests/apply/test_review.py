@@ -63,10 +63,10 @@ def test_answers_from_stdin_choose_the_change_sets(actlib_git, capsys, monkeypat
                             str(actlib_git), "--interactive", "--answers", "-", "--quiet", "--report", str(report))
     assert code == 0, err
     assert "change set 1/7: actlib::cast_fp8_kernel: 48 variants, 1 launch site" in err
-    assert "+++ b/rtc/activation/vectorized_pointwise.cu" in err       # the diff shown for d
+    assert "+++ b/rtc/activation/kernels_vectorized_pointwise.h" in err       # the diff shown for d
     assert "change set 4/7" not in err                                  # nothing asked after q
     assert "review: 1 of 7 change sets accepted, 6 declined" in err
-    assert err.strip().splitlines()[-1] == ("13 files changed (9 new); 1 kernel migrated, 6 left static; 1 TU outside "
+    assert err.strip().splitlines()[-1] == ("12 files changed (8 new); 1 kernel migrated, 6 left static; 1 TU outside "
                                             "the analysis include rewritten code (arguments only they use keep the "
                                             "static kernel): see " + str(report))
     # the accepted set takes the --only path: the same patch
@@ -90,7 +90,7 @@ def test_terminal_help_then_accept_all_writes_everything(tmp_path, capsys, monke
     assert out == ""
     manifest = json.loads(manifest_path(root, "activation").read_text())
     assert [k["id"] for k in manifest["kernels"]] == KERNELS[1:]
-    assert (root / "rtc/activation/vectorized_pointwise.cu").is_file()
+    assert (root / "rtc/activation/kernels_vectorized_pointwise.h").is_file()
     assert "cast_fp8_kernel" not in (root / "rtc/activation/kernels.cpp").read_text()
 
 

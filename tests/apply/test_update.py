@@ -107,12 +107,12 @@ def test_without_the_manifest_check_validates_every_generated_file(migrated, cap
     manifest_path(migrated, "activation").unlink()
     args = ["apply", "--target", RULE, str(migrated), "--no-precheck", "-q"]
     assert main([*args, "--check"]) == 0
-    kernel_string = migrated / "rtc/activation/vectorized_pointwise.cu"
+    kernel_string = migrated / "rtc/activation/kernels_vectorized_pointwise.h"
     kernel_string.write_text(kernel_string.read_text() + "// a hand edit\n")
     capsys.readouterr()
     assert main([*args, "--check"]) == 1
     err = capsys.readouterr().err
-    assert "rtc/activation/vectorized_pointwise.cu" in err and "--update" in err
+    assert "rtc/activation/kernels_vectorized_pointwise.h" in err and "--update" in err
     assert main([*args, "--update", "--write", "--allow-dirty"]) == 0
     assert "a hand edit" not in kernel_string.read_text()
 

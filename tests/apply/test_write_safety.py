@@ -28,7 +28,7 @@ from codemod.tool_state import MANIFESTS, manifest_path
 RULE = str(GOLDEN / "actlib" / "activation.yaml")
 REPO = Path(__file__).resolve().parents[2]
 SITE_HEADER = "util/vectorized_pointwise.h"      # launch sites the migration rewrites (written last)
-MID = "rtc/activation/kernels.h"                 # written 8th of 16: after 4 edited and 3 new files
+MID = "rtc/activation/kernels.h"                 # written 6th of 16: after 4 edited and 1 new file
 
 
 def _digest(root: Path) -> dict[str, str]:
@@ -127,7 +127,7 @@ def test_the_next_apply_rolls_back_and_says_so(actlib_git, states, capsys):
     err = capsys.readouterr().err
     assert code == 1                                                 # recovered, so changes are pending again
     assert err.startswith("codemod: recovered an interrupted `codemod apply --write` (pid ")
-    assert "restored 4 file(s) from backups, removed 4 file(s) it had created" in err
+    assert "restored 4 file(s) from backups, removed 2 file(s) it had created" in err
     assert _digest(actlib_git) == before and _leftovers(actlib_git) == []
     proc = subprocess.run(["git", "status", "--porcelain"], cwd=actlib_git, capture_output=True, text=True)
     assert proc.stdout == ""
@@ -281,11 +281,11 @@ def test_check_says_pending_when_a_generated_file_differs(migrated, capsys):
 
 def test_check_says_pending_when_a_launch_site_is_not_rewritten(migrated, capsys):
     shutil.copy(GOLDEN / "actlib/input" / SITE_HEADER, migrated / SITE_HEADER)
-    (migrated / "rtc/activation/vectorized_pointwise.cu").unlink()
+    (migrated / "rtc/activation/kernels_vectorized_pointwise.h").unlink()
     code, err = _cli(capsys, migrated, "--check")
     assert code == 1
     assert f"{SITE_HEADER} (not rewritten: still the original)" in err
-    assert "rtc/activation/vectorized_pointwise.cu (missing)" in err
+    assert "rtc/activation/kernels_vectorized_pointwise.h (missing)" in err
 
 
 def test_check_accepts_later_edits_of_library_files(migrated, capsys):
