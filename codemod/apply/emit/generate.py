@@ -330,8 +330,11 @@ def _preludes(run: _Run, shipped: dict[str, str], std_cfg: dict | None) -> _Copi
                                        run.guard(move_to[replaced]), cs, spec.rule_id)
             copies.std_used |= moved.std_used
             copies.ints |= moved.ints
-            copies.moved.append(moved)
-            shared, macros, copied = moved.include, [], []
+            # nothing to move and no earlier rule's header (a part of a rule, --only): no such header
+            exists = move_to[replaced] in cs.new_files or (root / move_to[replaced]).is_file()
+            if exists:
+                copies.moved.append(moved)
+            shared, macros, copied = (moved.include if exists else None), [], []
         else:
             groups = prelude_copies.copied(replaced, copy_from.get(replaced, []), declared, cs)
             groups = prelude_copies.checked(groups, replaced, path, copies.checks)
@@ -339,12 +342,13 @@ def _preludes(run: _Run, shipped: dict[str, str], std_cfg: dict | None) -> _Copi
                 prelude_copies.respell_copies(groups, std_cfg, copies.std_used, copies.ints))
         aliases = _prelude_aliases(root, cs, spec.types["cases"], replaced, move_to.get(replaced))
         std_header = std_cfg["header"] if std_cfg else None
-        if shared and not (macros or copied or aliases) and _includes_all(
-                _final_text(root, cs, move_to[replaced]), [i["name"] for i in includes], std_header):
+        to = move_to.get(replaced)
+        if shared and not (macros or copied or aliases) and (to in cs.new_files or (root / to).is_file()) \
+                and _includes_all(_final_text(root, cs, to), [i["name"] for i in includes], std_header):
             # the prelude would include the moved-definitions header and what that header includes
             # already: NVRTC reads that header under the replaced header's names, no prelude file
-            _read_as(plan, shipped, path, move_to[replaced])
-            cs.notes.append(f"{replaced}: read under NVRTC as {move_to[replaced]}, which holds all the kernels "
+            _read_as(plan, shipped, path, to)
+            cs.notes.append(f"{replaced}: read under NVRTC as {to}, which holds all the kernels "
                             "use of it (no prelude)")
             continue
         cs.new_files[path] = run.fmt(render(
