@@ -62,24 +62,16 @@ struct integral_constant {{
                             "inline constexpr bool is_floating_point_v = is_floating_point<T>::value;"),
     # <type_traits>: the integral types of [basic.fundamental] (TE's DIVUP_TO_MULTIPLE asserts it)
     "is_integral_base": (("true_type", "false_type"),
-                         "template <class T>\nstruct is_integral_base : false_type {};\n"
-                         "template <>\nstruct is_integral_base<bool> : true_type {};\n"
-                         "template <>\nstruct is_integral_base<char> : true_type {};\n"
-                         "template <>\nstruct is_integral_base<signed char> : true_type {};\n"
-                         "template <>\nstruct is_integral_base<unsigned char> : true_type {};\n"
-                         "template <>\nstruct is_integral_base<wchar_t> : true_type {};\n"
-                         "template <>\nstruct is_integral_base<char16_t> : true_type {};\n"
-                         "template <>\nstruct is_integral_base<char32_t> : true_type {};\n"
-                         "template <>\nstruct is_integral_base<short> : true_type {};\n"
-                         "template <>\nstruct is_integral_base<unsigned short> : true_type {};\n"
-                         "template <>\nstruct is_integral_base<int> : true_type {};\n"
-                         "template <>\nstruct is_integral_base<unsigned int> : true_type {};\n"
-                         "template <>\nstruct is_integral_base<long> : true_type {};\n"
-                         "template <>\nstruct is_integral_base<unsigned long> : true_type {};\n"
-                         "template <>\nstruct is_integral_base<long long> : true_type {};\n"
-                         "template <>\nstruct is_integral_base<unsigned long long> : true_type {};"),
+                         "// Whether T is one of U...\n"
+                         "template <class T, class... U>\nstruct is_integral_base : false_type {};\n"
+                         "template <class T, class... U>\nstruct is_integral_base<T, T, U...> : true_type {};\n"
+                         "template <class T, class V, class... U>\n"
+                         "struct is_integral_base<T, V, U...> : is_integral_base<T, U...> {};"),
     "is_integral": (("is_integral_base", "remove_cv_t"),
-                    "template <class T>\nstruct is_integral : is_integral_base<remove_cv_t<T>> {};"),
+                    "template <class T>\nstruct is_integral\n"
+                    "    : is_integral_base<remove_cv_t<T>, bool, char, signed char, unsigned char, wchar_t,\n"
+                    "                       char16_t, char32_t, short, unsigned short, int, unsigned int, long,\n"
+                    "                       unsigned long, long long, unsigned long long> {};"),
     "is_integral_v": (("is_integral",), "template <class T>\n"
                       "inline constexpr bool is_integral_v = is_integral<T>::value;"),
     "min": ((), f"template <class T>\n{_HD} constexpr const T &min(const T &a, const T &b) {{\n"
