@@ -412,17 +412,22 @@ def describe_what_if(remove: list[str], scale: dict[str, float]) -> str:
     return "what-if: " + ("; ".join(parts) if parts else "none (the build as recorded)")
 
 
-def read_what_if(path: str) -> dict:
-    """The what-if a file holds: `apply --build-log --diff F` writes F.what_if.json, `analyze
-    --build-log --json F` holds it under impact.what_if. {"description", "remove", "scale"}."""
+def read_json_arg(path: str, flag: str):
+    """The JSON document of the file a command-line flag names; a UsageError naming the flag."""
     import json
 
     try:
-        doc = json.loads(open(path, encoding="utf-8").read())
+        return json.loads(open(path, encoding="utf-8").read())
     except OSError as exc:
-        raise UsageError(f"cannot read --what-if {path}: {exc.strerror}") from None
+        raise UsageError(f"cannot read {flag} {path}: {exc.strerror}") from None
     except ValueError as exc:
-        raise UsageError(f"--what-if {path} is not JSON: {exc}") from None
+        raise UsageError(f"{flag} {path} is not JSON: {exc}") from None
+
+
+def read_what_if(path: str) -> dict:
+    """The what-if a file holds: `apply --build-log --diff F` writes F.what_if.json, `analyze
+    --build-log --json F` holds it under impact.what_if. {"description", "remove", "scale"}."""
+    doc = read_json_arg(path, "--what-if")
     what_if = doc.get("what_if") if isinstance(doc, dict) else None
     if what_if is None and isinstance(doc, dict) and isinstance(doc.get("impact"), dict):
         what_if = doc["impact"].get("what_if")

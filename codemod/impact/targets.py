@@ -5,13 +5,12 @@ The result is one what-if, replayed by `predict.predict` like every other predic
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
 from .nvcc_time import DEVICE_KINDS, HOST_KINDS, Invocation
-from .predict import MAX_SCALE, Loaded, _candidates, glob_matches, glob_regex, read_what_if
+from .predict import MAX_SCALE, Loaded, _candidates, glob_matches, glob_regex, read_json_arg, read_what_if
 
 _TARGET = re.compile(r"^(?:compute|sm)_(\w+)$")
 
@@ -217,12 +216,7 @@ def read_retarget(path: str) -> tuple[Retarget, list[dict]]:
     "fixed"?: [{"glob", "device_s_per_target"}], "price_from"?: [{"log", "nvcc_time", "what_if", "static"?}]}
     (`static`: the share the migration leaves of units that build's log lacks, by source path).
     Returns the spec and the `price_from` entries (loaded by the caller)."""
-    try:
-        doc = json.loads(open(path, encoding="utf-8").read())
-    except OSError as exc:
-        raise UsageError(f"cannot read --retarget {path}: {exc.strerror}") from None
-    except ValueError as exc:
-        raise UsageError(f"--retarget {path} is not JSON: {exc}") from None
+    doc = read_json_arg(path, "--retarget")
     if not isinstance(doc, dict) or not isinstance(doc.get("lists"), list):
         raise UsageError(f"--retarget {path}: expected an object with `lists` (glob and targets per entry)")
     lists = []
