@@ -471,7 +471,10 @@ def anonymous_twin(symbol: str, functions: dict) -> str | None:
 
 def original_headers(kernel: KernelEntry, source: str) -> list[str]:
     """Manifest paths of the headers the kernel string includes that are the library's own files
-    (not a prelude or shim written by apply): what the static translation unit includes."""
+    (not a prelude or shim written by apply): what the static translation unit includes. A program
+    that is the kernel's own header (apply writes no file only including it) is that header."""
+    if kernel.headers.get(kernel.program_path) == kernel.program_path:
+        return [kernel.program_path]
     out = []
     for match in re.finditer(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', source, re.M):
         name = match.group(1)

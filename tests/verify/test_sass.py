@@ -157,6 +157,22 @@ def test_static_unit_includes_original_headers_and_names_every_variant():
     assert sass.gencode("sm_100a") == ["-gencode", "arch=compute_100a,code=sm_100a"]
 
 
+def test_a_program_that_is_the_kernels_header_is_the_static_units_include():
+    """apply writes no program file that would only include the kernel's header: the program is
+    that header, and the static unit includes it (the header's own includes are not scanned)."""
+    from codemod.verify.manifest import KernelEntry
+
+    kernel = KernelEntry(id="lib::k", program_path="ops/k.cuh", symbol="", include_cuda_toolkit=True,
+                         include_cuda_cccl=False, nvrtc_options=[], conditional_options=[], sites=[], variants=[],
+                         headers={"ops/k.cuh": "ops/k.cuh", "../common.h": "rtc/prelude/common.h",
+                                  "ops/helpers.cuh": "ops/helpers.cuh"})
+    source = '#include "ops/helpers.cuh"
+#include "../common.h"
+__global__ void k() {}
+'
+    assert sass.original_headers(kernel, source) == ["ops/k.cuh"]
+
+
 # -- end to end on the golden library --------------------------------------------------------------
 
 def _tools_or_skip():
