@@ -166,10 +166,7 @@ def test_a_program_that_is_the_kernels_header_is_the_static_units_include():
                          include_cuda_cccl=False, nvrtc_options=[], conditional_options=[], sites=[], variants=[],
                          headers={"ops/k.cuh": "ops/k.cuh", "../common.h": "rtc/prelude/common.h",
                                   "ops/helpers.cuh": "ops/helpers.cuh"})
-    source = '#include "ops/helpers.cuh"
-#include "../common.h"
-__global__ void k() {}
-'
+    source = '#include "ops/helpers.cuh"\n#include "../common.h"\n__global__ void k() {}\n'
     assert sass.original_headers(kernel, source) == ["ops/k.cuh"]
 
 
