@@ -63,3 +63,11 @@ __global__ void k(uint64_t *p) { *p = static_cast<std::uint32_t>(*p); }
 """
     r = lib.compile(src, "cstdint_test.cu", {"cstdint": shim}, arch="sm_90", include_cuda=False)
     assert r.ok, r.log
+
+
+def test_a_shim_of_a_c_header_keeps_its_name():
+    """<stdint.h>'s shim is shims/stdint.h, not shims/stdint.h.h; <cstdint>'s is shims/cstdint.h."""
+    from codemod.apply.base.stdshim import shim_path
+
+    assert shim_path("rtc", "stdint.h") == "rtc/shims/stdint.h"
+    assert shim_path("rtc", "cstdint") == "rtc/shims/cstdint.h"

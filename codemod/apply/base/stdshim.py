@@ -154,5 +154,6 @@ def definitions(names: list[str], have: set[str] = frozenset()) -> tuple[list[st
 
 def shim_path(output_dir: str, name: str) -> str:
     """The generated file of the shim for `<name>`: a `.h` file (so the target's license and format
-    hooks see it), shipped to NVRTC under the include name `name`."""
-    return f"{output_dir}/shims/{name}.h"
+    hooks see it), shipped to NVRTC under the include name `name`: `shims/cstdint.h` for <cstdint>,
+    `shims/stdint.h` for <stdint.h> (the folder is on no include path)."""
+    return f"{output_dir}/shims/{name}" if name.endswith(".h") else f"{output_dir}/shims/{name}.h"
