@@ -441,8 +441,16 @@ def read_what_if(path: str) -> dict:
                     and 0 <= f <= MAX_SCALE for g, f in scale.items())):
         raise UsageError(f"--what-if {path}: `remove` must be a list of globs and `scale` an object of glob: factor "
                      f"(0 to {MAX_SCALE:g})")
-    return {"description": str(what_if.get("description") or describe_what_if(remove, scale)),
-            "remove": remove, "scale": {g: float(f) for g, f in scale.items()}}
+    host = what_if.get("host_scale", {})
+    if not (isinstance(host, dict) and all(isinstance(g, str) and isinstance(f, (int, float)) and not isinstance(f, bool)
+                                           and 0 <= f <= 1 for g, f in host.items())):
+        raise UsageError(f"--what-if {path}: `host_scale` must be an object of glob: the share of the host phases "
+                         "kept (0 to 1)")
+    out = {"description": str(what_if.get("description") or describe_what_if(remove, scale)),
+           "remove": remove, "scale": {g: float(f) for g, f in scale.items()}}
+    if host:
+        out["host_scale"] = {g: float(f) for g, f in host.items()}   # read by --retarget (impact.targets)
+    return out
 
 
 def predict_migration(log_path: str, nvcc_time_paths: list[str], remove_globs: list[str],

@@ -155,3 +155,18 @@ def test_cli_retarget_with_two_what_ifs_and_a_first_list(tmp_path, capsys):
     assert main(args + ["--scale", "a.cu=0.5"]) == 2
     assert main(args + ["--first", str(tmp_path / "spec.json")]) == 2          # no such sources
     assert "--retarget needs the nvcc --time CSV" in capsys.readouterr().err
+
+
+def test_host_scale_shrinks_the_host_phases_and_keeps_the_static_share_readable(tmp_path):
+    host, device, static, kept = 2000.0, 8000.0, 0.25, 0.5
+    factor = (host * kept + device * static) / (host + device)
+    assert static_share(factor, host, device, kept) == pytest.approx(static)
+    one = {"remove": [], "scale": {"a.cu.o": 0.9}, "host_scale": {"a.cu.o": 0.8}}
+    two = {"remove": [], "scale": {"a.cu.o": 0.9}, "host_scale": {"a.cu.o": 0.7}}
+    assert combine_what_ifs([one, two])["host_scale"] == {"a.cu.o": pytest.approx(0.5)}
+    # a.cu at sm_90: host 2 s -> 1 s, device 8 s -> 2 s; the retarget keeps both
+    base = Source(_base(tmp_path), {"remove": [], "scale": {"a.cu.o": factor}, "host_scale": {"a.cu.o": kept}})
+    what_if, rows = retarget_what_if(base, Retarget([TargetList("a.cu", ("90",))]))
+    a = next(r for r in rows if r["name"] == "a.cu.o")
+    assert a["new_host_s"] == 1.0 and a["new_device_s"] == 2.0
+    assert what_if["scale"]["a.cu.o"] == pytest.approx(0.3)
