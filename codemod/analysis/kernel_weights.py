@@ -3,7 +3,7 @@ unit's device and host time that the kernels a migration moves account for.
 
 Device: per target, a unit's time = c + sum over its kernels of n_k * w_k (non-negative least squares
 over the units of one build; c is the per-unit cost no kernel explains, which stays with the unit);
-a kernel whose body is gated above the target's arch counts 0 there. Host: one line, host time =
+a kernel whose body is gated away from the target's arch counts 0 there. Host: one line, host time =
 a + b * instantiations, over the same units; a moved instantiation takes b with it.
 """
 
@@ -23,12 +23,27 @@ def target_arch(target: str) -> int | None:
     return int(m.group(1)) * 10 if m else None
 
 
-def gated_counts(counts: dict[str, int], arch_min: dict[str, int | None], arch: int | None) -> dict[str, int]:
+def compiles_at(gate: tuple[int | None, int | None] | None, arch: int) -> bool:
+    """Whether a kernel whose body is gated to [low, below) (None: unbounded) compiles to code at
+    `arch` (Kernel.body_arch_min, Kernel.body_arch_range)."""
+    low, below = gate or (None, None)
+    return (low is None or arch >= low) and (below is None or arch < below)
+
+
+def gate_of(kernel: dict) -> tuple[int | None, int | None] | None:
+    """An analysis JSON kernel's gate: its body_arch_range, else [body_arch_min, None], else None."""
+    if kernel.get("body_arch_range"):
+        low, below = kernel["body_arch_range"]
+        return low, below
+    return (kernel["body_arch_min"], None) if kernel.get("body_arch_min") else None
+
+
+def gated_counts(counts: dict[str, int], gates: dict[str, tuple | None], arch: int | None) -> dict[str, int]:
     """Instantiations per kernel that compile to code at `arch`: a kernel whose body is one
-    `#if __CUDA_ARCH__ >= N` block with N above `arch` counts 0 (None: every kernel counts)."""
+    `#if __CUDA_ARCH__` block excluding `arch` counts 0 (arch None: every kernel counts)."""
     if arch is None:
         return dict(counts)
-    return {k: (0 if (arch_min.get(k) or 0) > arch else n) for k, n in counts.items()}
+    return {k: (n if compiles_at(gates.get(k), arch) else 0) for k, n in counts.items()}
 
 
 def nnls(a: np.ndarray, b: np.ndarray, max_iter: int = 500) -> np.ndarray:

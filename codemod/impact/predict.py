@@ -450,6 +450,13 @@ def read_what_if(path: str) -> dict:
            "remove": remove, "scale": {g: float(f) for g, f in scale.items()}}
     if host:
         out["host_scale"] = {g: float(f) for g, f in host.items()}   # read by --retarget (impact.targets)
+    at = what_if.get("static_at", {})
+    if not (isinstance(at, dict) and all(isinstance(v, dict) and all(
+            isinstance(t, str) and isinstance(f, (int, float)) and not isinstance(f, bool) and 0 <= f <= MAX_SCALE
+            for t, f in v.items()) for v in at.values())):
+        raise UsageError(f"--what-if {path}: `static_at` must be an object of glob: {{target: share kept}}")
+    if at:
+        out["static_at"] = {g: {t: float(f) for t, f in v.items()} for g, v in at.items()}   # --retarget too
     return out
 
 

@@ -5,16 +5,21 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from codemod.analysis.kernel_weights import (INTERCEPT, fit_line, fit_weights, gated_counts, host_kept, moved_share,
-                                             nnls, target_arch)
+from codemod.analysis.kernel_weights import (INTERCEPT, compiles_at, fit_line, fit_weights, gate_of, gated_counts,
+                                             host_kept, moved_share, nnls, target_arch)
 
 
 def test_target_arch_and_gated_counts():
     assert target_arch("90a") == 900 and target_arch("120f") == 1200 and target_arch("x") is None
-    counts = {"light": 10, "blackwell": 100}
-    gate = {"blackwell": 1000, "light": None}
-    assert gated_counts(counts, gate, 900) == {"light": 10, "blackwell": 0}
-    assert gated_counts(counts, gate, 1000) == counts and gated_counts(counts, gate, None) == counts
+    counts = {"light": 10, "blackwell": 100, "hopper": 5}
+    gates = {"blackwell": gate_of({"body_arch_min": 1000}), "light": gate_of({}),
+             "hopper": gate_of({"body_arch_range": [900, 1000]})}
+    assert gates["blackwell"] == (1000, None) and gates["hopper"] == (900, 1000) and gates["light"] is None
+    assert gated_counts(counts, gates, 750) == {"light": 10, "blackwell": 0, "hopper": 0}
+    assert gated_counts(counts, gates, 900) == {"light": 10, "blackwell": 0, "hopper": 5}
+    assert gated_counts(counts, gates, 1030) == {"light": 10, "blackwell": 100, "hopper": 0}
+    assert gated_counts(counts, gates, None) == counts
+    assert compiles_at((None, 1000), 750) and not compiles_at((None, 1000), 1000)
 
 
 def test_nnls_keeps_weights_non_negative():

@@ -170,3 +170,18 @@ def test_host_scale_shrinks_the_host_phases_and_keeps_the_static_share_readable(
     a = next(r for r in rows if r["name"] == "a.cu.o")
     assert a["new_host_s"] == 1.0 and a["new_device_s"] == 2.0
     assert what_if["scale"]["a.cu.o"] == pytest.approx(0.3)
+
+
+def test_static_at_prices_each_target_with_the_kernels_that_compile_there(tmp_path):
+    # a.cu at sm_90: 8 s of device time, a quarter static; at 75 (priced as half of 90) only a tenth of the
+    # sm_90 time stays, the rest of its static kernels being gated to sm_90 and later
+    base = Source(_base(tmp_path), {"remove": [], "scale": {"a.cu.o": (2000 + 8000 * 0.25) / 10000},
+                                    "static_at": {"a.cu.o": {"75": 0.1}}})
+    spec = Retarget([TargetList("a.cu", ("75", "90"), {"75": ("90", 0.5)})])
+    a = _row(retarget_what_if(base, spec), "a.cu.o")
+    assert a["90"] == {"ms": 2000.0, "from": "0:90", "static": 0.25}
+    assert a["75"] == {"ms": 400.0, "from": "0:90*0.5", "static": 0.1}
+    one = {"remove": [], "scale": {}, "static_at": {"a.cu.o": {"75": 0.1}}}
+    assert combine_what_ifs([one, {"remove": [], "scale": {}}])["static_at"] == {"a.cu.o": {"75": 0.1}}
+    with pytest.raises(UsageError, match="static_at"):
+        combine_what_ifs([one, one])
