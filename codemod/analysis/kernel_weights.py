@@ -93,13 +93,20 @@ def fit_weights(rows: list[tuple[dict[str, int], float]], intercept: bool = True
 def moved_share(counts: dict[str, int], weights: dict[str, float], moved: set[str]) -> float:
     """The moved kernels' share of a unit's modelled device time at one target (counts already
     gated); a kernel the fit has no weight for weighs the mean of the fitted kernel weights."""
-    fitted = [w for k, w in weights.items() if k != INTERCEPT]
-    default = sum(fitted) / len(fitted) if fitted else 1.0
-    parts = {k: n * weights.get(k, default) for k, n in counts.items() if n > 0}
-    total = sum(parts.values()) + weights.get(INTERCEPT, 0.0)
+    total = device_seconds(counts, weights)
     if total <= 0:
         return 0.0
-    return sum(v for k, v in parts.items() if k in moved) / total
+    return 1.0 - device_seconds(counts, weights, leave=moved) / total
+
+
+def device_seconds(counts: dict[str, int], weights: dict[str, float], leave: set[str] = frozenset()) -> float:
+    """A unit's modelled device seconds at one target (counts already gated), without the kernels of
+    `leave`: the per-unit cost plus each kernel's instantiations times its weight (the mean fitted
+    weight for a kernel the fit has none for)."""
+    fitted = [w for k, w in weights.items() if k != INTERCEPT]
+    default = sum(fitted) / len(fitted) if fitted else 1.0
+    return weights.get(INTERCEPT, 0.0) + sum(n * weights.get(k, default) for k, n in counts.items()
+                                             if n > 0 and k not in leave)
 
 
 def fit_line(points: list[tuple[float, float]]) -> tuple[float, float]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from codemod.analysis.kernel_weights import (INTERCEPT, compiles_at, fit_line, fit_weights, gate_of, gated_counts,
+from codemod.analysis.kernel_weights import (INTERCEPT, compiles_at, device_seconds, fit_line, fit_weights, gate_of, gated_counts,
                                              host_kept, moved_share, nnls, target_arch)
 
 
@@ -46,6 +46,8 @@ def test_moved_share_weighs_time_not_count():
     assert moved_share({"heavy": 0, "light": 100}, w, {"heavy"}) == 0.0  # gated: weighs nothing
     assert moved_share({"other": 1}, {"a": 1.0, "b": 3.0}, {"other"}) == 1.0   # unknown kernel: mean weight
     assert moved_share({}, {}, set()) == 0.0
+    assert device_seconds(counts, w) == pytest.approx(33.0)
+    assert device_seconds(counts, w, leave={"heavy"}) == pytest.approx(13.0)
 
 
 def test_host_line_and_the_host_share_kept():
