@@ -75,7 +75,7 @@ def compare(doc: dict, measured: dict[str, dict], wall: float) -> dict:
         u = units.get(key, {})  # nvcc phases of a CUDA step: host kept, device re-priced
         rows.append({"unit": key, "predicted_s": round(s["predicted"]["elapsed_s"], 1), "measured_s": m["elapsed_s"],
                      "error_s": round(s["predicted"]["elapsed_s"] - m["elapsed_s"], 1),
-                     "predicted_host_s": round(u.get("host_s", 0.0), 1),
+                     "predicted_host_s": round(u.get("new_host_s", u.get("host_s", 0.0)), 1),
                      "predicted_device_s": round(u.get("new_device_s", 0.0), 1),
                      "measured_host_s": m["host_s"], "measured_device_s": m["device_s"]})
     rows.sort(key=lambda r: (-abs(r["error_s"]), r["unit"]))

@@ -83,6 +83,9 @@ class Kernel:
     # The body is one `#if __CUDA_ARCH__ >= N` block: builds for older archs compile it empty
     # (the impact model weighs those instantiations 0). In the JSON only where known.
     body_arch_min: int | None = None
+    # The body is one `#if` that also bounds __CUDA_ARCH__ from above: [low or None, N]; builds
+    # outside it compile it empty. In the JSON only where known.
+    body_arch_range: list | None = None
 
 
 @dataclass
@@ -130,8 +133,8 @@ class Unreached:
 
 
 # Keys the JSON holds only where they have a value (None is left out): TemplateParam.enum,
-# Kernel.body_arch_min, Site.generic_lambda, Site.helper, Site.helper_uses.
-OPTIONAL_KEYS = {TemplateParam: ("enum",), Kernel: ("body_arch_min",), Site: ("generic_lambda", "helper", "helper_uses")}
+# Kernel.body_arch_min, Kernel.body_arch_range, Site.generic_lambda, Site.helper, Site.helper_uses.
+OPTIONAL_KEYS = {TemplateParam: ("enum",), Kernel: ("body_arch_min", "body_arch_range"), Site: ("generic_lambda", "helper", "helper_uses")}
 
 
 def json_fields(cls: type, d: dict) -> dict:

@@ -103,6 +103,11 @@ __global__ void upper(float *x) {
   x[0] = 1;
 #endif
 }
+__global__ void hopper_only(float *x) {
+#if __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1000
+  x[0] = 1;
+#endif
+}
 __global__ void heavy_else(float *x) {
 #if __CUDA_ARCH__ >= 1000
   x[0] = 1;
@@ -121,6 +126,17 @@ def test_body_arch_guard(name, arch):
     N; code outside the guard, `||`, upper bounds or a real `#else` give None."""
     kernels = {k.name: k for k in scan_bytes("g.cu", ARCH_GUARDED).kernels}
     assert kernels[name].body_arch_min == arch
+
+
+@pytest.mark.parametrize("name, bounds", [("upper", (None, 1000)), ("hopper_only", (900, 1000)), ("blackwell", None),
+                                          ("either", None), ("partly", None)])
+def test_body_arch_range_is_set_only_for_an_upper_bound(name, bounds):
+    """A body that is one `#if` bounding __CUDA_ARCH__ from above gives its range; body_arch_min
+    stays None there (apply reads it as a lower bound only)."""
+    kernels = {k.name: k for k in scan_bytes("g.cu", ARCH_GUARDED).kernels}
+    assert kernels[name].body_arch_range == bounds
+    if bounds is not None:
+        assert kernels[name].body_arch_min is None
 
 
 VARIABLE = b"""template <typename T>

@@ -178,7 +178,7 @@ class _Scans:
 
 
 def _body_arch_guards(kernels: list[Kernel], scanned: dict) -> None:
-    """Kernel.body_arch_min from tree-sitter's definitions (clang parses the host side, where an
+    """Kernel.body_arch_min and body_arch_range from tree-sitter's definitions (clang parses the host side, where an
     `#if __CUDA_ARCH__` body is gone): the definition at the kernel's position, else every
     definition of its name, which must agree."""
     defs = defaultdict(list)
@@ -191,6 +191,9 @@ def _body_arch_guards(kernels: list[Kernel], scanned: dict) -> None:
         arch = {d.body_arch_min for d in found}
         if len(arch) == 1:
             k.body_arch_min = arch.pop()
+        bounds = {d.body_arch_range for d in found}
+        if len(bounds) == 1 and (b := bounds.pop()) is not None:
+            k.body_arch_range = list(b)
 
 
 def _includes_of(root: Path, rules: list[Rule]):

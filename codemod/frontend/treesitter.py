@@ -108,6 +108,9 @@ class KernelDecl:
     # The body is one `#if` on `__CUDA_ARCH__ >= N` (an `#else` of at most one statement, e.g. a
     # trap, allowed): N, so a build for older archs compiles an empty kernel; else None.
     body_arch_min: int | None = None
+    # The body is one `#if` that bounds __CUDA_ARCH__ from above (`>= 900 && < 1000`): [low or
+    # None, N], so builds outside it compile an empty kernel (body_arch_min stays None there).
+    body_arch_range: tuple[int | None, int] | None = None
 
 
 @dataclass
@@ -246,16 +249,17 @@ def _declarator_name(node: Node) -> Node | None:
     return decl.child_by_field_name("declarator") if decl is not None else None
 
 
-_ARCH_TERM = re.compile(r"^(?:defined\(?__CUDA_ARCH__\)?|__CUDA_ARCH__(>=|>)(\d+))$")
+_ARCH_TERM = re.compile(r"^(?:defined\(?__CUDA_ARCH__\)?|__CUDA_ARCH__(>=|>|<=|<)(\d+))$")
 
 
-def _arch_condition(text: str) -> int | None:
-    """`(defined __CUDA_ARCH__) && (__CUDA_ARCH__ >= 1000)` -> 1000 (the least __CUDA_ARCH__ the
-    condition holds for); None for any other condition (`||`, other macros, upper bounds)."""
+def _arch_bounds(text: str) -> tuple[int | None, int | None] | None:
+    """`(defined __CUDA_ARCH__) && (__CUDA_ARCH__ >= 900) && __CUDA_ARCH__ < 1000` -> (900, 1000):
+    the least __CUDA_ARCH__ the condition holds for and the least above it where it stops holding
+    (None: unbounded); None for any other condition (`||`, `!`, other macros)."""
     flat = re.sub(r"\s+", "", text)
     if "||" in flat or "!" in flat:
         return None
-    least = None
+    least = below = None
     for term in flat.split("&&"):
         while term.startswith("(") and term.endswith(")") and term.count("(") == term.count(")"):
             term = term[1:-1]
@@ -263,13 +267,26 @@ def _arch_condition(text: str) -> int | None:
         if m is None:
             return None
         if m.group(2):
-            n = int(m.group(2)) + (1 if m.group(1) == ">" else 0)
-            least = n if least is None else max(least, n)
-    return least
+            op, n = m.group(1), int(m.group(2))
+            if op.startswith(">"):
+                n += 1 if op == ">" else 0
+                least = n if least is None else max(least, n)
+            else:
+                n += 1 if op == "<=" else 0
+                below = n if below is None else min(below, n)
+    return least, below
 
 
-def _body_arch_min(node: Node) -> int | None:
-    """See KernelDecl.body_arch_min."""
+def _arch_condition(text: str) -> int | None:
+    """`(defined __CUDA_ARCH__) && (__CUDA_ARCH__ >= 1000)` -> 1000 (the least __CUDA_ARCH__ the
+    condition holds for); None for any other condition (`||`, other macros, upper bounds)."""
+    bounds = _arch_bounds(text)
+    return bounds[0] if bounds is not None and bounds[1] is None else None
+
+
+def _body_guard(node: Node) -> str | None:
+    """The condition of the one `#if` a kernel body is (an `#else` of at most one statement
+    allowed), else None."""
     body = node.child_by_field_name("body")
     if body is None:
         return None
@@ -282,7 +299,20 @@ def _body_arch_min(node: Node) -> int | None:
     if cond is None or (alt is not None and (alt.type != "preproc_else" or
                                              len([c for c in alt.named_children if c.type != "comment"]) > 1)):
         return None
-    return _arch_condition(cond.text.decode(errors="replace"))
+    return cond.text.decode(errors="replace")
+
+
+def _body_arch_min(node: Node) -> int | None:
+    """See KernelDecl.body_arch_min."""
+    cond = _body_guard(node)
+    return _arch_condition(cond) if cond is not None else None
+
+
+def _body_arch_range(node: Node) -> tuple[int | None, int] | None:
+    """See KernelDecl.body_arch_range."""
+    cond = _body_guard(node)
+    bounds = _arch_bounds(cond) if cond is not None else None
+    return bounds if bounds is not None and bounds[1] is not None else None
 
 
 def _kernel(src: _Source, node: Node) -> KernelDecl | None:
@@ -301,7 +331,8 @@ def _kernel(src: _Source, node: Node) -> KernelDecl | None:
                       template_params=params_text,
                       start=outer.start_byte, end=outer.end_byte,
                       is_definition=node.type == "function_definition", recovered=_is_recovered(node),
-                      body_arch_min=_body_arch_min(node) if node.type == "function_definition" else None)
+                      body_arch_min=_body_arch_min(node) if node.type == "function_definition" else None,
+                      body_arch_range=_body_arch_range(node) if node.type == "function_definition" else None)
 
 
 def _scan_kernels(src: _Source, tokens: list[Node], scan: FileScan) -> None:

@@ -441,8 +441,23 @@ def read_what_if(path: str) -> dict:
                     and 0 <= f <= MAX_SCALE for g, f in scale.items())):
         raise UsageError(f"--what-if {path}: `remove` must be a list of globs and `scale` an object of glob: factor "
                      f"(0 to {MAX_SCALE:g})")
-    return {"description": str(what_if.get("description") or describe_what_if(remove, scale)),
-            "remove": remove, "scale": {g: float(f) for g, f in scale.items()}}
+    host = what_if.get("host_scale", {})
+    if not (isinstance(host, dict) and all(isinstance(g, str) and isinstance(f, (int, float)) and not isinstance(f, bool)
+                                           and 0 <= f <= 1 for g, f in host.items())):
+        raise UsageError(f"--what-if {path}: `host_scale` must be an object of glob: the share of the host phases "
+                         "kept (0 to 1)")
+    out = {"description": str(what_if.get("description") or describe_what_if(remove, scale)),
+           "remove": remove, "scale": {g: float(f) for g, f in scale.items()}}
+    if host:
+        out["host_scale"] = {g: float(f) for g, f in host.items()}   # read by --retarget (impact.targets)
+    at = what_if.get("static_at", {})
+    if not (isinstance(at, dict) and all(isinstance(v, dict) and all(
+            isinstance(t, str) and isinstance(f, (int, float)) and not isinstance(f, bool) and 0 <= f <= MAX_SCALE
+            for t, f in v.items()) for v in at.values())):
+        raise UsageError(f"--what-if {path}: `static_at` must be an object of glob: {{target: share kept}}")
+    if at:
+        out["static_at"] = {g: {t: float(f) for t, f in v.items()} for g, v in at.items()}   # --retarget too
+    return out
 
 
 def predict_migration(log_path: str, nvcc_time_paths: list[str], remove_globs: list[str],

@@ -1,7 +1,8 @@
 """Re-pricing a recorded build for another list of nvcc targets (`codemod impact --retarget`): each
-CUDA step keeps its host phases and gets, per target of its new list, the device time nvcc --time
-rows give that target (this build's or another's), times the share a migration leaves static.
-The result is one what-if, replayed by `predict.predict` like every other prediction."""
+CUDA step keeps its host phases (or the share its what-if's `host_scale` keeps) and gets, per
+target of its new list, the device time nvcc --time rows give that target (this build's or
+another's), times the share a migration leaves static (per target where the what-if's `static_at`
+gives it: kernels gated away from a target leave nothing there). The result is one what-if, replayed by `predict.predict` like every other prediction."""
 
 from __future__ import annotations
 
@@ -46,29 +47,48 @@ def per_target_ms(inv: Invocation) -> dict[str, float]:
     return out if inv.complete else {t: ms for t, ms in out.items() if t in done}
 
 
-def static_share(factor: float, host: float, device: float) -> float:
+def static_share(factor: float, host: float, device: float, host_kept: float = 1.0) -> float:
     """The share of a step's device phases a what-if factor leaves (analysis.pricing writes
-    factor = (host + device * static) / (host + device)); 1 for a step without device phases."""
+    factor = (host * host_kept + device * static) / (host + device)); 1 for a step without device
+    phases."""
     if device <= 0:
         return 1.0
-    return min(1.0, max(0.0, (factor * (host + device) - host) / device))
+    return min(1.0, max(0.0, (factor * (host + device) - host * host_kept) / device))
 
 
 def combine_what_ifs(what_ifs: list[dict]) -> dict:
     """Several rules' what-ifs over one log as one. The rules move disjoint kernels, so the time
     each takes out of a step adds up: factor = 1 - sum(1 - f) (instantiation shares over the same
-    instantiations add), never below 0; removed globs are united."""
+    instantiations add), never below 0; removed globs are united; `host_scale` (the share of a
+    step's host phases kept) adds up the same way; `static_at` (per-target static shares) is taken
+    from the one what-if that gives it for a step."""
     if len(what_ifs) == 1:
         return what_ifs[0]
     remove: list[str] = []
     taken: dict[str, float] = {}
+    host_taken: dict[str, float] = {}
+    static_at: dict[str, dict] = {}
     for w in what_ifs:
         remove += [g for g in w.get("remove") or [] if g not in remove]
         for glob, f in (w.get("scale") or {}).items():
             taken[glob] = taken.get(glob, 0.0) + (1.0 - f)
+        for glob, f in (w.get("host_scale") or {}).items():
+            host_taken[glob] = host_taken.get(glob, 0.0) + (1.0 - f)
+        for glob, shares in (w.get("static_at") or {}).items():
+            if glob in static_at:
+                # NOTE: a target's share also drops for kernels gated away from it, which is no rule's
+                # doing: two rules' shares of one step do not add up
+                raise UsageError(f"--what-if: two what-ifs give per-target static shares (static_at) of {glob}",
+                                 hint="write one what-if holding every rule's shares for that build")
+            static_at[glob] = shares
     scale = {g: round(max(0.0, 1.0 - t), 6) for g, t in taken.items() if g not in remove}
     words = "; ".join(str(w.get("description") or "what-if") for w in what_ifs)
-    return {"remove": remove, "scale": scale, "description": f"{len(what_ifs)} what-ifs combined ({words})"}
+    out = {"remove": remove, "scale": scale, "description": f"{len(what_ifs)} what-ifs combined ({words})"}
+    if host_taken:
+        out["host_scale"] = {g: round(max(0.0, 1.0 - t), 6) for g, t in host_taken.items() if g not in remove}
+    if static_at:
+        out["static_at"] = {g: v for g, v in static_at.items() if g not in remove}
+    return out
 
 
 @dataclass(frozen=True)
@@ -114,26 +134,41 @@ def _unit_prices(loaded: Loaded) -> dict[str, tuple[dict[str, float], Invocation
     return out
 
 
-def _statics(source: Source) -> dict[str, float]:
-    """unit key -> the device share the source's what-if leaves static, for each CUDA step it built."""
+@dataclass(frozen=True)
+class Static:
+    """What a source's what-if leaves of one unit: the share of its device phases, of its host
+    phases, and per target of a new list the share of its device phases a compile for that target
+    keeps (kernels gated away from the target count 0; absent: `device`)."""
+
+    device: float = 1.0
+    host: float = 1.0
+    at: dict = field(default_factory=dict)
+
+
+def _statics(source: Source) -> dict[str, Static]:
+    """unit key -> what the source's what-if leaves, for each CUDA step it built."""
     out = {}
     steps = source.loaded.steps
     scale = source.what_if.get("scale") or {}
     removed = source.what_if.get("remove") or []
     rules = [(glob_regex(g), f) for g, f in scale.items()]
+    host_rules = [(glob_regex(g), f) for g, f in (source.what_if.get("host_scale") or {}).items()]
+    at_rules = [(glob_regex(g), v) for g, v in (source.what_if.get("static_at") or {}).items()]
     for k, name in enumerate(steps.name):
         inv = source.loaded.nvcc.get(name)
         if inv is None:
             continue
         names = _candidates(steps.outputs(k), inv)
         if any(glob_matches(g, names) for g in removed):
-            out[unit_key(name)] = 0.0
+            out[unit_key(name)] = Static(0.0, 0.0)
             continue
         host, device = split_phases(inv)
         f = next((f for rx, f in rules if any(map(rx.match, names))), None)
-        out[unit_key(name)] = 1.0 if f is None else static_share(f, host, device)
+        kept = next((f for rx, f in host_rules if any(map(rx.match, names))), 1.0)
+        at = next((v for rx, v in at_rules if any(map(rx.match, names))), {})
+        out[unit_key(name)] = Static(1.0 if f is None else static_share(f, host, device, kept), kept, dict(at))
     for src, share in source.static.items():
-        out.setdefault(src + ".o", share)
+        out.setdefault(src + ".o", Static(share))
     return out
 
 
@@ -188,13 +223,16 @@ def retarget_what_if(base: Source, spec: Retarget, others: list[Source] | None =
                 raise UsageError(f"--retarget: no build prices target {t} of {key} (and no `like` for it)",
                                  hint="add a log that built it to `price_from`, or a `like` entry for the target")
             ms, i = got
-            static = statics[i].get(key, statics[0].get(key, 1.0))
+            left = statics[i].get(key, statics[0].get(key, Static()))
+            static = left.at.get(t, left.device)
             by_target[t] = {"ms": ms * mult * static, "from": f"{i}:{via}" + (f"*{mult:g}" if mult != 1.0 else ""),
                             "static": round(static, 4)}
         new_device = sum(v["ms"] for v in by_target.values())
-        factor = min(MAX_SCALE, (host + new_device) / (host + device))
+        new_host = host * statics[0].get(key, Static()).host   # the base build's host phases, what stays of them
+        factor = min(MAX_SCALE, (new_host + new_device) / (host + device))
         scale[name] = factor
         rows.append({"name": name, "host_s": round(host / 1000, 3), "device_s": round(device / 1000, 3),
+                     "new_host_s": round(new_host / 1000, 3),
                      "new_device_s": round(new_device / 1000, 3), "factor": round(factor, 4),
                      "targets": {t: {**v, "ms": round(v["ms"], 1)} for t, v in by_target.items()}})
     n_lists = sum(1 for r in rows if len(r["targets"]))

@@ -105,6 +105,25 @@ def test_arch_guarded_kernel_bodies_are_recorded(tmp_path):
         assert kernels["new_arch"]["body_arch_min"] == 1000 and "body_arch_min" not in kernels["any_arch"]
 
 
+def test_a_kernel_body_bounded_from_above_gets_its_arch_range(tmp_path):
+    """`#if __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1000`: body_arch_range [900, 1000], no
+    body_arch_min (apply reads that as a lower bound only)."""
+    import json
+
+    from codemod.analysis.analyze import dumps
+
+    files = {"k.cu": "template <int N> __global__ void hopper(float *p) {\n"
+                     "#if __CUDA_ARCH__ >= 900 && __CUDA_ARCH__ < 1000\n  p[0] = N;\n#endif\n}\n"
+                     "template <int N> __global__ void any_arch(float *p) { p[0] = N; }\n"
+                     "void api_run(float *p, int n) {\n"
+                     "  if (n) hopper<1><<<1, 32>>>(p); else any_arch<2><<<1, 32>>>(p);\n}\n"}
+    a = _analyze(tmp_path, files)
+    assert _kernel(a, "hopper").body_arch_range == [900, 1000] and _kernel(a, "hopper").body_arch_min is None
+    for doc in (a.to_json(), json.loads(dumps(a))):
+        kernels = {k["name"]: k for k in doc["kernels"]}
+        assert kernels["hopper"]["body_arch_range"] == [900, 1000] and "body_arch_range" not in kernels["any_arch"]
+
+
 def test_a_launch_of_a_kernel_whose_body_is_elsewhere_compiles_nothing(tmp_path):
     """bitsandbytes' shape: ops.cu launches kernels that kernels.h only declares and kernels.cu
     defines and instantiates explicitly; a switch on a template parameter names variants that no

@@ -155,3 +155,33 @@ def test_cli_retarget_with_two_what_ifs_and_a_first_list(tmp_path, capsys):
     assert main(args + ["--scale", "a.cu=0.5"]) == 2
     assert main(args + ["--first", str(tmp_path / "spec.json")]) == 2          # no such sources
     assert "--retarget needs the nvcc --time CSV" in capsys.readouterr().err
+
+
+def test_host_scale_shrinks_the_host_phases_and_keeps_the_static_share_readable(tmp_path):
+    host, device, static, kept = 2000.0, 8000.0, 0.25, 0.5
+    factor = (host * kept + device * static) / (host + device)
+    assert static_share(factor, host, device, kept) == pytest.approx(static)
+    one = {"remove": [], "scale": {"a.cu.o": 0.9}, "host_scale": {"a.cu.o": 0.8}}
+    two = {"remove": [], "scale": {"a.cu.o": 0.9}, "host_scale": {"a.cu.o": 0.7}}
+    assert combine_what_ifs([one, two])["host_scale"] == {"a.cu.o": pytest.approx(0.5)}
+    # a.cu at sm_90: host 2 s -> 1 s, device 8 s -> 2 s; the retarget keeps both
+    base = Source(_base(tmp_path), {"remove": [], "scale": {"a.cu.o": factor}, "host_scale": {"a.cu.o": kept}})
+    what_if, rows = retarget_what_if(base, Retarget([TargetList("a.cu", ("90",))]))
+    a = next(r for r in rows if r["name"] == "a.cu.o")
+    assert a["new_host_s"] == 1.0 and a["new_device_s"] == 2.0
+    assert what_if["scale"]["a.cu.o"] == pytest.approx(0.3)
+
+
+def test_static_at_prices_each_target_with_the_kernels_that_compile_there(tmp_path):
+    # a.cu at sm_90: 8 s of device time, a quarter static; at 75 (priced as half of 90) only a tenth of the
+    # sm_90 time stays, the rest of its static kernels being gated to sm_90 and later
+    base = Source(_base(tmp_path), {"remove": [], "scale": {"a.cu.o": (2000 + 8000 * 0.25) / 10000},
+                                    "static_at": {"a.cu.o": {"75": 0.1}}})
+    spec = Retarget([TargetList("a.cu", ("75", "90"), {"75": ("90", 0.5)})])
+    a = _row(retarget_what_if(base, spec), "a.cu.o")
+    assert a["90"] == {"ms": 2000.0, "from": "0:90", "static": 0.25}
+    assert a["75"] == {"ms": 400.0, "from": "0:90*0.5", "static": 0.1}
+    one = {"remove": [], "scale": {}, "static_at": {"a.cu.o": {"75": 0.1}}}
+    assert combine_what_ifs([one, {"remove": [], "scale": {}}])["static_at"] == {"a.cu.o": {"75": 0.1}}
+    with pytest.raises(UsageError, match="static_at"):
+        combine_what_ifs([one, one])
