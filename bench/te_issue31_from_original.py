@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO))
 
 from codemod.cli import main as codemod  # noqa: E402
 from codemod.impact.predict import load  # noqa: E402
-from codemod.impact.targets import split_phases, unit_key  # noqa: E402
+from codemod.impact.targets import unit_key  # noqa: E402
 
 R = "docs/results"
 BASE = (f"{R}/te_build/run7_issue13/original.ninja_log", f"{R}/te_build/run7_issue13/original.nvcc_time.csv.gz")
@@ -58,7 +58,7 @@ def measured_units(log: str, csv: str) -> dict[str, dict]:
     out = {}
     for k, name in enumerate(loaded.steps.name):
         inv = loaded.nvcc.get(name)
-        host, device = split_phases(inv) if inv is not None else (0.0, 0.0)
+        host, device = inv.host_device_ms() if inv is not None else (0.0, 0.0)
         out[unit_key(name)] = {"elapsed_s": round((loaded.steps.end_ms[k] - loaded.steps.start_ms[k]) / 1000, 1),
                                "host_s": round(host / 1000, 1), "device_s": round(device / 1000, 1)}
     return out

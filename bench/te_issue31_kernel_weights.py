@@ -29,7 +29,7 @@ from codemod.analysis.kernel_weights import (INTERCEPT, device_seconds, fit_line
                                              gate_of, gated_counts, host_kept, moved_share, target_arch)
 from codemod.cli import main as codemod  # noqa: E402
 from codemod.impact.predict import load  # noqa: E402
-from codemod.impact.targets import _unit_prices, split_phases, unit_key  # noqa: E402
+from codemod.impact.targets import _unit_prices, unit_key  # noqa: E402
 from te_issue31_from_original import BASE, BUILDS, ORIG, RULES, R, compare, measured_units  # noqa: E402
 
 SM100A = (f"{R}/te_build_issue14_sm100a/original.partial.ninja_log",
@@ -89,7 +89,7 @@ def fit(kern: dict) -> dict:
     fixed = {k: w * ratio for k, w in w90.items() if k != INTERCEPT and k not in gates}
     wbw = fit_weights([(c, s) for _, _, c, s in rbw], fixed=fixed)
     loaded = load(BASE[0], [BASE[1]])
-    host = {unit_key(n)[:-2]: split_phases(inv)[0] / 1000 for n, inv in loaded.nvcc.items()}
+    host = {unit_key(n)[:-2]: inv.host_device_ms()[0] / 1000 for n, inv in loaded.nvcc.items()}
     points = [(sum(c.values()), host[u]) for u, c in sorted(units.items()) if u in host]
     a, b = fit_line(points)
 
@@ -116,7 +116,7 @@ def what_ifs(kern: dict, weights: dict, host_slope: float | None) -> dict[str, d
     out = {}
     for tag, log, w, arch in (("sm90", BASE, weights["sm90"], 900), ("sm100a", SM100A, weights["blackwell"], 1000)):
         loaded = load(log[0], [log[1]])
-        phases = {unit_key(n)[:-2]: split_phases(inv) for n, inv in loaded.nvcc.items()}
+        phases = {unit_key(n)[:-2]: inv.host_device_ms() for n, inv in loaded.nvcc.items()}
         scale, host_scale, static_at, rows = {}, {}, {}, {}
         for u, counts in sorted(units.items()):
             n_moved = sum(n for k, n in counts.items() if k in moved)

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from codemod.impact.order import first_steps as _first_steps  # noqa: E402
 from codemod.impact.order import read_order as _read_order  # noqa: E402
 from codemod.impact.predict import glob_matches, load, predict  # noqa: E402
-from codemod.impact.targets import split_phases, static_share  # noqa: E402
+from codemod.impact.targets import static_share  # noqa: E402
 
 NORM = "normalization/*/*_cuda_kernel.cu"
 TRIMMED_DEVICE_S = 1.0
@@ -61,7 +61,7 @@ def _tail(name: str) -> str:
 def _split(inv) -> tuple[float, float, list[str]]:
     """(host ms, device ms, cicc targets) of one nvcc invocation."""
     targets = sorted(k.split()[1] for k in inv.arch_ms() if k.startswith("cicc"))
-    return (*split_phases(inv), targets)
+    return (*inv.host_device_ms(), targets)
 
 
 def _static_share(what_if: dict, name: str, host: float, device: float) -> float:

@@ -25,7 +25,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from codemod.impact.floor import floor_what_if, parse_keep  # noqa: E402
 from codemod.impact.predict import load, predict  # noqa: E402
-from codemod.impact.targets import split_phases  # noqa: E402
 
 KEEP = ["fused_attn/fused_attn_fp8.cu=cuDNN frontend graphs",
         "fused_attn/fused_attn_f16_arbitrary_seqlen.cu=cuDNN frontend graphs",
@@ -39,7 +38,7 @@ ARCH_SPECIFIC = ("gemm/cutlass_grouped_gemm.cu", "hadamard_transform/")
 def _per_target(inv) -> tuple[float, float]:
     """(device ms per cicc target, host ms) of one nvcc invocation."""
     targets = max(1, len([k for k in inv.arch_ms() if k.startswith("cicc")]))
-    host, device = split_phases(inv)
+    host, device = inv.host_device_ms()
     return device / targets, host
 
 
@@ -57,7 +56,7 @@ def estimate(sm90_log: str, sm90_csv: str, sm100a_log: str, sm100a_csv: str) -> 
         pre = 4 + (1 if "cutlass_grouped_gemm" in tail else 0)
         bw = 3 if tail.startswith(ARCH_SPECIFIC) else 2
         est = host + pre * d90 + bw * d100
-        scale[kept["name"]] = est / sum(split_phases(inv))
+        scale[kept["name"]] = est / sum(inv.host_device_ms())
         units[tail] = {"reason": kept["reason"], "six_arch_s": round(est / 1000, 1), "host_s": round(host / 1000, 1),
                        "sm90_per_target_device_s": round(d90 / 1000, 1),
                        "sm100a_per_target_device_s": round(d100 / 1000, 1), "targets": pre + bw}

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
-from .nvcc_time import DEVICE_KINDS, HOST_KINDS
 from .predict import Loaded, _candidates, glob_regex
 
 
@@ -56,8 +55,7 @@ def floor_what_if(loaded: Loaded, keep: list[tuple[str, str]]) -> Floor:
         if inv is None:
             floor.no_nvcc += 1
             continue
-        ms = inv.phase_ms()
-        host, device = sum(ms[x] for x in HOST_KINDS), sum(ms[x] for x in DEVICE_KINDS)
+        host, device = inv.host_device_ms()
         if device <= 0 or host + device <= 0:
             continue
         factor = host / (host + device)

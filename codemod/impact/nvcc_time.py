@@ -66,6 +66,11 @@ class Invocation:
             out[row.kind] += row.ms
         return out
 
+    def host_device_ms(self) -> tuple[float, float]:
+        """(host ms, device ms): the phases of HOST_KINDS and of DEVICE_KINDS."""
+        ms = self.phase_ms()
+        return sum(ms[k] for k in HOST_KINDS), sum(ms[k] for k in DEVICE_KINDS)
+
     def arch_ms(self) -> dict[str, float]:
         """Milliseconds of cicc and ptxas per arch, e.g. {'cicc compute_90': .., 'ptxas sm_90': ..}."""
         out: dict[str, float] = {}

@@ -19,7 +19,7 @@ from . import build_ninja, ninja_log, nvcc_time
 from .graph import Graph, from_log, from_manifest, levels, prepend
 from .model import (bounds, critical_chain, critical_step, profile, r3, real_nodes, sum_in_order, summarize,
                     tail, weighted_times)
-from .nvcc_time import DEVICE_KINDS, HOST_KINDS, Invocation
+from .nvcc_time import Invocation
 from .options import POLICY_FOR_LOG_VERSION, STEPS_LISTED
 from .replay import Contention, Schedule, concurrency_steps, recorded_work, replay
 
@@ -369,10 +369,11 @@ def nvcc_fields(inv: Invocation | None) -> dict:
     if inv is None:
         return _NO_NVCC
     ms = inv.phase_ms()
+    host, device = inv.host_device_ms()
     return {
         "nvcc": "complete" if inv.complete else "partial",
-        "host_s": r3(sum(ms[k] for k in HOST_KINDS) / 1000.0),
-        "device_s": r3(sum(ms[k] for k in DEVICE_KINDS) / 1000.0),
+        "host_s": r3(host / 1000.0),
+        "device_s": r3(device / 1000.0),
         "phases": {k: r3(v / 1000.0) for k, v in ms.items() if v > 0},
         "archs": {k: r3(v / 1000.0) for k, v in inv.arch_ms().items()},
     }

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
-from .nvcc_time import DEVICE_KINDS, HOST_KINDS, Invocation
+from .nvcc_time import Invocation
 from .predict import MAX_SCALE, Loaded, _candidates, glob_matches, glob_regex, read_json_arg, read_what_if
 
 _TARGET = re.compile(r"^(?:compute|sm)_(\w+)$")
@@ -20,12 +20,6 @@ def target_of(arch: str) -> str | None:
     """nvcc's arch column -> the target it builds: 'compute_90a' and 'sm_90a' -> '90a'."""
     m = _TARGET.match(arch.strip())
     return m.group(1) if m else None
-
-
-def split_phases(inv: Invocation) -> tuple[float, float]:
-    """(host ms, device ms) of one nvcc invocation."""
-    ms = inv.phase_ms()
-    return sum(ms[k] for k in HOST_KINDS), sum(ms[k] for k in DEVICE_KINDS)
 
 
 def per_target_ms(inv: Invocation) -> dict[str, float]:
@@ -42,7 +36,7 @@ def per_target_ms(inv: Invocation) -> dict[str, float]:
                 done.add(t)
     if not own:
         return {}
-    shared = split_phases(inv)[1] - sum(own.values())
+    shared = inv.host_device_ms()[1] - sum(own.values())
     out = {t: ms + shared / len(own) for t, ms in own.items()}
     return out if inv.complete else {t: ms for t, ms in out.items() if t in done}
 
@@ -162,7 +156,7 @@ def _statics(source: Source) -> dict[str, Static]:
         if any(glob_matches(g, names) for g in removed):
             out[unit_key(name)] = Static(0.0, 0.0)
             continue
-        host, device = split_phases(inv)
+        host, device = inv.host_device_ms()
         f = next((f for rx, f in rules if any(map(rx.match, names))), None)
         kept = next((f for rx, f in host_rules if any(map(rx.match, names))), 1.0)
         at = next((v for rx, v in at_rules if any(map(rx.match, names))), {})
@@ -200,7 +194,7 @@ def retarget_what_if(base: Source, spec: Retarget, others: list[Source] | None =
             continue
         names = _candidates(steps.outputs(k), inv)
         key = unit_key(name)
-        host, device = split_phases(inv)
+        host, device = inv.host_device_ms()
         if host + device <= 0:
             continue
         chosen = next((t for rx, t in lists if any(map(rx.match, names))), None)
