@@ -319,7 +319,8 @@ def _preludes(run: _Run, shipped: dict[str, str], std_cfg: dict | None) -> _Copi
         copy_names = prelude_copies.selected_copies(root, plan, shipped, copy_names, replaced_all, declared, cs)
     copy_from = prelude_copies.copy_sources(replaced_all, copy_names, declared)
     copies = _Copies()
-    include_conds = {r: source.include_conditions((root / r).read_bytes()) for r in replaced_all}
+    texts = {r: (root / r).read_bytes() for r in replaced_all}
+    include_conds = {r: source.include_conditions(texts[r]) for r in replaced_all}
     for replaced in replaced_all:
         path = f"{spec.output_dir}/prelude/{replaced}"
         includes = prelude_copies.prelude_includes(ks_spec.get("prelude_includes", []), replaced, include_conds)
@@ -331,24 +332,25 @@ def _preludes(run: _Run, shipped: dict[str, str], std_cfg: dict | None) -> _Copi
             copies.std_used |= moved.std_used
             copies.ints |= moved.ints
             # nothing to move and no earlier rule's header (a part of a rule, --only): no such header
-            exists = move_to[replaced] in cs.new_files or (root / move_to[replaced]).is_file()
-            if exists:
+            to = move_to[replaced]
+            to_text = _final_text(root, cs, to) if to in cs.new_files or (root / to).is_file() else None
+            if to_text is not None:
                 copies.moved.append(moved)
-            shared, macros, copied = (moved.include if exists else None), [], []
+            shared, macros, copied = (moved.include if to_text is not None else None), [], []
         else:
+            to_text = None
             groups = prelude_copies.copied(replaced, copy_from.get(replaced, []), declared, cs)
             groups = prelude_copies.checked(groups, replaced, path, copies.checks)
             macros, copied = prelude_copies.early_macros(
                 prelude_copies.respell_copies(groups, std_cfg, copies.std_used, copies.ints))
-        aliases = _prelude_aliases(root, cs, spec.types["cases"], replaced, move_to.get(replaced))
+        aliases = _prelude_aliases(texts[replaced], to_text or b"", spec.types["cases"])
         std_header = std_cfg["header"] if std_cfg else None
-        to = move_to.get(replaced)
-        if shared and not (macros or copied or aliases) and (to in cs.new_files or (root / to).is_file()) \
-                and _includes_all(_final_text(root, cs, to), [i["name"] for i in includes], std_header):
+        if shared and not (macros or copied or aliases) \
+                and _includes_all(to_text, [i["name"] for i in includes], std_header):
             # the prelude would include the moved-definitions header and what that header includes
             # already: NVRTC reads that header under the replaced header's names, no prelude file
-            _read_as(plan, shipped, path, to)
-            cs.notes.append(f"{replaced}: read under NVRTC as {to}, which holds all the kernels "
+            _read_as(plan, shipped, path, move_to[replaced])
+            cs.notes.append(f"{replaced}: read under NVRTC as {move_to[replaced]}, which holds all the kernels "
                             "use of it (no prelude)")
             continue
         cs.new_files[path] = run.fmt(render(
@@ -377,18 +379,15 @@ def _read_as(plan: Plan, shipped: dict[str, str], prelude: str, header: str) -> 
     shipped.pop(prelude, None)      # `header` joins the shipped files with the moved definitions (generate)
 
 
-def _prelude_aliases(root: Path, cs: ChangeSet, cases: dict, replaced: str, moved_to: str | None) -> list[dict]:
-    """The dtype aliases a prelude declares: those the replaced header declares (a prelude stands in
-    for nothing else of it), unless the header its definitions moved to has them (the prelude
-    includes it)."""
+def _prelude_aliases(replaced: bytes, moved: bytes, cases: dict) -> list[dict]:
+    """The dtype aliases a prelude declares: those its replaced header's text declares (a prelude
+    stands in for nothing else of it), unless the header its definitions moved to (`moved`, its
+    text; empty: none) has them (the prelude includes it)."""
     def declares(text: bytes, alias: str) -> bool:
         name = re.escape(alias.encode())
         return re.search(rb"\busing\s+" + name + rb"\s*=|\btypedef\b[^;]*\b" + name + rb"\s*;", text) is not None
-    moved = _final_text(root, cs, moved_to) if moved_to and (moved_to in cs.new_files or (root / moved_to).is_file()) \
-        else b""
-    original = (root / replaced).read_bytes()
     return [c for c in cases.values()
-            if c.get("alias") and declares(original, c["alias"]) and not declares(moved, c["alias"])]
+            if c.get("alias") and declares(replaced, c["alias"]) and not declares(moved, c["alias"])]
 
 
 def _shims(run: _Run) -> None:
@@ -587,7 +586,12 @@ def _kernels_h(run: _Run, stubs: _Stubs, shipped: dict[str, str]) -> None:
     # kernels.h declares the factories its includers' launch sites name before the section defining
     # them (in the header defining the kernel); a kernel moved out of a unit, or launched only in its
     # own header after that header includes its section, is named first there: not in kernels.h.
-    first = _first_in_section(root, plan, stubs, lay)
+    # where each library header includes its section (a header the migration writes: at its end)
+    points = {h: _section_point(root, h, [k["name"].rsplit("::", 1)[-1] for k in stubs.kernels
+                                          if lay.kernel_home.get(k["id"]) == h],
+                                [t for t in type_names | fn_names if lay.spelling_home.get(t) == h])
+              for h in lay.section if h not in cs.new_files}
+    first = _first_in_section(plan, stubs, lay, points)
     declared = [dict(k, section=posixpath.basename(lay.section[lay.kernel_home[k["id"]]]),
                      home=lay.kernel_home[k["id"]]) for k in stubs.kernels if k["id"] not in first]
     stub_ctx = dict(
@@ -609,19 +613,19 @@ def _kernels_h(run: _Run, stubs: _Stubs, shipped: dict[str, str]) -> None:
             spell_macro=_spell_macro(spec), kernels=own,
             type_names=sorted(t for t in type_names if lay.spelling_home.get(t) == header),
             function_names=sorted(f for f in fn_names if lay.spelling_home.get(f) == header)))
-        _include_section(root, cs, header, path, header in shipped, [k["name"].rsplit("::", 1)[-1] for k in own],
-                         [s for s in type_names | fn_names if lay.spelling_home.get(s) == header])
+        _include_section(cs, header, path, header in shipped, points.get(header))
         cs.notes.append(f"{path}: the stubs of what {header} defines and declares ({len(own)} kernel(s), "
                         f"{sum(1 for h in lay.spelling_home.values() if h == header)} spelling(s)); the header "
                         "includes it after them")
 
 
-def _first_in_section(root: Path, plan, stubs: _Stubs, lay) -> set[str]:
+def _first_in_section(plan, stubs: _Stubs, lay, points: dict[str, tuple[bytes, int]]) -> set[str]:
     """The kernels whose factory no code names before its section: moved out of a unit (launched
-    only there, after the unit includes its header), or launched only in the header defining them,
-    after the point where it includes its section (no macro, generic lambda or helper between)."""
+    only there, after the unit includes its header), or launched only in the library header defining
+    them, after the point where it includes its section (`points`: header -> (text, offset); no
+    macro, generic lambda or helper between)."""
     sites = {kp.kernel.id: kp.sites for kp in plan.kernels}
-    first, lines = set(), {}
+    first = set()
     for k in stubs.kernels:
         home = lay.kernel_home[k["id"]]
         if k["guard"]:
@@ -629,14 +633,11 @@ def _first_in_section(root: Path, plan, stubs: _Stubs, lay) -> set[str]:
             continue
         own = [s for s in sites.get(k["id"], []) if s.file == home and not s.in_macro_body
                and not s.generic_lambda and not s.helper]
-        if not own or len(own) < len(sites.get(k["id"], [])):
+        if not own or len(own) < len(sites.get(k["id"], [])) or home not in points:
             continue
-        if home not in lines:
-            mine = [c["name"].rsplit("::", 1)[-1] for c in stubs.kernels if lay.kernel_home.get(c["id"]) == home]
-            spelled = [t for t in stubs.type_names | stubs.fn_names if lay.spelling_home.get(t) == home]
-            data, at = _section_point(root, home, mine, spelled)
-            lines[home] = data[:at].count(b"\n") + 1
-        if all(s.line > lines[home] for s in own):
+        data, at = points[home]
+        line = data[:at].count(b"\n") + 1
+        if all(s.line > line for s in own):
             first.add(k["id"])
     return first
 
@@ -1039,8 +1040,8 @@ def _section_point(root: Path, header: str, kernels: list[str], spelled: list[st
     return data, (source.stubs_point(data, ends, end) if ends else end)
 
 
-def _include_section(root: Path, cs: ChangeSet, header: str, section: str, shipped: bool,
-                     kernels: list[str] = (), spelled: list[str] = ()) -> None:
+def _include_section(cs: ChangeSet, header: str, section: str, shipped: bool,
+                     point: tuple[bytes, int] | None) -> None:
     """The header includes its section after its kernels and the declarations the section spells,
     before the code launching them (source.stubs_point: at its end, inside its include guard, when
     nothing else follows them; else at namespace scope, its namespaces closed and reopened around
@@ -1062,7 +1063,7 @@ def _include_section(root: Path, cs: ChangeSet, header: str, section: str, shipp
             text = text[:after] + _NO_DEFINITION_WARNING + text[after:]
         cs.new_files[header] = text
         return
-    data, at = _section_point(root, header, kernels, spelled)
+    data, at = point         # _section_point: the header's text and where it includes its section
     end = source.guard_end(data)
     inc = f'#include "{relative_include(section, header)}"\n'
     opened = source.namespaces_at(data, at) if at < end else []

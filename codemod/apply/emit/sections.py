@@ -2,10 +2,11 @@
 header, `<output_dir>/kernels_<stem>.h`. Every kernel's launcher type and factory go to the section
 of the header defining it (the type is `decltype` of the kernel, so it follows the kernel; the header
 includes its section right after its kernels: generate._include_section), and kernels.h declares the
-factories some launch site names before their section (generate._first_in_section). A spelling (a template argument as a name expression writes it) goes to kernels.h when
-every unit has read what it names where the unit first reaches kernels.h (through a header that
-launches a kernel or defines one), else to the section of the header declaring that name (TE:
-cast/fp8's `DequantizeParam`, 4over6's `Config`). Each part is written once, where what it names
+factories some launch site names before their section (generate._first_in_section). A spelling (a
+template argument as a name expression writes it) goes to kernels.h when every unit has read what
+it names where the unit first reaches kernels.h (through a header that launches a kernel or defines
+one), else to the section of the header declaring that name (TE: cast/fp8's `DequantizeParam`,
+4over6's `Config`). Each part is written once, where what it names
 exists by construction."""
 
 from __future__ import annotations
