@@ -183,6 +183,13 @@ def run(cfg: RunConfig) -> dict:
     for side, tree in cfg.trees.items():
         if not tree.is_dir():
             raise UsageError(f"{side} tree {tree} is not a directory")
+        # before any build: a checkout root given for the library root fails only at the driver's
+        # compile, after both builds (seen on the H200: the whole parity step lost)
+        for d in cfg.plan.get("include_dirs", []):
+            if not (tree / d).is_dir():
+                raise UsageError(f"{side} tree {tree} has no {d}/, the profile's include folder",
+                                 hint="--original and --migrated name the library's root, the folder "
+                                      "`codemod analyze` was given (e.g. CHECKOUT/transformer_engine/common)")
     result: dict = {"schema": "codemod-parity/1", "library": cfg.plan["library"], "rule": cfg.plan["rule"],
                     "label": cfg.label, "seed": cfg.seed, "arch": cfg.arch, "environment": environment(cfg.nvcc, cfg.commit)}
 

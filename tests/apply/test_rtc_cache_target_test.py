@@ -53,7 +53,11 @@ def test_the_test_file_joins_the_targets_test_executable(patched):
     assert text.count("TEST(RtcCacheTest, ") == 13
 
 
-def test_the_generated_test_passes_with_the_real_nvrtc(patched, tmp_path):
+@pytest.mark.parametrize("layer_used_first", [False, True], ids=["alone", "after_the_layer"])
+def test_the_generated_test_passes_with_the_real_nvrtc(patched, tmp_path, layer_used_first):
+    """`after_the_layer`: the test program has read the cache's settings before its first case (in
+    TE's test_util, the NVRTC tests before it use the layer): each case must still get its own
+    (a forked child alone would keep the parent's: every case needing the cache on failed on the H200)."""
     from codemod.verify import nvrtc
 
     try:
@@ -67,8 +71,15 @@ def test_the_generated_test_passes_with_the_real_nvrtc(patched, tmp_path):
     gtest = ["-I", gtest_inc] if gtest_inc else ["-I", str(FIXTURES / "gtest_shim")]
     libs = ["-L", gtest_lib, "-lgtest", "-lgtest_main"] if gtest_inc and gtest_lib else []
     exe = tmp_path / "test_rtc_cache"
+    extra = []
+    if layer_used_first:      # another unit of the program reads the settings (cache off) before main
+        first = tmp_path / "layer_used_first.cpp"
+        first.write_text('#include "util/rtc_cache.h"\n'
+                         "static const bool read_first = !actlib::rtc::rtc_cache::enabled();\n"
+                         "bool layer_was_off() { return read_first; }\n")
+        extra = [str(first)]
     proc = subprocess.run([CXX, "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", "-pthread", *gtest,
-                           "-I", str(patched), "-I", str(inc), str(patched / TEST_FILE), "-o", str(exe), *libs,
+                           "-I", str(patched), "-I", str(inc), str(patched / TEST_FILE), *extra, "-o", str(exe), *libs,
                            f"-L{lib.parent}", f"-l:{lib.name}", f"-Wl,-rpath,{lib.parent}"],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]

@@ -88,6 +88,22 @@ def test_skip_build_without_builds_is_a_usage_error(tmp_path, capsys):
     assert rc == 2 and "no original build" in capsys.readouterr().err
 
 
+def test_a_tree_without_the_profiles_include_folder_is_refused_before_any_build(tmp_path, capsys):
+    """A checkout root given for the library root: refused at once, naming the folder, not after both
+    builds at the driver's compile."""
+    for tree in ("o/lib/include", "m/lib/include", "d"):
+        (tmp_path / tree).mkdir(parents=True)
+    (tmp_path / "d" / "plan.json").write_text('{"library": "l", "rule": "r", "include_dirs": ["include"]}')
+    (tmp_path / "d" / "driver.cu").write_text("")
+    marker = tmp_path / "built"
+    rc = main(["--original", str(tmp_path / "o"), "--migrated", str(tmp_path / "m" / "lib"),
+               "--build-cmd", f"touch {marker}", "--driver", str(tmp_path / "d"), "--work", str(tmp_path / "w"),
+               "--json", str(tmp_path / "r.json"), "--no-timings"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "original tree" in err and "has no include/" in err and "library's root" in err
+    assert not marker.exists()
+
+
 def _result(**extra):
     result = {"schema": "codemod-parity/1", "library": "lib", "rule": "r", "arch": "sm_90", "seed": 1,
               "environment": {"commit": "c", "gpu": "g", "nvcc": "n", "cpus": 16, "date": "d"},
