@@ -149,7 +149,7 @@ def test_cuda_version_is_defined_for_nvrtc_as_the_static_build_saw_it(tmp_path, 
     rule = _rule(tmp_path, ("  kernel_strings:\n", "  kernel_strings:\n    host_includes: [cuda.h]\n"))
     assert main(["apply", "--target", rule, str(root), "--write", "-q"]) == 0, capsys.readouterr().err
     strings = (root / "rtc" / "activation" / "kernels.cpp").read_text()   # the kernels' options
-    assert 'options.push_back("-DCUDA_VERSION=" + std::to_string(CUDA_VERSION));' in strings
+    assert '"-DCUDA_VERSION=" ACTLIB_RTC_BUILD_VALUE(CUDA_VERSION)' in strings
     assert "#include <cuda.h>" in strings
     from codemod.verify.programs import cuda_version_options
 

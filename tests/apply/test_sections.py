@@ -76,14 +76,17 @@ def test_the_units_compile_with_the_sections_and_a_misplaced_spelling_is_caught(
     units = list(plan.spec.translation_units)
     assert kernels_h_errors(root, OUT, plan.spec.include_dirs, files, [], units=units) == []
     old, text = files[f"{OUT}/kernels.h"]
-    early = text.replace("#undef LATELIB_RTC_SPELLING",
-                         "LATELIB_RTC_SPELLING(type_arg, ::latelib::quant::DequantParam)\n#undef LATELIB_RTC_SPELLING", 1)
+    early = text.replace("#if LATELIB_BUILD_LEGACY_STATIC_QUANT",
+                         "LATELIB_RTC_SPELLING(type_arg, ::latelib::quant::DequantParam)\n"
+                         "#if LATELIB_BUILD_LEGACY_STATIC_QUANT", 1)
+    assert early != text
     errors = kernels_h_errors(root, OUT, plan.spec.include_dirs, {**files, f"{OUT}/kernels.h": (old, early)}, [],
                               units=units)
     assert errors and all(f"{OUT}/kernels.h:" in e for e in errors), errors   # `latelib::quant` not declared yet
     old, text = files[f"{OUT}/kernels_dequant.h"]
-    broken = text.replace("#undef LATELIB_RTC_SPELLING",
-                          "LATELIB_RTC_SPELLING(type_arg, ::latelib::quant::ScaleBlock)\n#undef LATELIB_RTC_SPELLING", 1)
+    broken = text.replace("\n}  // namespace latelib::rtc_quant",
+                          "LATELIB_RTC_SPELLING(type_arg, ::latelib::quant::ScaleBlock)\n}  // namespace latelib::rtc_quant", 1)
+    assert broken != text
     errors = kernels_h_errors(root, OUT, plan.spec.include_dirs, {**files, f"{OUT}/kernels_dequant.h": (old, broken)},
                               [], units=units)
     assert errors and f"{OUT}/kernels_dequant.h:" in errors[0] and "ScaleBlock" in errors[0], errors

@@ -20,8 +20,9 @@ def test_the_golden_kernels_h_is_self_contained_and_a_name_it_cannot_see_is_caug
     assert kernels_h_errors(root, plan.spec.output_dir, plan.spec.include_dirs, files, []) == []
     old, text = files[HEADER]
     # a spelling of a type declared only in a header kernels.h does not include (TE's DequantizeParam)
-    broken = text.replace("#undef ACTLIB_RTC_SPELLING",
-                          "ACTLIB_RTC_SPELLING(type_arg, ::actlib::DeclaredElsewhere)\n#undef ACTLIB_RTC_SPELLING", 1)
+    broken = text.replace("#if ACTLIB_BUILD_LEGACY_STATIC_ACTIVATION",
+                          "ACTLIB_RTC_SPELLING(type_arg, ::actlib::DeclaredElsewhere)\n"
+                          "#if ACTLIB_BUILD_LEGACY_STATIC_ACTIVATION", 1)
     assert broken != text
     errors = kernels_h_errors(root, plan.spec.output_dir, plan.spec.include_dirs, {**files, HEADER: (old, broken)}, [])
     assert errors and any("DeclaredElsewhere" in e for e in errors), errors
@@ -37,8 +38,9 @@ def test_a_unit_reaching_kernels_h_through_a_rewritten_header_is_parsed_with_it(
     assert units
     assert kernels_h_errors(root, plan.spec.output_dir, plan.spec.include_dirs, files, [], units=units) == []
     old, text = files[HEADER]
-    broken = text.replace("#undef ACTLIB_RTC_SPELLING",
-                          "ACTLIB_RTC_SPELLING(type_arg, ::actlib::DeclaredElsewhere)\n#undef ACTLIB_RTC_SPELLING", 1)
+    broken = text.replace("#if ACTLIB_BUILD_LEGACY_STATIC_ACTIVATION",
+                          "ACTLIB_RTC_SPELLING(type_arg, ::actlib::DeclaredElsewhere)\n"
+                          "#if ACTLIB_BUILD_LEGACY_STATIC_ACTIVATION", 1)
     errors = kernels_h_errors(root, plan.spec.output_dir, plan.spec.include_dirs, {**files, HEADER: (old, broken)},
                               [], units=units[:1])
     assert errors and errors[0].startswith(f"{units[0]}: {HEADER}:") and "DeclaredElsewhere" in errors[0], errors

@@ -609,7 +609,8 @@ def test_defined_macros_are_passed_only_when_the_host_compile_defines_them():
     from codemod.verify.manifest import KernelEntry
 
     patch = (GOLDEN.parent / "buildlib" / "expected" / "apply.patch").read_text()
-    assert ('+#ifdef NDEBUG\n+  options.push_back(\n+      "-DNDEBUG=" BUILDLIB_RTC_BUILD_VALUE(NDEBUG));' in patch)
+    assert ('+#ifdef NDEBUG\n+      "-DNDEBUG=" BUILDLIB_RTC_BUILD_VALUE(NDEBUG),  // as this unit\'s build defines it\n'
+            '+#endif\n+  };' in patch)
     doc = json.loads((GOLDEN.parent / "buildlib" / "expected" / "apply.manifest.json").read_text())
     assert all(k["defined_macros"] == ["NDEBUG"] for k in doc["kernels"])
     entry = KernelEntry(id="k", program_path="p", symbol="", headers={}, include_cuda_toolkit=True,

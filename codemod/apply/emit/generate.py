@@ -558,7 +558,8 @@ def _stubs_runtime(run: _Run, values: bool = False, copies: bool = False) -> dic
     features = _stub_features(root, stubs_path, plan, values, copies)
     cs.new_files[stubs_path] = run.fmt(render(
         "rtc_stubs.h.j2", guard=run.guard(stubs_path), layer=spec.layer,
-        features=features, copy_hash_base=COPY_HASH_BASE,
+        features=features, copy_hash_base=COPY_HASH_BASE, spell_macro=_spell_macro(spec),
+        build_value=target_names.macro_prefix(spec) + "_RTC_BUILD_VALUE",
         layer_header=relative_include(spec.layer["header"], stubs_path), namespace=stubs_ns,
         # the header defining the error macro; without one, the rule's stub includes (which kernels.h had)
         error_headers=[relative_include(h, stubs_path) for h in
@@ -997,8 +998,8 @@ def _signature_as_left(root: Path, kp, cs: ChangeSet) -> source.KernelSignature:
 
 
 def _spell_macro(spec) -> str:
-    """The local macro kernels.h and its sections spell name-expression arguments with (#undef'd
-    at their end), under the target's macro prefix."""
+    """The macro kernels.h and its sections spell name-expression arguments with (defined in
+    rtc_stubs.h), under the target's macro prefix."""
     return target_names.macro_prefix(spec) + "_RTC_SPELLING"
 
 
