@@ -80,8 +80,6 @@ def test_deduced_arguments_are_passed_explicitly(te_patch):
     assert '+#include "../../activation/rtc/kernels_quantize_4over6_nvfp4.h"' in text
     # the stubs hand NVRTC the Philox rounds the host compile saw, not a copy of the default
     assert '"-DNVTE_BUILD_NUM_PHILOX_ROUNDS=" NVTE_RTC_BUILD_VALUE(NVTE_BUILD_NUM_PHILOX_ROUNDS)' in text
-    # an NVFP4 kernel's launcher type, from the kernel in its own namespace (nvfp4_scale_t)
-    assert re.search(r"using quantize_transpose_nvfp4_kernel_rtc =\s*::transformer_engine::rtc::stubs::RtcKernelOf<", text)
     # the grouped MXFP8 kernels read the tensor maps their static writers fill (shared_variables):
     # the launch passes the launching unit's, the layer gains global_address
     assert "update_tma_descriptors`: not listed" in left_static
@@ -98,6 +96,9 @@ def test_deduced_arguments_are_passed_explicitly(te_patch):
     added = re.sub(r"\s+", " ", " ".join(l[1:] for l in text.splitlines() if l.startswith("+"))).replace(
         "() .launch(", "().launch(")
     assert "rtc_activation::unary_kernel<nvec, true, fp32, Param, OP, InputType, OutputType>().launch(" in added
+    # an NVFP4 kernel's launcher type: `decltype` of the kernel's address, in its own namespace (nvfp4_scale_t)
+    assert re.search(r"stubs::RtcKernelOf< ?decltype\(&::transformer_engine::dispatch::nvfp4::"
+                     r"quantize_transpose_kernel:: ?quantize_transpose_nvfp4_kernel<", added)
     # the grouped MXFP8 launch passes the tensor maps, and the scaling type, swizzle, 2D and shape
     # representation as values (launcher_values): their switches are gone
     assert ("OType>( ::transformer_engine::dispatch::common::g_tensor_maps, scaling_type, "
