@@ -60,6 +60,7 @@ def _dry_run(root, out, capsys) -> str:
     return capsys.readouterr().err
 
 
+@pytest.mark.slow   # three applies with the real NVRTC precheck (13 s)
 def test_a_second_dry_run_compiles_and_parses_nothing_and_a_changed_header_misses(tmp_path, counted, capsys):
     root = tmp_path / "input"
     shutil.copytree(GOLDEN / "actlib" / "input", root)

@@ -138,6 +138,7 @@ def test_a_program_an_nvrtc_guard_empties_fails_the_precheck(tmp_path, capsys):
     assert (root / VP).read_text() == before and not (root / "rtc" / "activation").exists()
 
 
+@pytest.mark.slow   # an apply with the precheck, then verify, against the real NVRTC
 @needs_nvrtc
 def test_cuda_version_is_defined_for_nvrtc_as_the_static_build_saw_it(tmp_path, capsys):
     """`#if CUDA_VERSION >= 12000` (cuda.h's macro, undefined under NVRTC): the stubs pass

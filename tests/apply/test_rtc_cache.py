@@ -199,6 +199,7 @@ def test_corrupt_or_foreign_entry_is_recompiled(drivers, tmp_path, damage):
     assert run.compiles() == ["&a", "&b", "&a"]                       # and used
 
 
+@pytest.mark.slow   # waits on a deliberately slow compile
 def test_slow_compile_blocks_no_launch_and_no_other_variant(drivers, tmp_path):
     """While variant `slow` compiles (1.5 s) on one thread, another thread launches the compiled
     `fast` and compiles and launches `fresh` at once. The unpatched layer holds its lock for the whole

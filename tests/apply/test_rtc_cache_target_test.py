@@ -53,6 +53,7 @@ def test_the_test_file_joins_the_targets_test_executable(patched):
     assert text.count("TEST(RtcCacheTest, ") == 13
 
 
+@pytest.mark.slow   # g++ and the real NVRTC, twice
 @pytest.mark.parametrize("layer_used_first", [False, True], ids=["alone", "after_the_layer"])
 def test_the_generated_test_passes_with_the_real_nvrtc(patched, tmp_path, layer_used_first):
     """`after_the_layer`: the test program has read the cache's settings before its first case (in
