@@ -277,13 +277,6 @@ def _arch_bounds(text: str) -> tuple[int | None, int | None] | None:
     return least, below
 
 
-def _arch_condition(text: str) -> int | None:
-    """`(defined __CUDA_ARCH__) && (__CUDA_ARCH__ >= 1000)` -> 1000 (the least __CUDA_ARCH__ the
-    condition holds for); None for any other condition (`||`, other macros, upper bounds)."""
-    bounds = _arch_bounds(text)
-    return bounds[0] if bounds is not None and bounds[1] is None else None
-
-
 def _body_guard(node: Node) -> str | None:
     """The condition of the one `#if` a kernel body is (an `#else` of at most one statement
     allowed), else None."""
@@ -302,17 +295,15 @@ def _body_guard(node: Node) -> str | None:
     return cond.text.decode(errors="replace")
 
 
-def _body_arch_min(node: Node) -> int | None:
-    """See KernelDecl.body_arch_min."""
-    cond = _body_guard(node)
-    return _arch_condition(cond) if cond is not None else None
-
-
-def _body_arch_range(node: Node) -> tuple[int | None, int] | None:
-    """See KernelDecl.body_arch_range."""
+def _body_arch(node: Node) -> tuple[int | None, tuple[int | None, int] | None]:
+    """KernelDecl.body_arch_min and body_arch_range of a kernel definition, from one reading of
+    its body's `#if`: a condition bounded from below only gives the minimum, one bounded from
+    above too gives the range."""
     cond = _body_guard(node)
     bounds = _arch_bounds(cond) if cond is not None else None
-    return bounds if bounds is not None and bounds[1] is not None else None
+    if bounds is None:
+        return None, None
+    return (bounds[0], None) if bounds[1] is None else (None, bounds)
 
 
 def _kernel(src: _Source, node: Node) -> KernelDecl | None:
@@ -326,13 +317,13 @@ def _kernel(src: _Source, node: Node) -> KernelDecl | None:
     params = header.child_by_field_name("parameters") if header is not None else None
     params_text = src.text(params.start_byte, params.end_byte) if params is not None else None
     line, col = src.position(name.start_byte)
+    arch_min, arch_range = _body_arch(node) if node.type == "function_definition" else (None, None)
     return KernelDecl(file=src.path, name=src.text(name.start_byte, name.end_byte), line=line, col=col,
                       is_template=header is not None,
                       template_params=params_text,
                       start=outer.start_byte, end=outer.end_byte,
                       is_definition=node.type == "function_definition", recovered=_is_recovered(node),
-                      body_arch_min=_body_arch_min(node) if node.type == "function_definition" else None,
-                      body_arch_range=_body_arch_range(node) if node.type == "function_definition" else None)
+                      body_arch_min=arch_min, body_arch_range=arch_range)
 
 
 def _scan_kernels(src: _Source, tokens: list[Node], scan: FileScan) -> None:

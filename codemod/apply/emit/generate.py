@@ -626,6 +626,7 @@ def _first_in_section(plan, stubs: _Stubs, lay, points: dict[str, tuple[bytes, i
     them, after the point where it includes its section (`points`: header -> (text, offset); no
     macro, generic lambda or helper between)."""
     sites = {kp.kernel.id: kp.sites for kp in plan.kernels}
+    lines = {h: data[:at].count(b"\n") + 1 for h, (data, at) in points.items()}
     first = set()
     for k in stubs.kernels:
         home = lay.kernel_home[k["id"]]
@@ -634,11 +635,9 @@ def _first_in_section(plan, stubs: _Stubs, lay, points: dict[str, tuple[bytes, i
             continue
         own = [s for s in sites.get(k["id"], []) if s.file == home and not s.in_macro_body
                and not s.generic_lambda and not s.helper]
-        if not own or len(own) < len(sites.get(k["id"], [])) or home not in points:
+        if not own or len(own) < len(sites.get(k["id"], [])) or home not in lines:
             continue
-        data, at = points[home]
-        line = data[:at].count(b"\n") + 1
-        if all(s.line > line for s in own):
+        if all(s.line > lines[home] for s in own):
             first.add(k["id"])
     return first
 
