@@ -81,7 +81,7 @@ def test_kernel_in_an_unnamed_namespace_is_spelled_through_its_enclosing_namespa
     code = [line for line in stubs.splitlines() if "(anonymous" in line and not line.lstrip().startswith("//")]
     assert code == []
     # the launcher type, from the kernel, reached through its enclosing namespace
-    assert "RtcKernelOf<decltype(&::actlib::unary_kernel<nvec, aligned" in stubs
+    assert "decltype(&::actlib::unary_kernel<nvec, aligned" in stubs
     assert "&::actlib::unary_kernel<nvec, aligned" in stubs
     from codemod.tool_state import manifest_path
 

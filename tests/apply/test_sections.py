@@ -46,7 +46,7 @@ def test_each_part_goes_where_what_it_names_is_declared():
     assert "LATELIB_RTC_SPELLING(type_arg, ::latelib::quant::DequantParam)" in dequant
     assert "LATELIB_RTC_SPELLING(fn_arg, &::latelib::quant::dequant)" in dequant
     assert "LATELIB_RTC_SPELLING(type_arg, ::latelib::quant::Rounding<1>)" in blocks
-    assert "RtcKernelOf<decltype(&::latelib::quant::block_scale_kernel<" in blocks   # its type from the kernel itself
+    assert "decltype(&::latelib::quant::block_scale_kernel<" in blocks   # its type from the kernel itself
     assert "auto block_scale_kernel() {" in blocks
     assert "block_scale_kernel" not in kernels_h and "ScaleBlock" not in kernels_h
     for name in ("DequantParam", "Rounding", "::dequant"):
