@@ -192,3 +192,20 @@ def test_kernels_h_declares_only_factories_named_before_their_section():
         assert f"auto {name}();" in kernels_h and f"auto {name}() {{" in section
     assert "auto unary_kernel()" not in kernels_h
     assert "auto unary_kernel() {" in section
+
+
+def test_section_included_past_the_namespaces_closing_right_after_the_kernels():
+    """A header whose kernels end their innermost namespace: the section's include goes after that
+    closing, inside the namespaces still open before the launching code (one fewer to close and
+    reopen); a closing brace that is not a namespace's stops it."""
+    from codemod.apply.base import source
+
+    header = (b"namespace a {\nnamespace k {\n__global__ void f() {}\n\n}  // namespace k\n\n"
+              b"void launch() { f<<<1, 1>>>(); }\n}  // namespace a\n")
+    kernel_end = header.index(b"{}") + 2
+    at = source.stubs_point(header, [kernel_end], len(header))
+    assert header[:at].endswith(b"}  // namespace k\n")
+    assert [name for _, name in source.namespaces_at(header, at)] == ["a"]
+    linkage = b'namespace a {\nextern "C++" {\n__global__ void f() {}\n}\nvoid launch();\n}  // namespace a\n'
+    at = source.stubs_point(linkage, [linkage.index(b"{}") + 2], len(linkage))
+    assert linkage[at:].startswith(b"}\nvoid launch();")     # not a namespace's brace: the include stays before it

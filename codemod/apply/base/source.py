@@ -641,11 +641,21 @@ def namespaces_at(data: bytes, offset: int) -> list[tuple[str, str]]:
 def stubs_point(data: bytes, kernel_ends: list[int], end: int) -> int:
     """Where a header includes the host stubs of the kernels it defines (ending at `kernel_ends`):
     `end` (its guard_end) when nothing but namespace closings and comments follow its last kernel;
-    else the start of the line after the last kernel, before the code that launches them (a launch
-    whose arguments do not depend on a template parameter needs the stubs there)."""
+    else the start of the line after the last kernel, or after the namespace closings right after it,
+    before the code that launches them (a launch whose arguments do not depend on a template
+    parameter needs the stubs there)."""
     last = max(kernel_ends)
     rest = re.sub(rb"//[^\n]*|/\*.*?\*/", b"", data[last:end], flags=re.S)
     if not rest.replace(b"}", b"").strip():
         return end
     nl = data.find(b"\n", last)
-    return len(data) if nl < 0 else nl + 1
+    at = len(data) if nl < 0 else nl + 1
+    # past the namespaces closing right after the kernels: fewer to close and reopen around the include
+    while (m := _NAMESPACE_CLOSING.match(data, at, end)) is not None and \
+            len(namespaces_at(data, m.end())) == len(namespaces_at(data, at)) - 1:
+        at = m.end()
+    return at
+
+
+# blank and comment lines, then a line holding only a closing brace (and a comment)
+_NAMESPACE_CLOSING = re.compile(rb"(?:[ \t]*(?://[^\n]*)?\n)*[ \t]*\}[ \t]*(?://[^\n]*)?\n")
