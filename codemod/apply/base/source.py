@@ -195,7 +195,7 @@ def kernel_definition(path: str, data: bytes, name: str) -> tuple[int, int] | No
 def host_only_functions(data: bytes) -> list[tuple[int, int]]:
     """Byte ranges of namespace- or file-scope function definitions and prototypes with no CUDA
     execution-space qualifier and not `constexpr` (host-only), template headers included;
-    adjacent ones merged."""
+    adjacent ones (blanks and comments between) merged."""
     ranges: list[tuple[int, int]] = []
 
     def visit(container: Node) -> None:
@@ -237,8 +237,8 @@ def host_only_functions(data: bytes) -> list[tuple[int, int]]:
 
     visit(parse(data))
     merged: list[tuple[int, int]] = []
-    for start, end in ranges:
-        if merged and not data[merged[-1][1]:start].strip(b" \t\r\n"):
+    for start, end in ranges:     # with only blanks and comments (the next one's) between
+        if merged and not re.sub(rb"//[^\n]*|/\*.*?\*/", b"", data[merged[-1][1]:start], flags=re.S).strip():
             merged[-1] = (merged[-1][0], end)
         else:
             merged.append((start, end))
