@@ -47,7 +47,7 @@ def test_switches_whose_constant_only_the_kernel_takes_go():
     section = _added(patch, "rtc/quant/kernels_kernels.h")
     assert "auto scale_kernel(Rounding kRounding, bool kSaturate)" in section
     # one launcher type for every value, checked where the factory is compiled
-    assert "using Launcher = typename decltype(runtime::launcher(launcher_of))::type;" in section
+    assert "using Launcher = stubs::RtcKernelOf<decltype(runtime::kernel_type(static_kernel))>;" in section
     assert ('runtime::template variant<(legacy_build || !stubs::spelled(fixed))>(kernel_info, "scale_kernel", '
             '"kRounding, kSaturate", axes, static_kernel, kRounding, kSaturate)') in \
         re.sub(r"\s+", " ", section).replace("( ", "(")

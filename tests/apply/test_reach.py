@@ -81,7 +81,7 @@ def test_kernel_in_an_unnamed_namespace_is_spelled_through_its_enclosing_namespa
     code = [line for line in stubs.splitlines() if "(anonymous" in line and not line.lstrip().startswith("//")]
     assert code == []
     # the launcher type, from the kernel, reached through its enclosing namespace
-    assert "RtcKernelOf<decltype(&::actlib::unary_kernel<nvec, aligned" in stubs
+    assert "decltype(&::actlib::unary_kernel<nvec, aligned" in stubs
     assert "&::actlib::unary_kernel<nvec, aligned" in stubs
     from codemod.tool_state import manifest_path
 
@@ -328,6 +328,17 @@ def test_constexpr_functions_stay_visible_to_nvrtc():
     data = b"template <int N>\nconstexpr bool supported() { return N > 0; }\n\nint host() { return 2; }\n"
     (start, end), = source.host_only_functions(data)
     assert data[start:end] == b"int host() { return 2; }"
+
+
+def test_host_functions_with_only_a_comment_between_are_guarded_as_one():
+    """TE's vectorized_pointwise.h: CalcAlignment, then CheckAlignment after its doc comment: one
+    `#ifndef __CUDACC_RTC__` block, not two back to back; a device declaration between keeps two."""
+    from codemod.apply.base import source
+
+    data = (b"inline int a() { return 1; }\n\n/* \\brief b.\n */\n// more\ninline int b() { return 2; }\n"
+            b"__device__ int c();\ninline int d() { return 4; }\n")
+    found = [data[s:e] for s, e in source.host_only_functions(data)]
+    assert found == [data[:data.index(b"__device__") - 1], b"inline int d() { return 4; }"]
 
 
 def test_a_kernel_head_split_by_an_if_is_not_guarded_as_host_code():

@@ -50,7 +50,7 @@ def test_the_test_file_joins_the_targets_test_executable(patched):
     text = (patched / TEST_FILE).read_text()
     assert '#include "util/rtc_cache.h"' in text and "namespace cache = actlib::rtc::rtc_cache;" in text
     assert "ACTLIB_RTC_CACHE_DIR" in text and "codemod" not in text.split("\n", 1)[1]   # past the banner line
-    assert text.count("TEST(RtcCacheTest, ") == 13
+    assert text.count("TEST(RtcCacheTest, ") + text.count("TEST_F(RtcCacheEntryTest, ") == 13
 
 
 @pytest.mark.slow   # g++ and the real NVRTC, twice
@@ -89,4 +89,4 @@ def test_the_generated_test_passes_with_the_real_nvrtc(patched, tmp_path, layer_
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     if not gtest_inc:
         lines = run.stdout.splitlines()
-        assert sum(line.startswith("OK RtcCacheTest.") for line in lines) == 13, run.stdout
+        assert sum(line.startswith(("OK RtcCacheTest.", "OK RtcCacheEntryTest.")) for line in lines) == 13, run.stdout

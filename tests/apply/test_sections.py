@@ -46,7 +46,7 @@ def test_each_part_goes_where_what_it_names_is_declared():
     assert "LATELIB_RTC_SPELLING(type_arg, ::latelib::quant::DequantParam)" in dequant
     assert "LATELIB_RTC_SPELLING(fn_arg, &::latelib::quant::dequant)" in dequant
     assert "LATELIB_RTC_SPELLING(type_arg, ::latelib::quant::Rounding<1>)" in blocks
-    assert "RtcKernelOf<decltype(&::latelib::quant::block_scale_kernel<" in blocks   # its type from the kernel itself
+    assert "decltype(&::latelib::quant::block_scale_kernel<" in blocks   # its type from the kernel itself
     assert "auto block_scale_kernel() {" in blocks
     assert "block_scale_kernel" not in kernels_h and "ScaleBlock" not in kernels_h
     for name in ("DequantParam", "Rounding", "::dequant"):
@@ -192,3 +192,20 @@ def test_kernels_h_declares_only_factories_named_before_their_section():
         assert f"auto {name}();" in kernels_h and f"auto {name}() {{" in section
     assert "auto unary_kernel()" not in kernels_h
     assert "auto unary_kernel() {" in section
+
+
+def test_section_included_past_the_namespaces_closing_right_after_the_kernels():
+    """A header whose kernels end their innermost namespace: the section's include goes after that
+    closing, inside the namespaces still open before the launching code (one fewer to close and
+    reopen); a closing brace that is not a namespace's stops it."""
+    from codemod.apply.base import source
+
+    header = (b"namespace a {\nnamespace k {\n__global__ void f() {}\n\n}  // namespace k\n\n"
+              b"void launch() { f<<<1, 1>>>(); }\n}  // namespace a\n")
+    kernel_end = header.index(b"{}") + 2
+    at = source.stubs_point(header, [kernel_end], len(header))
+    assert header[:at].endswith(b"}  // namespace k\n")
+    assert [name for _, name in source.namespaces_at(header, at)] == ["a"]
+    linkage = b'namespace a {\nextern "C++" {\n__global__ void f() {}\n}\nvoid launch();\n}  // namespace a\n'
+    at = source.stubs_point(linkage, [linkage.index(b"{}") + 2], len(linkage))
+    assert linkage[at:].startswith(b"}\nvoid launch();")     # not a namespace's brace: the include stays before it

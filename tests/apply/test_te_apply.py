@@ -97,7 +97,7 @@ def test_deduced_arguments_are_passed_explicitly(te_patch):
         "() .launch(", "().launch(")
     assert "rtc_activation::unary_kernel<nvec, true, fp32, Param, OP, InputType, OutputType>().launch(" in added
     # an NVFP4 kernel's launcher type: `decltype` of the kernel's address, in its own namespace (nvfp4_scale_t)
-    assert re.search(r"stubs::RtcKernelOf< ?decltype\(&::transformer_engine::dispatch::nvfp4::"
+    assert re.search(r"-> ?decltype\(&::transformer_engine::dispatch::nvfp4::"
                      r"quantize_transpose_kernel:: ?quantize_transpose_nvfp4_kernel<", added)
     # the grouped MXFP8 launch passes the tensor maps, and the scaling type, swizzle, 2D and shape
     # representation as values (launcher_values): their switches are gone

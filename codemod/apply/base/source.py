@@ -195,7 +195,7 @@ def kernel_definition(path: str, data: bytes, name: str) -> tuple[int, int] | No
 def host_only_functions(data: bytes) -> list[tuple[int, int]]:
     """Byte ranges of namespace- or file-scope function definitions and prototypes with no CUDA
     execution-space qualifier and not `constexpr` (host-only), template headers included;
-    adjacent ones merged."""
+    adjacent ones (blanks and comments between) merged."""
     ranges: list[tuple[int, int]] = []
 
     def visit(container: Node) -> None:
@@ -237,8 +237,8 @@ def host_only_functions(data: bytes) -> list[tuple[int, int]]:
 
     visit(parse(data))
     merged: list[tuple[int, int]] = []
-    for start, end in ranges:
-        if merged and not data[merged[-1][1]:start].strip(b" \t\r\n"):
+    for start, end in ranges:     # with only blanks and comments (the next one's) between
+        if merged and not re.sub(rb"//[^\n]*|/\*.*?\*/", b"", data[merged[-1][1]:start], flags=re.S).strip():
             merged[-1] = (merged[-1][0], end)
         else:
             merged.append((start, end))
@@ -641,11 +641,21 @@ def namespaces_at(data: bytes, offset: int) -> list[tuple[str, str]]:
 def stubs_point(data: bytes, kernel_ends: list[int], end: int) -> int:
     """Where a header includes the host stubs of the kernels it defines (ending at `kernel_ends`):
     `end` (its guard_end) when nothing but namespace closings and comments follow its last kernel;
-    else the start of the line after the last kernel, before the code that launches them (a launch
-    whose arguments do not depend on a template parameter needs the stubs there)."""
+    else the start of the line after the last kernel, or after the namespace closings right after it,
+    before the code that launches them (a launch whose arguments do not depend on a template
+    parameter needs the stubs there)."""
     last = max(kernel_ends)
     rest = re.sub(rb"//[^\n]*|/\*.*?\*/", b"", data[last:end], flags=re.S)
     if not rest.replace(b"}", b"").strip():
         return end
     nl = data.find(b"\n", last)
-    return len(data) if nl < 0 else nl + 1
+    at = len(data) if nl < 0 else nl + 1
+    # past the namespaces closing right after the kernels: fewer to close and reopen around the include
+    while (m := _NAMESPACE_CLOSING.match(data, at, end)) is not None and \
+            len(namespaces_at(data, m.end())) == len(namespaces_at(data, at)) - 1:
+        at = m.end()
+    return at
+
+
+# blank and comment lines, then a line holding only a closing brace (and a comment)
+_NAMESPACE_CLOSING = re.compile(rb"(?:[ \t]*(?://[^\n]*)?\n)*[ \t]*\}[ \t]*(?://[^\n]*)?\n")

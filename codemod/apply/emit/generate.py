@@ -86,7 +86,7 @@ def _axis_expr(kind: str, param: str, enum: str | None = None) -> str:
     """A template argument as the stubs' AxisValue (rtc_stubs.h.j2): types and functions by their
     spelling in the rule's tables (none: outside the migrated domain), other values as they are."""
     if enum:
-        return f'stubs::enum_value<{param}>("{enum_cast(enum)}")'
+        return f'stubs::enum_value({param}, "{enum_cast(enum)}")'
     if kind == "type":
         return f"type_arg<{param}>"
     if kind == "function_pointer":
