@@ -192,6 +192,10 @@ def kernel_definition(path: str, data: bytes, name: str) -> tuple[int, int] | No
     return None
 
 
+# C/C++ comments, line and block
+_COMMENTS = re.compile(rb"//[^\n]*|/\*.*?\*/", re.S)
+
+
 def host_only_functions(data: bytes) -> list[tuple[int, int]]:
     """Byte ranges of namespace- or file-scope function definitions and prototypes with no CUDA
     execution-space qualifier and not `constexpr` (host-only), template headers included;
@@ -238,7 +242,7 @@ def host_only_functions(data: bytes) -> list[tuple[int, int]]:
     visit(parse(data))
     merged: list[tuple[int, int]] = []
     for start, end in ranges:     # with only blanks and comments (the next one's) between
-        if merged and not re.sub(rb"//[^\n]*|/\*.*?\*/", b"", data[merged[-1][1]:start], flags=re.S).strip():
+        if merged and not _COMMENTS.sub(b"", data[merged[-1][1]:start]).strip():
             merged[-1] = (merged[-1][0], end)
         else:
             merged.append((start, end))
@@ -645,7 +649,7 @@ def stubs_point(data: bytes, kernel_ends: list[int], end: int) -> int:
     before the code that launches them (a launch whose arguments do not depend on a template
     parameter needs the stubs there)."""
     last = max(kernel_ends)
-    rest = re.sub(rb"//[^\n]*|/\*.*?\*/", b"", data[last:end], flags=re.S)
+    rest = _COMMENTS.sub(b"", data[last:end])
     if not rest.replace(b"}", b"").strip():
         return end
     nl = data.find(b"\n", last)
