@@ -655,9 +655,9 @@ def stubs_point(data: bytes, kernel_ends: list[int], end: int) -> int:
     nl = data.find(b"\n", last)
     at = len(data) if nl < 0 else nl + 1
     # past the namespaces closing right after the kernels: fewer to close and reopen around the include
-    while (m := _NAMESPACE_CLOSING.match(data, at, end)) is not None and \
-            len(namespaces_at(data, m.end())) == len(namespaces_at(data, at)) - 1:
-        at = m.end()
+    depth = len(namespaces_at(data, at))
+    while (m := _NAMESPACE_CLOSING.match(data, at, end)) is not None and len(namespaces_at(data, m.end())) == depth - 1:
+        at, depth = m.end(), depth - 1
     return at
 
 
