@@ -54,11 +54,14 @@ def test_the_test_file_joins_the_targets_test_executable(patched):
 
 
 @pytest.mark.slow   # g++ and the real NVRTC, twice
-@pytest.mark.parametrize("layer_used_first", [False, True], ids=["alone", "after_the_layer"])
-def test_the_generated_test_passes_with_the_real_nvrtc(patched, tmp_path, layer_used_first):
-    """`after_the_layer`: the test program has read the cache's settings before its first case (in
+@pytest.mark.parametrize("other_unit", [None, "layer_used_first", "writes_home"])
+def test_the_generated_test_passes_with_the_real_nvrtc(patched, tmp_path, other_unit):
+    """`layer_used_first`: the test program has read the cache's settings before its first case (in
     TE's test_util, the NVRTC tests before it use the layer): each case must still get its own
-    (a forked child alone would keep the parent's: every case needing the cache on failed on the H200)."""
+    (a forked child alone would keep the parent's: every case needing the cache on failed on the H200).
+    `writes_home`: another part of the program writes under $HOME in every process, as something
+    in TE's test_util did on the H200 (two cases that wanted the child's HOME empty failed there):
+    only the cache's own folder may count."""
     from codemod.verify import nvrtc
 
     try:
@@ -73,14 +76,24 @@ def test_the_generated_test_passes_with_the_real_nvrtc(patched, tmp_path, layer_
     libs = ["-L", gtest_lib, "-lgtest", "-lgtest_main"] if gtest_inc and gtest_lib else []
     exe = tmp_path / "test_rtc_cache"
     extra = []
-    if layer_used_first:      # another unit of the program reads the settings (cache off) before main
+    if other_unit == "layer_used_first":   # another unit reads the settings (cache off) before main
         first = tmp_path / "layer_used_first.cpp"
         first.write_text('#include "util/rtc_cache.h"\n'
                          "static const bool read_first = !actlib::rtc::rtc_cache::enabled();\n"
                          "bool layer_was_off() { return read_first; }\n")
         extra = [str(first)]
+    elif other_unit == "writes_home":      # another library makes its folder in $HOME at load time
+        # (linked first: its initializer runs before the test's, as a shared library's does)
+        other = tmp_path / "writes_home.cpp"
+        other.write_text("#include <sys/stat.h>\n#include <cstdlib>\n#include <string>\n"
+                         "static const bool made = [] {\n"
+                         '  const char *home = std::getenv("HOME");\n'
+                         '  return home != nullptr && ::mkdir((std::string(home) + "/.other").c_str(), 0700) == 0;\n'
+                         "}();\n"
+                         "bool other_made_its_folder() { return made; }\n")
+        extra = [str(other)]
     proc = subprocess.run([CXX, "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", "-pthread", *gtest,
-                           "-I", str(patched), "-I", str(inc), str(patched / TEST_FILE), *extra, "-o", str(exe), *libs,
+                           "-I", str(patched), "-I", str(inc), *extra, str(patched / TEST_FILE), "-o", str(exe), *libs,
                            f"-L{lib.parent}", f"-l:{lib.name}", f"-Wl,-rpath,{lib.parent}"],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]

@@ -709,7 +709,7 @@ def _layer_cache(root: Path, spec, cs: ChangeSet, guard: Callable[[str], str], f
         path = spec.repo_path(test["file"])
         cs.new_files[path] = fmt(render("layer/rtc_cache_test.cpp.j2", header=cfg["header"],
                                         include=test.get("include") or cfg["header"], namespace=cfg["namespace"],
-                                        env=cfg["env"]), path)
+                                        env=cfg["env"], default_dir=cfg["default_dir"]), path)
         _test_source(root, spec, cs, test, f"{spec.rule_id}/nvrtc_layer/cache/test", "the layer cache's tests")
         cs.edits[-1].layer = cs.edits[-1].cache = True
         cs.layer_files.add(path)
