@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# One device session's whole chain, in the background, polled by later calls (each at most 600 s):
+# the migrated library alone (timed), the original beside the tests' build, the layer and operator
+# tests on the migrated library, then parity of each driver. Nothing here knows how to build a
+# library: every command comes from CHAIN_ENV, a file the caller carries (kept out of the repo).
+#
+#   scripts/device_chain.sh start CHAIN_ENV SECONDS   # untar, start, wait up to SECONDS, collect
+#   scripts/device_chain.sh wait CHAIN_ENV SECONDS    # a later call: wait, collect
+#
+# CHAIN_ENV (bash) sets: W (scratch folder), ORIG_TGZ, MIGR_TGZ (trees; LIB is the library root
+# inside them), EXTRA_TGZ (optional, untarred into $W/extra), COMMIT, CONFIGURE_CMD and BUILD_CMD
+# (with {src}, {build}; BUILD_CMD also {jobs}), TESTS_SRC (inside the migrated tree),
+# TESTS_CONFIGURE_CMD (with {src}, {build}, {lib}: the migrated build), UTIL_TEST (binary inside
+# the tests' build), CTEST_REGEX, OPS_TEST (binary) and OPS_SHARDS, DRIVERS ("NAME=FOLDER ...",
+# folders written by `codemod parity generate`). Results: $OUT/res.tgz and $OUT/stages.txt after
+# every call (a call can be the last: the machine is given back 30 s after it). POLL: seconds
+# between progress lines (20).
+set -u
+mode=${1:?start|wait}; envf=$(cd "$(dirname "${2:?CHAIN_ENV}")" && pwd)/$(basename "$2"); secs=${3:?SECONDS}
+R=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck disable=SC1090
+source "$envf"
+st() { echo "$(date -u +%H:%M:%S) $*" >> "$W/stages.txt"; }
+
+chain() {
+  export PYTHONPATH=$R
+  cd "$W" || exit 1
+  PY=$(command -v python3)
+  { date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+    nvcc --version | tail -2; ninja --version; cmake --version | head -1; nproc; $PY --version; id; } > env.txt 2>&1
+  $PY -c 'import codemod.parity.runner' >> env.txt 2>&1 || { st "codemod.parity does not import"; return 1; }
+  pbuild() {  # side tree jobs
+    $PY -m codemod.parity build --side "$1" --src "$W/$2/$LIB" --work "$W/work" --configure-cmd "$CONFIGURE_CMD" \
+        --build-cmd "${BUILD_CMD//\{jobs\}/$3}" --commit "$COMMIT" > "pbuild-$1.log" 2>&1
+  }
+  st "1 migrated build alone (-j$(nproc))"
+  t0=$SECONDS; pbuild migrated migr "$(nproc)"; rc=$?; st "build migrated rc=$rc in $((SECONDS - t0)) s"
+  [ $rc = 0 ] || return 1
+  st "2 original build beside the tests' build"
+  ( t0=$SECONDS; pbuild original orig $(( $(nproc) - 2 )); rc=$?
+    st "build original rc=$rc in $((SECONDS - t0)) s"; echo $rc > orig.rc ) &
+  (
+    t0=$SECONDS; cmd=${TESTS_CONFIGURE_CMD//\{src\}/$W/migr/$TESTS_SRC}; cmd=${cmd//\{build\}/$W/bt}
+    nice -n 10 bash -c "${cmd//\{lib\}/$W/work/build-migrated}" > tests-configure.log 2>&1 &&
+      nice -n 10 ninja -C "$W/bt" -j4 > tests-build.log 2>&1
+    rc=$?; st "tests build rc=$rc in $((SECONDS - t0)) s"
+    if [ $rc = 0 ]; then
+      ( cd "$(dirname "$W/bt/$UTIL_TEST")" && "$W/bt/$UTIL_TEST" --gtest_output=xml:"$W/util.xml" > "$W/util.log" 2>&1 )
+      st "util tests rc=$? $(grep -a -E '^\[  (PASSED|FAILED) ' util.log | tr '\n' ' ')"
+      ( cd "$W/bt" && ctest -R "$CTEST_REGEX" --output-on-failure > "$W/ctest.log" 2>&1 )
+      st "ctest '$CTEST_REGEX' rc=$? $(grep -a 'tests passed' ctest.log)"
+      t1=$SECONDS
+      for i in $(seq 0 $((OPS_SHARDS - 1))); do
+        ( cd "$(dirname "$W/bt/$OPS_TEST")" && OMP_NUM_THREADS=2 GTEST_TOTAL_SHARDS=$OPS_SHARDS GTEST_SHARD_INDEX=$i \
+            nice -n 5 "$W/bt/$OPS_TEST" --gtest_output=xml:"$W/ops-$i.xml" > "$W/ops-$i.log" 2>&1; echo $? > "$W/ops-$i.rc" ) &
+      done
+      wait
+      st "operator tests ($OPS_SHARDS shards) in $((SECONDS - t1)) s: rc $(echo $(cat ops-*.rc))"
+    fi
+    touch tests.done
+  ) &
+  wait
+  if [ "$(cat orig.rc)" = 0 ]; then
+    for d in $DRIVERS; do
+      name=${d%%=*}; mkdir -p "work_$name"
+      ln -sfn "$W/work/build-original" "work_$name/build-original"; ln -sfn "$W/work/build-migrated" "work_$name/build-migrated"
+      t0=$SECONDS
+      $PY -m codemod.parity run --original "$W/orig/$LIB" --migrated "$W/migr/$LIB" --build-cmd "ninja -C {build}" \
+        --driver "$W/extra/${d#*=}" --work "work_$name" --skip-build --shards 16 --no-timings --commit "$COMMIT" \
+        --label "$name" --json "parity-$name.json" --markdown "parity-$name.md" > "parity-$name.log" 2>&1
+      st "parity $name rc=$? in $((SECONDS - t0)) s: $(grep -a -o '"all_equal": [a-z]*' "parity-$name.json" 2>/dev/null)"
+    done
+  fi
+  while [ ! -f tests.done ]; do sleep 5; done
+}
+
+if [ "$mode" = start ]; then
+  rm -rf "$W"; mkdir -p "$W/orig" "$W/migr" "$W/extra"
+  tar xzf "$ORIG_TGZ" -C "$W/orig"; tar xzf "$MIGR_TGZ" -C "$W/migr"
+  [ -n "${EXTRA_TGZ:-}" ] && tar xzf "$EXTRA_TGZ" -C "$W/extra"
+  export -f chain st; export W LIB COMMIT CONFIGURE_CMD BUILD_CMD TESTS_SRC TESTS_CONFIGURE_CMD UTIL_TEST CTEST_REGEX OPS_TEST OPS_SHARDS DRIVERS R
+  setsid bash -c 'chain; st "chain done"; touch "$W/chain.done"' < /dev/null > "$W/chain.log" 2>&1 &
+  echo "chain started in $W"
+fi
+end=$((SECONDS + secs))
+while [ ! -f "$W/chain.done" ] && [ $SECONDS -lt $end ]; do
+  sleep "${POLL:-20}"; echo "$(date -u +%H:%M:%S) | $(tail -n 1 "$W/stages.txt" 2>/dev/null)"
+done
+cd "$W" && mkdir -p res && cp -f stages.txt env.txt chain.log ./*.xml ./*.log parity-*.json parity-*.md res/ 2>/dev/null
+for f in ops-*.log tests-build.log work/build-*.log; do [ -f "$f" ] && tail -c 20000 "$f" > "res/$(basename "$f").tail"; done
+cp -f work/*.ninja_log work/*.nvcc_time.csv res/ 2>/dev/null
+for f in work/build-*.json; do [ -f "$f" ] && python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+for k in ("build","configure"): d.get(k,{}).pop("cmd",None)
+json.dump(d,open(sys.argv[2],"w"),indent=1)' "$f" "res/$(basename "$f")"; done   # no build recipe in results
+for d in work_*; do for f in "$d"/driver-*.log "$d"/parity-*-*.log; do [ -f "$f" ] && tail -c 4000 "$f" > "res/$d.$(basename "$f")"; done; done
+tar czf "$OUT/res.tgz" res && cp stages.txt "$OUT/stages.txt"; cat stages.txt
+[ -f chain.done ] && echo "CHAIN DONE"
+exit 0

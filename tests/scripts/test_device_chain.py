@@ -1,0 +1,65 @@
+"""scripts/device_chain.sh with stub commands for every step (the library's configure and build, the
+tests' build, the util, ctest and operator test programs): the chain's order, the results it leaves
+under $OUT after the call, and no build command in them (the build recipe stays out of results)."""
+
+import os
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "device_chain.sh"
+
+pytestmark = pytest.mark.skipif(not all(shutil.which(t) for t in ("ninja", "ctest", "setsid")),
+                                reason="needs ninja, ctest, setsid")
+
+UTIL = "#!/bin/bash\necho '[  PASSED  ] 3 tests.'\n"
+
+
+def _tgz(folder: Path, out: Path) -> Path:
+    with tarfile.open(out, "w:gz") as t:
+        t.add(folder, arcname=".")
+    return out
+
+
+def test_chain_runs_each_step_in_order_and_collects(tmp_path):
+    tree = tmp_path / "tree"
+    (tree / "lib").mkdir(parents=True)
+    (tree / "tests").mkdir()
+    (tree / "tests/util.sh").write_text(UTIL)
+    (tree / "tests/util.sh").chmod(0o755)
+    (tmp_path / "extra/gen").mkdir(parents=True)
+    (tmp_path / "extra/gen/plan.json").write_text("{}")
+    w = tmp_path / "W"
+    env = tmp_path / "chain.env"
+    env.write_text(f"""W={w}; ORIG_TGZ={_tgz(tree, tmp_path / 'o.tgz')}; MIGR_TGZ={_tgz(tree, tmp_path / 'm.tgz')}
+EXTRA_TGZ={_tgz(tmp_path / 'extra', tmp_path / 'e.tgz')}; LIB=lib; COMMIT=abc
+CONFIGURE_CMD="mkdir -p {{build}}"; BUILD_CMD="echo {{jobs}} > {{build}}/jobs"
+TESTS_SRC=tests
+TESTS_CONFIGURE_CMD="mkdir -p {{build}} && cp {{src}}/util.sh {{build}}/ && printf 'rule r\\n  command = true\\nbuild x: r\\n' > {{build}}/build.ninja && echo {{lib}} > {{build}}/lib.txt"
+UTIL_TEST=util.sh; CTEST_REGEX=none; OPS_TEST=util.sh; OPS_SHARDS=2; DRIVERS="g=gen"
+""")
+    out = tmp_path / "out"
+    out.mkdir()
+    run = subprocess.run(["bash", str(SCRIPT), "start", str(env), "60"], capture_output=True, text=True,
+                         timeout=120, env={**os.environ, "OUT": str(out), "POLL": "1"})
+    assert run.returncode == 0, run.stderr
+    assert "CHAIN DONE" in run.stdout
+    stages = [line.split(" ", 1)[1] for line in (out / "stages.txt").read_text().splitlines()]
+    steps = [s.split(" rc=")[0].split(" in ")[0] for s in stages]
+    assert steps[:3] == ["1 migrated build alone (-j%d)" % len(os.sched_getaffinity(0)), "build migrated",
+                         "2 original build beside the tests' build"]
+    assert "util tests" in steps and "build original" in steps and steps[-1] == "chain done"
+    assert any(s.startswith("util tests rc=0 [  PASSED  ] 3 tests.") for s in stages)
+    assert any(s.startswith("operator tests (2 shards)") and s.endswith("rc 0 0") for s in stages)
+    # the tests were configured against the migrated library's build
+    assert (w / "bt/lib.txt").read_text().strip() == str(w / "work/build-migrated")
+    assert any(s.startswith("parity g rc=") and not s.startswith("parity g rc=0") for s in stages)  # {} is no plan
+    with tarfile.open(out / "res.tgz") as t:
+        names = t.getnames()
+        record = t.extractfile("res/build-migrated.json").read().decode()
+    assert "res/util.log" in names and "res/parity-g.log" in names
+    assert '"cmd"' not in record and "mkdir -p" not in record
