@@ -139,8 +139,24 @@ def _build_pch_timed(flags: list[str], headers: tuple[str, ...]) -> tuple[Path |
     return build_pch(flags, headers), time.process_time() - started
 
 
+def _parse_with_pch(path: Path, root: Path, job: ParseJob):
+    """parse_tu with the job's prefix PCH; without it when the load fails with it. clang refuses a
+    PCH whose headers changed since it was built (a reinstalled CUDA wheel: the same paths, newer
+    files) and then loads no TU at all; the stale PCH is removed, so the next run builds it again."""
+    from .clang_index import parse_tu
+
+    if not job.pch:
+        return parse_tu(path, root, list(job.flags))
+    try:
+        return parse_tu(path, root, [*job.flags, "-include-pch", job.pch])
+    except Exception:  # noqa: BLE001 - retried without the PCH; a TU that fails again is reported
+        parsed = parse_tu(path, root, list(job.flags))
+        Path(job.pch).unlink(missing_ok=True)   # the TU loads without it: the PCH was the problem
+        return parsed
+
+
 def _run_job(job: ParseJob) -> dict:
-    from .clang_index import index_tu, parse_tu
+    from .clang_index import index_tu
 
     started, cpu_started = time.perf_counter(), time.process_time()
     root = Path(job.root)
@@ -157,12 +173,9 @@ def _run_job(job: ParseJob) -> dict:
         tmp.write_text("".join(f'#include "{m.resolve()}"\n#error {MEMBER_MARK}{k}\n' for k, m in enumerate(mains)))
         os.replace(tmp, umbrella)
         path = umbrella
-    flags = list(job.flags)
-    if job.pch:
-        flags += ["-include-pch", job.pch]
     stub_dir = next((f[len("-idirafter"):] for f in job.flags if f.startswith("-idirafter")), None)
     try:
-        tu, facts = parse_tu(path, root, flags)
+        tu, facts = _parse_with_pch(path, root, job)
         facts["members"] = job.members or [job.tu]
         if job.members:
             facts["diagnostics"], facts["cut_at"] = _member_marks(facts["diagnostics"], job.members)

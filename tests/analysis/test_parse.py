@@ -74,3 +74,29 @@ def test_prefix_pch_leaves_project_name_lookup_alone(tmp_path):
     for extra in ([], ["-include-pch", str(pch)]):
         _, facts = parse_tu(src, tmp_path, flags + extra)
         assert facts["diagnostics"] == []
+
+
+def test_prefix_pch_clang_refuses_is_dropped_not_fatal(tmp_path, monkeypatch):
+    """A cached prefix PCH that clang refuses to load makes libclang load no TU with it ("Error
+    parsing translation unit": every TU, "libclang could not load any of the translation units").
+    Seen after the environment was set up again under the same paths (a new venv and toolchain,
+    the cache kept); simulated here with a damaged file. The parse goes on without it, and the PCH
+    is removed so that the next run builds it again."""
+    from codemod.frontend import parse
+
+    monkeypatch.setenv("CODEMOD_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(parse, "PCH_PREFIX", ("prefix_only.h",))
+    _write(tmp_path, {"inc/prefix_only.h": "#pragma once\nint from_prefix();\n",
+                      "src/a.cu": "#include <prefix_only.h>\nint a() { return from_prefix(); }\n"})
+    flags = ["-isystem", str(tmp_path / "inc")]
+    facts, _ = parse_all(tmp_path, ["src/a.cu"], flags, jobs=1, use_cache=False)
+    pchs = list((tmp_path / "cache/pch").glob("*.pch"))
+    assert len(pchs) == 1 and not facts[0].get("load_failed")
+    data = pchs[0].read_bytes()
+    pchs[0].write_bytes(data[: len(data) // 2])
+    facts, _ = parse_all(tmp_path, ["src/a.cu"], flags, jobs=1, use_cache=False)
+    assert not facts[0].get("load_failed"), facts[0]["diagnostics"]
+    assert "a" in {fn["name"] for fn in facts[0]["functions"].values()}
+    assert not pchs[0].exists()
+    parse_all(tmp_path, ["src/a.cu"], flags, jobs=1, use_cache=False)
+    assert pchs[0].stat().st_size == len(data)      # built again
