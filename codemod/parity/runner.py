@@ -11,6 +11,7 @@ import json
 import os
 import platform
 import shlex
+import signal
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -71,13 +72,22 @@ def _without_commands(record: dict) -> dict:
     return {k: ({**v, "cmd": REDACTED} if isinstance(v, dict) and "cmd" in v else v) for k, v in record.items()}
 
 
+def _signal_of(returncode: int) -> str:
+    """' (SIGFPE)' for a command a signal killed (the shell's 128 + N, or Python's -N), else ''."""
+    number = -returncode if returncode < 0 else returncode - 128 if 128 < returncode < 128 + 65 else 0
+    try:
+        return f" ({signal.Signals(number).name})" if number else ""
+    except ValueError:
+        return ""
+
+
 def run_logged(cmd: str, log: Path, cwd: Path | None = None, env: dict | None = None) -> float:
     t0 = time.monotonic()
     with log.open("w") as f:
         proc = subprocess.run(cmd, shell=True, cwd=cwd, stdout=f, stderr=subprocess.STDOUT, env=env)
     seconds = time.monotonic() - t0
     if proc.returncode != 0:
-        raise ParityError(f"`{cmd}` failed with exit code {proc.returncode}", where=str(log),
+        raise ParityError(f"`{cmd}` failed with exit code {proc.returncode}{_signal_of(proc.returncode)}", where=str(log),
                           hint="last lines:\n" + log.read_text(errors="replace")[-3000:])
     return seconds
 

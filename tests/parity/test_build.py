@@ -194,3 +194,15 @@ def test_markdown_of_a_run_without_timings_says_so_instead_of_empty_cells():
     assert "Not measured in this run (`parity run --no-timings`): outputs only." in md
     assert "**– ms**" not in md and "| entry point | input | format |" not in md
     assert "| original | 1.0 | 1.5 | – |" in md
+
+
+@pytest.mark.parametrize("cmd, said", [("kill -FPE $$", "exit code -8 (SIGFPE)"),
+                                       ("exit 136", "exit code 136 (SIGFPE)"), ("exit 3", "exit code 3")])
+def test_a_command_killed_by_a_signal_says_which(tmp_path, cmd, said):
+    """A driver shard the library killed (SIGFPE on the H200) failed "with exit code 136": the
+    message names the signal; an ordinary exit status names none."""
+    from codemod.parity.runner import run_logged
+
+    with pytest.raises(ParityError) as err:
+        run_logged(cmd, tmp_path / "log.txt")
+    assert err.value.message == f"`{cmd}` failed with {said}"

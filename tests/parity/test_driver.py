@@ -139,3 +139,28 @@ def test_generate_takes_several_targets_as_one_plan(tmp_path, capsys):
     kernels = {k for e in plan["entries"] for k in e["kernels"]}
     assert kernels == {"actlib::unary_kernel", "actlib::gated_act_kernel"}
     assert "cases per build" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+def test_a_case_that_kills_the_driver_is_named(tmp_path):
+    """A library that kills the process (TE's transpose kernel choice divides by zero on 0 rows:
+    SIGFPE, seen on the H200) left a shard log that said nothing; the driver's handler names the
+    case and the process still dies of the signal. The handler's code, as generated, in a program
+    that divides by zero inside a case (no GPU needed)."""
+    import signal
+
+    text = golden_driver()
+    handler = text[text.index("char current_case[512];"):text.index("// Runs setup + invoke")]
+    assert "note_case(c.id());" in text and "std::signal(sig, on_fatal_signal)" in text
+    src = tmp_path / "dies.cpp"
+    src.write_text("#include <unistd.h>\n#include <algorithm>\n#include <csignal>\n#include <cstdlib>\n"
+                   "#include <cstring>\n#include <string>\n" + handler +
+                   "int main(int argc, char **) {\n  std::signal(SIGFPE, on_fatal_signal);\n"
+                   '  note_case("actlib_gelu|fp32|fp32|0x64|random");\n'
+                   "  volatile int zero = argc - 1;\n  return 100 / zero;\n}\n")
+    exe = tmp_path / "dies"
+    build = subprocess.run(["g++", "-std=c++17", "-O0", str(src), "-o", str(exe)], capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr[-3000:]
+    run = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert run.returncode == -signal.SIGFPE
+    assert run.stderr == "parity: the process died of a signal in case actlib_gelu|fp32|fp32|0x64|random\n"

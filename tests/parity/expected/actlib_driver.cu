@@ -11,10 +11,12 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -709,6 +711,26 @@ std::string Case::id() const {
          kValueNames[static_cast<int>(values)];
 }
 
+// The case running now, for a process the library kills (a trap, a division by zero in its host
+// code: TE's transpose kernel choice on 0 rows): the signal handler names it on stderr, which
+// `parity run` shows, and the shard still dies of the signal.
+char current_case[512];
+size_t current_case_size = 0;
+
+void note_case(const std::string& id) {
+  current_case_size = std::min(id.size(), sizeof(current_case));
+  std::memcpy(current_case, id.data(), current_case_size);
+}
+
+void on_fatal_signal(int sig) {
+  static const char said[] = "parity: the process died of a signal in case ";
+  (void)!::write(2, said, sizeof(said) - 1);
+  (void)!::write(2, current_case, current_case_size);
+  (void)!::write(2, "\n", 1);
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
 // Runs setup + invoke; a library error (a C++ exception through the C API) rejects the case.
 // With clear_pending, a launch error the library left pending after rejecting a case is dropped
 // (cudaGetLastError) so that it cannot fail the next case; off by default, since a library that
@@ -737,6 +759,7 @@ std::string strip_location(const std::string& msg) {
 }
 
 int run_parity(const char* path, uint64_t seed, int shard, int shards, bool clear_pending) {
+  for (int sig : {SIGFPE, SIGSEGV, SIGBUS, SIGILL, SIGABRT}) std::signal(sig, on_fatal_signal);
   Dump d;
   d.f = std::fopen(path, "wb");
   if (d.f == nullptr) {
@@ -768,6 +791,7 @@ int run_parity(const char* path, uint64_t seed, int shard, int shards, bool clea
                 kShapes[s][1],
                 static_cast<Values>(v),
                 mix(seed, (static_cast<uint64_t>(e) << 32) ^ (i << 24) ^ (f << 16) ^ (s << 8) ^ v)};
+            note_case(c.id());
             std::unique_ptr<Call> call(kEntries[e].make());
             std::string error;
             const auto t0 = std::chrono::steady_clock::now();
