@@ -142,7 +142,10 @@ def test_no_header_reads_an_option_macro(patched):
     assert uses("rtc/activation/kernels.h") == ["#if ACTLIB_BUILD_LEGACY_STATIC_ACTIVATION"]
     assert "constexpr bool legacy_build = true;" in (root / "rtc/activation/kernels.h").read_text()
     cpp = uses("rtc/activation/kernels.cpp")
-    assert "#if ACTLIB_BUILD_ACTIVATION_WITH_FAST_MATH" in cpp and any("CUDA_VERSION" in ln for ln in cpp)
+    # the scoped option's value as the target defines it (0 or 1): no #if that reads a missing one as off
+    assert "static const std::vector<bool> scoped_on = {ACTLIB_BUILD_ACTIVATION_WITH_FAST_MATH != 0};" in \
+        [ln.strip() for ln in cpp]
+    assert any("CUDA_VERSION" in ln for ln in cpp)
 
 
 def _arch_lines(mock, scenario: str) -> dict[str, str]:

@@ -47,9 +47,10 @@ def test_switches_whose_constant_only_the_kernel_takes_go():
     section = _added(patch, "rtc/quant/kernels_kernels.h")
     assert "auto scale_kernel(Rounding kRounding, bool kSaturate)" in section
     # one launcher type for every value, checked where the factory is compiled
-    assert "using Launcher = stubs::RtcKernelOf<decltype(runtime::kernel_type(static_kernel))>;" in section
-    assert ('runtime::template variant<(legacy_build || !stubs::spelled(fixed))>(kernel_info, "scale_kernel", '
-            '"kRounding, kSaturate", axes, static_kernel, kRounding, kSaturate)') in \
+    # (runtime::launcher's static_assert): the factory returns it, its type never spelled
+    assert "RtcKernelOf" not in section and "Launcher" not in section
+    assert ('return runtime::template launcher<(legacy_build || !stubs::spelled(fixed))>(runtime::slot(kRounding, '
+            'kSaturate), kernel_info, "scale_kernel", "kRounding, kSaturate", axes, static_kernel);') in \
         re.sub(r"\s+", " ", section).replace("( ", "(")
     # the values' domains are those the static build instantiated (the switches' cases)
     assert "stubs::Domain<bool, false, true>" in section
@@ -139,8 +140,8 @@ def test_a_launch_given_a_value_outside_the_domain_is_refused_in_words(tmp_path)
     stubs = _added(patch, "util/rtc_stubs.h")
     assert re.search(r"\[\[noreturn\]\] inline void not_instantiated\(const KernelInfo ?& ?kernel, const char ?\* ?params\)",
                      stubs)
-    assert "if (s < 0) not_instantiated(info(name), params);" in stubs
-    assert re.search(r'runtime::template variant<[^;]*\(\s*kernel_info, "scale_kernel", "kRounding, kSaturate",',
+    assert "if (combination < 0) not_instantiated(info(name), params);" in stubs
+    assert re.search(r'runtime::template launcher<[^;]*\(\s*runtime::slot\(kRounding, kSaturate\),\s*kernel_info, "scale_kernel", "kRounding, kSaturate",',
                      _added(patch, "rtc/quant/kernels_kernels.h"))
 
 
