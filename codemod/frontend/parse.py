@@ -140,9 +140,9 @@ def _build_pch_timed(flags: list[str], headers: tuple[str, ...]) -> tuple[Path |
 
 
 def _parse_with_pch(path: Path, root: Path, job: ParseJob):
-    """parse_tu with the job's prefix PCH; without it when the load fails with it. clang refuses a
-    PCH whose headers changed since it was built (a reinstalled CUDA wheel: the same paths, newer
-    files) and then loads no TU at all; the stale PCH is removed, so the next run builds it again."""
+    """parse_tu with the job's prefix PCH; without it when the load fails with it. A cached PCH clang
+    cannot use makes it load no TU at all (seen after the venv and toolchain were set up again under
+    the same paths, the cache kept); it is removed, so the next run builds it again."""
     from .clang_index import parse_tu
 
     if not job.pch:

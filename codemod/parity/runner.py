@@ -74,9 +74,14 @@ def _without_commands(record: dict) -> dict:
 
 def _signal_of(returncode: int) -> str:
     """' (SIGFPE)' for a command a signal killed (the shell's 128 + N, or Python's -N), else ''."""
-    number = -returncode if returncode < 0 else returncode - 128 if 128 < returncode < 128 + 65 else 0
+    if returncode < 0:
+        number = -returncode
+    elif 128 < returncode <= 128 + 64:
+        number = returncode - 128
+    else:
+        return ""
     try:
-        return f" ({signal.Signals(number).name})" if number else ""
+        return f" ({signal.Signals(number).name})"
     except ValueError:
         return ""
 
@@ -87,8 +92,8 @@ def run_logged(cmd: str, log: Path, cwd: Path | None = None, env: dict | None = 
         proc = subprocess.run(cmd, shell=True, cwd=cwd, stdout=f, stderr=subprocess.STDOUT, env=env)
     seconds = time.monotonic() - t0
     if proc.returncode != 0:
-        raise ParityError(f"`{cmd}` failed with exit code {proc.returncode}{_signal_of(proc.returncode)}", where=str(log),
-                          hint="last lines:\n" + log.read_text(errors="replace")[-3000:])
+        raise ParityError(f"`{cmd}` failed with exit code {proc.returncode}{_signal_of(proc.returncode)}",
+                          where=str(log), hint="last lines:\n" + log.read_text(errors="replace")[-3000:])
     return seconds
 
 
