@@ -6,7 +6,7 @@
 #   scripts/device_bg.sh start DIR NAME COMMAND...   # returns at once; log DIR/NAME.log, status DIR/NAME.rc
 #   scripts/device_bg.sh wait DIR SECONDS NAME...    # until every NAME has ended or SECONDS passed
 #
-# `wait` prints one progress line every 15 s (the last line of each log) and exits 0 when every
+# `wait` prints one progress line every 15 s (POLL: other seconds; the last line of each log) and exits 0 when every
 # NAME ended with status 0, 1 when one failed, 3 when one is still running at the deadline.
 set -u
 mode=${1:?usage: device_bg.sh start|wait DIR ...}
@@ -35,7 +35,7 @@ wait)
         echo "$line"
         [ $pending = 0 ] && exit $failed
         [ $SECONDS -ge $end ] && exit 3
-        sleep 15
+        sleep "${POLL:-15}"
     done
     ;;
 *)

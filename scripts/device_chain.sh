@@ -13,14 +13,14 @@
 # TESTS_CONFIGURE_CMD (with {src}, {build}, {lib}: the migrated build), UTIL_TEST (binary inside
 # the tests' build), CTEST_REGEX, OPS_TEST (binary) and OPS_SHARDS, DRIVERS ("NAME=FOLDER ...",
 # folders written by `codemod parity generate`). Results: $OUT/res.tgz and $OUT/stages.txt after
-# every call (a call can be the last: the machine is given back 30 s after it). POLL: seconds
-# between progress lines (20).
+# every call (a call can be the last: the machine is given back 30 s after it). The chain runs and
+# is waited for through scripts/device_bg.sh (its log $W/chain.log, status $W/chain.rc; POLL).
 set -u
-mode=${1:?start|wait}; envf=$(cd "$(dirname "${2:?CHAIN_ENV}")" && pwd)/$(basename "$2"); secs=${3:?SECONDS}
+mode=${1:?start|wait}; envf=$(cd "$(dirname "${2:?CHAIN_ENV}")" && pwd)/$(basename "$2"); secs=${3:-}
 R=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck disable=SC1090
 source "$envf"
-st() { echo "$(date -u +%H:%M:%S) $*" >> "$W/stages.txt"; }
+st() { echo "$(date -u +%H:%M:%S) $*" | tee -a "$W/stages.txt"; }
 
 chain() {
   export PYTHONPATH=$R
@@ -30,7 +30,7 @@ chain() {
     nvcc --version | tail -2; ninja --version; cmake --version | head -1; nproc; $PY --version; id; } > env.txt 2>&1
   $PY -c 'import codemod.parity.runner' >> env.txt 2>&1 || { st "codemod.parity does not import"; return 1; }
   pbuild() {  # side tree jobs
-    $PY -m codemod.parity build --side "$1" --src "$W/$2/$LIB" --work "$W/work" --configure-cmd "$CONFIGURE_CMD" \
+    $PY -m codemod.parity build --side "$1" --src "$W/$2/$LIB" --work "$W/scratch" --configure-cmd "$CONFIGURE_CMD" \
         --build-cmd "${BUILD_CMD//\{jobs\}/$3}" --commit "$COMMIT" > "pbuild-$1.log" 2>&1
   }
   st "1 migrated build alone (-j$(nproc))"
@@ -41,7 +41,7 @@ chain() {
     st "build original rc=$rc in $((SECONDS - t0)) s"; echo $rc > orig.rc ) &
   (
     t0=$SECONDS; cmd=${TESTS_CONFIGURE_CMD//\{src\}/$W/migr/$TESTS_SRC}; cmd=${cmd//\{build\}/$W/bt}
-    nice -n 10 bash -c "${cmd//\{lib\}/$W/work/build-migrated}" > tests-configure.log 2>&1 &&
+    nice -n 10 bash -c "${cmd//\{lib\}/$W/scratch/build-migrated}" > tests-configure.log 2>&1 &&
       nice -n 10 ninja -C "$W/bt" -j4 > tests-build.log 2>&1
     rc=$?; st "tests build rc=$rc in $((SECONDS - t0)) s"
     if [ $rc = 0 ]; then
@@ -63,7 +63,7 @@ chain() {
   if [ "$(cat orig.rc)" = 0 ]; then
     for d in $DRIVERS; do
       name=${d%%=*}; mkdir -p "work_$name"
-      ln -sfn "$W/work/build-original" "work_$name/build-original"; ln -sfn "$W/work/build-migrated" "work_$name/build-migrated"
+      ln -sfn "$W/scratch/build-original" "work_$name/build-original"; ln -sfn "$W/scratch/build-migrated" "work_$name/build-migrated"
       t0=$SECONDS
       $PY -m codemod.parity run --original "$W/orig/$LIB" --migrated "$W/migr/$LIB" --build-cmd "ninja -C {build}" \
         --driver "$W/extra/${d#*=}" --work "work_$name" --skip-build --shards 16 --no-timings --commit "$COMMIT" \
@@ -74,25 +74,25 @@ chain() {
   while [ ! -f tests.done ]; do sleep 5; done
 }
 
-if [ "$mode" = start ]; then
+case "$mode" in
+run) chain; rc=$?; st "chain done"; exit $rc ;;   # the background chain itself (device_bg.sh start)
+start)
   rm -rf "$W"; mkdir -p "$W/orig" "$W/migr" "$W/extra"
   tar xzf "$ORIG_TGZ" -C "$W/orig"; tar xzf "$MIGR_TGZ" -C "$W/migr"
   [ -n "${EXTRA_TGZ:-}" ] && tar xzf "$EXTRA_TGZ" -C "$W/extra"
-  export -f chain st; export W LIB COMMIT CONFIGURE_CMD BUILD_CMD TESTS_SRC TESTS_CONFIGURE_CMD UTIL_TEST CTEST_REGEX OPS_TEST OPS_SHARDS DRIVERS R
-  setsid bash -c 'chain; st "chain done"; touch "$W/chain.done"' < /dev/null > "$W/chain.log" 2>&1 &
-  echo "chain started in $W"
-fi
-end=$((SECONDS + secs))
-while [ ! -f "$W/chain.done" ] && [ $SECONDS -lt $end ]; do
-  sleep "${POLL:-20}"; echo "$(date -u +%H:%M:%S) | $(tail -n 1 "$W/stages.txt" 2>/dev/null)"
+  bash "$R/scripts/device_bg.sh" start "$W" chain bash "$R/scripts/device_chain.sh" run "$envf" ;;
+wait) ;;
+*) echo "device_chain.sh: unknown mode $mode (start|wait)" >&2; exit 2 ;;
+esac
+bash "$R/scripts/device_bg.sh" wait "$W" "${secs:?SECONDS}" chain
+cd "$W" && mkdir -p res && cp -f stages.txt env.txt ./*.xml ./*.log parity-*.json parity-*.md res/ 2>/dev/null
+for f in ops-*.log tests-build.log scratch/build-*.log; do [ -f "$f" ] && tail -c 20000 "$f" > "res/$(basename "$f").tail"; done
+cp -f scratch/*.ninja_log scratch/*.nvcc_time.csv res/ 2>/dev/null
+for f in scratch/build-*.json; do   # no build recipe in results: parity run's redaction
+  [ -f "$f" ] && PYTHONPATH=$R python3 -c 'import json, sys; from codemod.parity.runner import without_commands
+json.dump(without_commands(json.load(open(sys.argv[1]))), open(sys.argv[2], "w"), indent=1)' "$f" "res/$(basename "$f")"
 done
-cd "$W" && mkdir -p res && cp -f stages.txt env.txt chain.log ./*.xml ./*.log parity-*.json parity-*.md res/ 2>/dev/null
-for f in ops-*.log tests-build.log work/build-*.log; do [ -f "$f" ] && tail -c 20000 "$f" > "res/$(basename "$f").tail"; done
-cp -f work/*.ninja_log work/*.nvcc_time.csv res/ 2>/dev/null
-for f in work/build-*.json; do [ -f "$f" ] && python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
-for k in ("build","configure"): d.get(k,{}).pop("cmd",None)
-json.dump(d,open(sys.argv[2],"w"),indent=1)' "$f" "res/$(basename "$f")"; done   # no build recipe in results
 for d in work_*; do for f in "$d"/driver-*.log "$d"/parity-*-*.log; do [ -f "$f" ] && tail -c 4000 "$f" > "res/$d.$(basename "$f")"; done; done
 tar czf "$OUT/res.tgz" res && cp stages.txt "$OUT/stages.txt"; cat stages.txt
-[ -f chain.done ] && echo "CHAIN DONE"
+[ -f chain.rc ] && echo "CHAIN DONE (rc $(cat chain.rc))"
 exit 0

@@ -108,6 +108,22 @@ def _pch_flags(flags: list[str]) -> list[str]:
     return [f for f in flags if not f.startswith(("-I", "-include"))]
 
 
+def _pch_loads(pch: Path, flags: list[str]) -> bool:
+    """Whether clang loads the cached `pch` (one empty unit with it). A PCH clang cannot use makes it
+    load no TU at all: every TU of the run failed, "libclang could not load any of the N translation
+    units" (seen after the venv and toolchain were set up again under the same paths, the cache
+    kept). Checked once per run and PCH, where the PCH is looked up; a refused one is built again."""
+    import clang.cindex as ci
+
+    probe = pch.with_suffix(".probe.cu")
+    try:
+        ci.Index.create().parse(str(probe), args=[*_pch_flags(flags), "-include-pch", str(pch)],
+                                unsaved_files=[(str(probe), "")])
+        return True
+    except Exception:  # noqa: BLE001 - TranslationUnitLoadError: the PCH is not usable
+        return False
+
+
 def build_pch(flags: list[str], headers: tuple[str, ...] = PCH_PREFIX) -> Path | None:
     """The prefix PCH of these headers for these flags (cached); None when it cannot be built."""
     if os.environ.get("CODEMOD_NO_PCH"):
@@ -116,7 +132,7 @@ def build_pch(flags: list[str], headers: tuple[str, ...] = PCH_PREFIX) -> Path |
 
     key = hashlib.sha256(json.dumps([CACHE_FORMAT, indexer_hash(), headers, _pch_flags(flags)]).encode()).hexdigest()[:16]
     out = cache_root() / "pch" / f"prefix-{key}.pch"
-    if out.is_file():
+    if out.is_file() and _pch_loads(out, flags):
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     header = out.with_suffix(".h")
@@ -139,24 +155,8 @@ def _build_pch_timed(flags: list[str], headers: tuple[str, ...]) -> tuple[Path |
     return build_pch(flags, headers), time.process_time() - started
 
 
-def _parse_with_pch(path: Path, root: Path, job: ParseJob):
-    """parse_tu with the job's prefix PCH; without it when the load fails with it. A cached PCH clang
-    cannot use makes it load no TU at all (seen after the venv and toolchain were set up again under
-    the same paths, the cache kept); it is removed, so the next run builds it again."""
-    from .clang_index import parse_tu
-
-    if not job.pch:
-        return parse_tu(path, root, list(job.flags))
-    try:
-        return parse_tu(path, root, [*job.flags, "-include-pch", job.pch])
-    except Exception:  # noqa: BLE001 - retried without the PCH; a TU that fails again is reported
-        parsed = parse_tu(path, root, list(job.flags))
-        Path(job.pch).unlink(missing_ok=True)   # the TU loads without it: the PCH was the problem
-        return parsed
-
-
 def _run_job(job: ParseJob) -> dict:
-    from .clang_index import index_tu
+    from .clang_index import index_tu, parse_tu
 
     started, cpu_started = time.perf_counter(), time.process_time()
     root = Path(job.root)
@@ -173,9 +173,12 @@ def _run_job(job: ParseJob) -> dict:
         tmp.write_text("".join(f'#include "{m.resolve()}"\n#error {MEMBER_MARK}{k}\n' for k, m in enumerate(mains)))
         os.replace(tmp, umbrella)
         path = umbrella
+    flags = list(job.flags)
+    if job.pch:
+        flags += ["-include-pch", job.pch]
     stub_dir = next((f[len("-idirafter"):] for f in job.flags if f.startswith("-idirafter")), None)
     try:
-        tu, facts = _parse_with_pch(path, root, job)
+        tu, facts = parse_tu(path, root, flags)
         facts["members"] = job.members or [job.tu]
         if job.members:
             facts["diagnostics"], facts["cut_at"] = _member_marks(facts["diagnostics"], job.members)

@@ -66,7 +66,7 @@ def _say(cfg: RunConfig, text: str) -> None:
 REDACTED = "<redacted: the library's command, given on the command line>"
 
 
-def _without_commands(record: dict) -> dict:
+def without_commands(record: dict) -> dict:
     """A `parity build` record for the result: its configure and build commands (the library's
     build recipe, with this machine's paths) replaced; the result document gets committed."""
     return {k: ({**v, "cmd": REDACTED} if isinstance(v, dict) and "cmd" in v else v) for k, v in record.items()}
@@ -222,7 +222,7 @@ def run(cfg: RunConfig) -> dict:
                                  hint=f"run `codemod parity build --side {side} --work {cfg.work} ...` first")
             record = cfg.work / f"build-{side}.json"
             if record.is_file():
-                builds[side] = _without_commands(json.loads(record.read_text()))
+                builds[side] = without_commands(json.loads(record.read_text()))
     result["builds"] = builds
     result["build_cmd"] = cfg.build_cmd
     with ThreadPoolExecutor(2) as pool:

@@ -176,12 +176,12 @@ def test_module_entry_point_takes_the_run_verb_too(tmp_path, capsys):
 def test_build_records_lose_their_commands_in_the_result():
     """The library's configure/build commands (its recipe, machine paths) never reach the result
     document that gets committed; timings and environment stay."""
-    from codemod.parity.runner import REDACTED, _without_commands
+    from codemod.parity.runner import REDACTED, without_commands
     record = {"schema": "codemod-build/1", "side": "original",
               "configure": {"cmd": "cmake -S /tmp/x -B /tmp/b -DFOO=1", "wall_s": 3.5},
               "build": {"cmd": "ninja -C /tmp/b", "wall_s": 500.0, "cpu_s": 4000.0},
               "environment": {"cpus": 16}}
-    out = _without_commands(record)
+    out = without_commands(record)
     assert out["configure"] == {"cmd": REDACTED, "wall_s": 3.5}
     assert out["build"] == {"cmd": REDACTED, "wall_s": 500.0, "cpu_s": 4000.0}
     assert out["environment"] == {"cpus": 16} and "/tmp" not in json.dumps(out)

@@ -151,7 +151,7 @@ def test_a_case_that_kills_the_driver_is_named(tmp_path):
 
     text = golden_driver()
     handler = text[text.index("char current_case[512];"):text.index("// Runs setup + invoke")]
-    assert "note_case(c.id());" in text and "std::signal(sig, on_fatal_signal)" in text
+    assert "note_case(id);" in text and "std::signal(sig, on_fatal_signal)" in text
     src = tmp_path / "dies.cpp"
     src.write_text("#include <unistd.h>\n#include <algorithm>\n#include <csignal>\n#include <cstdlib>\n"
                    "#include <cstring>\n#include <string>\n" + handler +

@@ -791,7 +791,8 @@ int run_parity(const char* path, uint64_t seed, int shard, int shards, bool clea
                 kShapes[s][1],
                 static_cast<Values>(v),
                 mix(seed, (static_cast<uint64_t>(e) << 32) ^ (i << 24) ^ (f << 16) ^ (s << 8) ^ v)};
-            note_case(c.id());
+            const std::string id = c.id();
+            note_case(id);
             std::unique_ptr<Call> call(kEntries[e].make());
             std::string error;
             const auto t0 = std::chrono::steady_clock::now();
@@ -799,7 +800,7 @@ int run_parity(const char* path, uint64_t seed, int shard, int shards, bool clea
             const double ms =
                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
                     .count();
-            d.str(c.id());
+            d.str(id);
             d.u64(ok ? 0 : 1);
             d.str(ok ? std::string() : strip_location(error));
             // First successful call of an (entry, input, format): its wall time, setup included.
