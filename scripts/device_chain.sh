@@ -12,7 +12,11 @@
 # (with {src}, {build}; BUILD_CMD also {jobs}), TESTS_SRC (inside the migrated tree),
 # TESTS_CONFIGURE_CMD (with {src}, {build}, {lib}: the migrated build), UTIL_TEST (binary inside
 # the tests' build), CTEST_REGEX, OPS_TEST (binary) and OPS_SHARDS, DRIVERS ("NAME=FOLDER ...",
-# folders written by `codemod parity generate`). Results: $OUT/res.tgz and $OUT/stages.txt after
+# folders written by `codemod parity generate`). Optional: ALONE_CONFIGURE_CMD (and ALONE_SIDE) builds
+# the migrated tree once more with that configure, alone and timed, before anything else (e.g.
+# another arch), its build folder removed after; MIGRATED_ALONE=0 builds the migrated tree beside
+# the original (MIGR_JOBS, nice) instead of alone first; TESTS_TARGETS limits the tests' build;
+# an empty CTEST_REGEX or OPS_TEST skips that step. Results: $OUT/res.tgz and $OUT/stages.txt after
 # every call (a call can be the last: the machine is given back 30 s after it). The chain runs and
 # is waited for through scripts/device_bg.sh (its log $W/chain.log, status $W/chain.rc; POLL).
 set -u
@@ -29,36 +33,55 @@ chain() {
   { date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
     nvcc --version | tail -2; ninja --version; cmake --version | head -1; nproc; $PY --version; id; } > env.txt 2>&1
   $PY -c 'import codemod.parity.runner' >> env.txt 2>&1 || { st "codemod.parity does not import"; return 1; }
-  pbuild() {  # side tree jobs
-    $PY -m codemod.parity build --side "$1" --src "$W/$2/$LIB" --work "$W/scratch" --configure-cmd "$CONFIGURE_CMD" \
+  pbuild() {  # side tree jobs [configure]; NICE: a prefix such as "nice -n 10"
+    ${NICE:-} $PY -m codemod.parity build --side "$1" --src "$W/$2/$LIB" --work "$W/scratch" --configure-cmd "${4:-$CONFIGURE_CMD}" \
         --build-cmd "${BUILD_CMD//\{jobs\}/$3}" --commit "$COMMIT" > "pbuild-$1.log" 2>&1
   }
-  st "1 migrated build alone (-j$(nproc))"
-  t0=$SECONDS; pbuild migrated migr "$(nproc)"; rc=$?; st "build migrated rc=$rc in $((SECONDS - t0)) s"
-  [ $rc = 0 ] || return 1
-  st "2 original build beside the tests' build"
-  ( t0=$SECONDS; pbuild original orig $(( $(nproc) - 2 )); rc=$?
-    st "build original rc=$rc in $((SECONDS - t0)) s"; echo $rc > orig.rc ) &
-  (
+  original() {  # jobs
+    t0=$SECONDS; pbuild original orig "$1"; rc=$?; st "build original rc=$rc in $((SECONDS - t0)) s"; echo $rc > orig.rc
+  }
+  tests() {  # against the migrated build: configure, build, util tests, ctest, operator tests
     t0=$SECONDS; cmd=${TESTS_CONFIGURE_CMD//\{src\}/$W/migr/$TESTS_SRC}; cmd=${cmd//\{build\}/$W/bt}
+    # shellcheck disable=SC2086
     nice -n 10 bash -c "${cmd//\{lib\}/$W/scratch/build-migrated}" > tests-configure.log 2>&1 &&
-      nice -n 10 ninja -C "$W/bt" -j4 > tests-build.log 2>&1
+      nice -n 10 ninja -C "$W/bt" -j4 ${TESTS_TARGETS:-} > tests-build.log 2>&1
     rc=$?; st "tests build rc=$rc in $((SECONDS - t0)) s"
-    if [ $rc = 0 ]; then
-      ( cd "$(dirname "$W/bt/$UTIL_TEST")" && "$W/bt/$UTIL_TEST" --gtest_output=xml:"$W/util.xml" > "$W/util.log" 2>&1 )
-      st "util tests rc=$? $(grep -a -E '^\[  (PASSED|FAILED) ' util.log | tr '\n' ' ')"
+    [ $rc = 0 ] || return 1
+    ( cd "$(dirname "$W/bt/$UTIL_TEST")" && "$W/bt/$UTIL_TEST" --gtest_output=xml:"$W/util.xml" > "$W/util.log" 2>&1 )
+    st "util tests rc=$? $(grep -a -E '^\[  (PASSED|FAILED) ' util.log | tr '\n' ' ')"
+    if [ -n "${CTEST_REGEX:-}" ]; then
       ( cd "$W/bt" && ctest -R "$CTEST_REGEX" --output-on-failure > "$W/ctest.log" 2>&1 )
       st "ctest '$CTEST_REGEX' rc=$? $(grep -a 'tests passed' ctest.log)"
-      t1=$SECONDS
-      for i in $(seq 0 $((OPS_SHARDS - 1))); do
-        ( cd "$(dirname "$W/bt/$OPS_TEST")" && OMP_NUM_THREADS=2 GTEST_TOTAL_SHARDS=$OPS_SHARDS GTEST_SHARD_INDEX=$i \
-            nice -n 5 "$W/bt/$OPS_TEST" --gtest_output=xml:"$W/ops-$i.xml" > "$W/ops-$i.log" 2>&1; echo $? > "$W/ops-$i.rc" ) &
-      done
-      wait
-      st "operator tests ($OPS_SHARDS shards) in $((SECONDS - t1)) s: rc $(echo $(cat ops-*.rc))"
     fi
-    touch tests.done
-  ) &
+    [ -n "${OPS_TEST:-}" ] || return 0
+    t1=$SECONDS
+    for i in $(seq 0 $((OPS_SHARDS - 1))); do
+      ( cd "$(dirname "$W/bt/$OPS_TEST")" && OMP_NUM_THREADS=2 GTEST_TOTAL_SHARDS=$OPS_SHARDS GTEST_SHARD_INDEX=$i \
+          nice -n 5 "$W/bt/$OPS_TEST" --gtest_output=xml:"$W/ops-$i.xml" > "$W/ops-$i.log" 2>&1; echo $? > "$W/ops-$i.rc" ) &
+    done
+    wait
+    st "operator tests ($OPS_SHARDS shards) in $((SECONDS - t1)) s: rc $(echo $(cat ops-*.rc))"
+  }
+  if [ -n "${ALONE_CONFIGURE_CMD:-}" ]; then
+    side=${ALONE_SIDE:-migrated-alone}
+    st "0 $side build alone (-j$(nproc))"
+    t0=$SECONDS; pbuild "$side" migr "$(nproc)" "$ALONE_CONFIGURE_CMD"; rc=$?; st "build $side rc=$rc in $((SECONDS - t0)) s"
+    rm -rf "$W/scratch/build-$side"
+  fi
+  if [ "${MIGRATED_ALONE:-1}" = 1 ]; then
+    st "1 migrated build alone (-j$(nproc))"
+    t0=$SECONDS; pbuild migrated migr "$(nproc)"; rc=$?; st "build migrated rc=$rc in $((SECONDS - t0)) s"
+    [ $rc = 0 ] || return 1
+    st "2 original build beside the tests' build"
+    original $(( $(nproc) - 2 )) &
+    ( tests; touch tests.done ) &
+  else
+    jobs=${MIGR_JOBS:-8}
+    st "1 original build beside the migrated build (nice, -j$jobs), then the tests' build"
+    original "$(nproc)" &
+    ( t0=$SECONDS; NICE="nice -n 10" pbuild migrated migr "$jobs"; rc=$?; st "build migrated rc=$rc in $((SECONDS - t0)) s"
+      [ $rc = 0 ] && tests; touch tests.done ) &
+  fi
   wait
   if [ "$(cat orig.rc)" = 0 ]; then
     for d in $DRIVERS; do

@@ -27,7 +27,7 @@ def _tgz(folder: Path, out: Path) -> Path:
     return out
 
 
-def test_chain_runs_each_step_in_order_and_collects(tmp_path):
+def _run_chain(tmp_path, extra: str = "", ops: str = "CTEST_REGEX=none; OPS_TEST=util.sh; OPS_SHARDS=2"):
     tree = tmp_path / "tree"
     (tree / "lib").mkdir(parents=True)
     (tree / "tests").mkdir()
@@ -41,8 +41,9 @@ def test_chain_runs_each_step_in_order_and_collects(tmp_path):
 EXTRA_TGZ={_tgz(tmp_path / 'extra', tmp_path / 'e.tgz')}; LIB=lib; COMMIT=abc
 CONFIGURE_CMD="mkdir -p {{build}}"; BUILD_CMD="echo {{jobs}} > {{build}}/jobs"
 TESTS_SRC=tests
-TESTS_CONFIGURE_CMD="mkdir -p {{build}} && cp {{src}}/util.sh {{build}}/ && printf 'rule r\\n  command = true\\nbuild x: r\\n' > {{build}}/build.ninja && echo {{lib}} > {{build}}/lib.txt"
-UTIL_TEST=util.sh; CTEST_REGEX=none; OPS_TEST=util.sh; OPS_SHARDS=2; DRIVERS="g=gen"
+TESTS_CONFIGURE_CMD="mkdir -p {{build}} && cp {{src}}/util.sh {{build}}/ && printf 'rule r\\n  command = touch \\$out\\nbuild x: r\\nbuild y: r\\n' > {{build}}/build.ninja && echo {{lib}} > {{build}}/lib.txt"
+UTIL_TEST=util.sh; {ops}; DRIVERS="g=gen"
+{extra}
 """)
     out = tmp_path / "out"
     out.mkdir()
@@ -50,6 +51,12 @@ UTIL_TEST=util.sh; CTEST_REGEX=none; OPS_TEST=util.sh; OPS_SHARDS=2; DRIVERS="g=
                          timeout=120, env={**os.environ, "OUT": str(out), "POLL": "1"})
     assert run.returncode == 0, run.stderr
     assert "CHAIN DONE" in run.stdout
+    stages = [line.split(" ", 1)[1] for line in (out / "stages.txt").read_text().splitlines()]
+    return w, out, stages
+
+
+def test_chain_runs_each_step_in_order_and_collects(tmp_path):
+    w, out, stages = _run_chain(tmp_path)
     stages = [line.split(" ", 1)[1] for line in (out / "stages.txt").read_text().splitlines()]
     steps = [s.split(" rc=")[0].split(" in ")[0] for s in stages]
     assert steps[:3] == ["1 migrated build alone (-j%d)" % len(os.sched_getaffinity(0)), "build migrated",
@@ -65,3 +72,22 @@ UTIL_TEST=util.sh; CTEST_REGEX=none; OPS_TEST=util.sh; OPS_SHARDS=2; DRIVERS="g=
         record = t.extractfile("res/build-migrated.json").read().decode()
     assert "res/util.log" in names and "res/parity-g.log" in names
     assert "mkdir -p" not in record and REDACTED in record
+
+
+def test_chain_builds_another_configure_alone_first_and_the_migrated_beside_the_original(tmp_path):
+    w, out, stages = _run_chain(tmp_path, ops="CTEST_REGEX=; OPS_TEST=", extra="""
+ALONE_CONFIGURE_CMD="mkdir -p {build} && touch {build}/other"; ALONE_SIDE=other
+MIGRATED_ALONE=0; MIGR_JOBS=3; TESTS_TARGETS=x""")
+    steps = [s.split(" rc=")[0].split(" in ")[0] for s in stages]
+    jobs = len(os.sched_getaffinity(0))
+    assert steps[:3] == [f"0 other build alone (-j{jobs})", "build other",
+                         "1 original build beside the migrated build (nice, -j3), then the tests' build"]
+    assert steps.index("build migrated") < steps.index("tests build") < steps.index("util tests")
+    assert "build original" in steps and steps[-1] == "chain done"
+    assert not any(s.startswith(("ctest", "operator tests")) for s in stages)  # both left empty
+    assert not (w / "scratch/build-other").exists()  # the timed build's folder is removed after
+    assert (w / "scratch/build-migrated/jobs").read_text().strip() == "3"
+    assert (w / "scratch/build-original/jobs").read_text().strip() == str(jobs)
+    assert (w / "bt/x").exists() and not (w / "bt/y").exists()  # only the named target was built
+    with tarfile.open(out / "res.tgz") as t:
+        assert "res/build-other.json" in t.getnames()
