@@ -303,10 +303,13 @@ Tensor make_output(const Case& c, size_t rm, size_t cm) {
   return make_output_shape(c, c.rows * rm, c.cols * cm);
 }
 
+// dbias: a vector of the input's cols elements in the input dtype (TE checks Shape{cols}; a 1 x
+// cols matrix is refused by every dbias entry point).
 Tensor make_dbias(const Case& c) {
   Tensor t;
-  t.rows = 1;
-  t.cols = c.cols;
+  t.ndim = 1;
+  t.rows = c.cols;
+  t.cols = 1;
   t.dtype = kInputDTypes[c.input];
   t.data.reset(new Buffer(c.cols * kDTypes[t.dtype].bytes));
   return t;
