@@ -219,6 +219,8 @@ def extract(root, unit: str, kernels: set[str], rule_id: str, guard: str,
     include_at = _line_end(data, incs[-1].end - 1)
     if any(it.start < include_at for it in moved):
         raise Refused(f"device code of {unit} starts before its last #include; move the includes up")
+    for it, banner in _banners_heading_moved_code(data, items, moved, include_at):
+        it.start = banner      # the banner goes with the code it heads
     text = _header_text(data, unit, header, moved, items, chains, incs, rule_id, guard)
     removed = []
     for it in moved:
@@ -229,6 +231,43 @@ def extract(root, unit: str, kernels: set[str], rule_id: str, guard: str,
     return Extraction(unit, header, text, removed, include_at,
                       [it.name or data[it.node.start_byte:it.node.end_byte].decode().split("\n")[0] for it in moved],
                       guard)
+
+
+def _banners_heading_moved_code(data: bytes, items: list[Item], moved: list[Item], after: int):
+    """(first item, banner start) for each banner comment whose code is all moved: a block of
+    comment lines standing alone (a blank line or an opening brace above it, a blank line below)
+    after the unit's includes, followed by items up to the next such block that are all moved and
+    not nested in another (`// ---- Gated kernels ----` above the moved gated kernels). Left in the
+    unit it would head nothing, or the host code after it."""
+    lines = data[after:].split(b"\n")
+    starts, at = [], after
+    for line in lines:
+        starts.append(at)
+        at += len(line) + 1
+    blank = [not line.strip() for line in lines]
+    comment = [line.strip().startswith(b"//") for line in lines]
+    blocks, i = [], 0
+    while i < len(lines):
+        if comment[i] and (i == 0 or blank[i - 1] or lines[i - 1].rstrip().endswith(b"{")):
+            j = i
+            while j + 1 < len(lines) and comment[j + 1]:
+                j += 1
+            if j + 1 < len(lines) and blank[j + 1]:
+                blocks.append((starts[i], starts[j + 1]))
+            i = j + 1
+        else:
+            i += 1
+    moved_ids = {id(it) for it in moved}
+    inside = [(it.start, it.end) for it in items]
+    out = []
+    for n, (b0, b1) in enumerate(blocks):
+        if any(s <= b0 < e for s, e in inside):
+            continue       # a comment in a definition, or attached to one
+        limit = next((s for s, _ in blocks[n + 1:] if not any(a <= s < e for a, e in inside)), len(data))
+        headed = [it for it in items if b1 <= it.start < limit]
+        if headed and all(id(it) in moved_ids for it in headed):
+            out.append((min(headed, key=lambda it: it.start), b0))
+    return out
 
 
 def _header_text(data: bytes, unit: str, header: str, moved: list[Item], items: list[Item], chains: dict,
