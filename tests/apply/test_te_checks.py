@@ -1,4 +1,4 @@
-"""TransformerEngine's own checks on the patched tree, for every rule in rules/ with a `migrate:`
+"""TransformerEngine's own checks on the patched tree, for every TE rule in rules/ with a `migrate:`
 section: `git apply --check` from the repository root, qa/L0_license's copyright checker and the
 hooks of TE's .pre-commit-config.yaml at their pinned versions (tests/apply/target_checks.py).
 Runs only when TE_SOURCE_DIR (TE_NORM_SOURCE_DIR for the normalization rule) points at a checkout
@@ -24,7 +24,10 @@ from .target_checks import run_checks
 pytestmark = pytest.mark.slow
 
 RULES = Path(__file__).resolve().parents[2] / "rules"
-MIGRATING = sorted(p.stem for p in RULES.glob("*.yaml") if "migrate" in (yaml.safe_load(p.read_text()) or {}))
+# TE's rules only (bnb.yaml and mamba.yaml migrate other libraries: their own tests run them)
+MIGRATING = sorted(p.stem for p in RULES.glob("*.yaml")
+                   if "migrate" in (rule := yaml.safe_load(p.read_text()) or {})
+                   and rule.get("library") == "TransformerEngine")
 # the checkout each rule migrates: TE d0067d0, or the parent of TE's own normalization migration
 CHECKOUT = {"normalization": "TE_NORM_SOURCE_DIR"}
 
