@@ -58,7 +58,7 @@ def test_each_part_goes_where_what_it_names_is_declared():
     # dequant.cuh (spellings only) includes its section at its end, hidden from NVRTC
     text = files["quant/dequant.cuh"][1]
     tail = text[text.rindex("}  // namespace latelib"):]
-    assert '#ifndef __CUDACC_RTC__\n#include "../rtc/quant/kernels_dequant.h"\n#endif\n\n#endif' in tail, tail
+    assert '#ifndef __CUDACC_RTC__\n#include "../rtc/quant/kernels_dequant.h"\n#endif  // __CUDACC_RTC__\n\n#endif' in tail, tail
     # blocks.cuh, right after its kernel and before the code launching it, at namespace scope
     text = files["quant/blocks.cuh"][1]
     at = text.index('#include "../rtc/quant/kernels_blocks.h"')

@@ -1074,7 +1074,7 @@ def _include_section(cs: ChangeSet, header: str, section: str, shipped: bool,
         reopening = "".join(text + "\n" for text, _ in opened)
         inc = f"#ifndef {RTC_GUARD}\n{closing}{inc}{reopening}#endif  // {RTC_GUARD}\n"
     elif shipped:
-        inc = f"#ifndef {RTC_GUARD}\n{inc}#endif\n"
+        inc = f"#ifndef {RTC_GUARD}\n{inc}#endif  // {RTC_GUARD}\n"
     lead = "" if data[:at].endswith(b"\n\n") or at == 0 else ("\n" if data[:at].endswith(b"\n") else "\n\n")
     what = "kernels above" if opened else "kernels and types above"
     text = f"{lead}{source.STUBS_COMMENT} {what}.\n{inc}"

@@ -221,7 +221,7 @@ def _include_stubs(plan: Plan, cs: ChangeSet, path: str, data: bytes, shipped: b
     at = incs[-1].end if incs else 0
     inc = f'#include "{relative_include(f"{plan.spec.output_dir}/kernels.h", path)}"\n'
     if shipped:
-        inc = f"#ifndef {RTC_GUARD}\n{inc}#endif\n"
+        inc = f"#ifndef {RTC_GUARD}\n{inc}#endif  // {RTC_GUARD}\n"
     if path in plan.extractions:
         # NOTE: a comment line ends the include block, so the target's clang-format (TE sorts
         # and regroups includes) cannot move the stubs above the header they declare again.
