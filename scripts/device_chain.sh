@@ -37,8 +37,8 @@ chain() {
     ${NICE:-} $PY -m codemod.parity build --side "$1" --src "$W/$2/$LIB" --work "$W/scratch" --configure-cmd "${4:-$CONFIGURE_CMD}" \
         --build-cmd "${BUILD_CMD//\{jobs\}/$3}" --commit "$COMMIT" > "pbuild-$1.log" 2>&1
   }
-  original() {  # jobs
-    t0=$SECONDS; pbuild original orig "$1"; rc=$?; st "build original rc=$rc in $((SECONDS - t0)) s"; echo $rc > orig.rc
+  timed() {  # pbuild's arguments: the build, its stage line and its status in SIDE.rc
+    local t0=$SECONDS rc; pbuild "$@"; rc=$?; st "build $1 rc=$rc in $((SECONDS - t0)) s"; echo $rc > "$1.rc"; return $rc
   }
   tests() {  # against the migrated build: configure, build, util tests, ctest, operator tests
     t0=$SECONDS; cmd=${TESTS_CONFIGURE_CMD//\{src\}/$W/migr/$TESTS_SRC}; cmd=${cmd//\{build\}/$W/bt}
@@ -65,25 +65,23 @@ chain() {
   if [ -n "${ALONE_CONFIGURE_CMD:-}" ]; then
     side=${ALONE_SIDE:-migrated-alone}
     st "0 $side build alone (-j$(nproc))"
-    t0=$SECONDS; pbuild "$side" migr "$(nproc)" "$ALONE_CONFIGURE_CMD"; rc=$?; st "build $side rc=$rc in $((SECONDS - t0)) s"
+    timed "$side" migr "$(nproc)" "$ALONE_CONFIGURE_CMD"
     rm -rf "$W/scratch/build-$side"
   fi
   if [ "${MIGRATED_ALONE:-1}" = 1 ]; then
     st "1 migrated build alone (-j$(nproc))"
-    t0=$SECONDS; pbuild migrated migr "$(nproc)"; rc=$?; st "build migrated rc=$rc in $((SECONDS - t0)) s"
-    [ $rc = 0 ] || return 1
+    timed migrated migr "$(nproc)" || return 1
     st "2 original build beside the tests' build"
-    original $(( $(nproc) - 2 )) &
+    timed original orig $(( $(nproc) - 2 )) &
     ( tests; touch tests.done ) &
   else
     jobs=${MIGR_JOBS:-8}
     st "1 original build beside the migrated build (nice, -j$jobs), then the tests' build"
-    original "$(nproc)" &
-    ( t0=$SECONDS; NICE="nice -n 10" pbuild migrated migr "$jobs"; rc=$?; st "build migrated rc=$rc in $((SECONDS - t0)) s"
-      [ $rc = 0 ] && tests; touch tests.done ) &
+    timed original orig "$(nproc)" &
+    ( NICE="nice -n 10" timed migrated migr "$jobs" && tests; touch tests.done ) &
   fi
   wait
-  if [ "$(cat orig.rc)" = 0 ]; then
+  if [ "$(cat original.rc)" = 0 ] && [ "$(cat migrated.rc)" = 0 ]; then   # parity needs both builds
     for d in $DRIVERS; do
       name=${d%%=*}; mkdir -p "work_$name"
       ln -sfn "$W/scratch/build-original" "work_$name/build-original"; ln -sfn "$W/scratch/build-migrated" "work_$name/build-migrated"

@@ -91,3 +91,14 @@ MIGRATED_ALONE=0; MIGR_JOBS=3; TESTS_TARGETS=x""")
     assert (w / "bt/x").exists() and not (w / "bt/y").exists()  # only the named target was built
     with tarfile.open(out / "res.tgz") as t:
         assert "res/build-other.json" in t.getnames()
+
+
+def test_a_failed_migrated_build_skips_the_tests_and_parity(tmp_path):
+    """Built beside the original, a migrated build that fails leaves the tests unbuilt and parity
+    not run (it needs both builds); the original still finishes and the chain ends."""
+    w, out, stages = _run_chain(tmp_path, extra="""MIGRATED_ALONE=0
+BUILD_CMD='case {src} in */migr/*) exit 1;; esac; echo {jobs} > {build}/jobs'""")
+    steps = [s.split(" in ")[0] for s in stages]
+    assert any(s.startswith("build migrated rc=") and s != "build migrated rc=0" for s in steps)
+    assert "build original rc=0" in steps and steps[-1] == "chain done"
+    assert not any(s.startswith(("tests build", "util tests", "parity")) for s in stages)
