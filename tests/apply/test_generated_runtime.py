@@ -189,3 +189,15 @@ def test_fast_math_follows_the_sources_the_static_build_gives_it(mock, fast):
     got = dict(line.split(" ", 2)[1:] for line in calls)
     assert got["gelu"] == f"ok {fast}"
     assert got["identity"] == "ok 0"
+
+
+def test_the_handle_a_factory_returns_is_a_pointer(patched, tmp_path):
+    """A launch site's handle is the variant's pointer, trivially copyable: returned in a register, so
+    a type switch's thousands of sites keep no handle in memory (docs/results/te_host_compile_handle.md)."""
+    _, root, strings = patched
+    probe = tmp_path / "handle.cu"
+    probe.write_text('#include "util/rtc_stubs.h"\n'
+                     "using Handle = actlib::rtc::stubs::RtcKernel<const float *, float *, int>;\n"
+                     "static_assert(sizeof(Handle) == sizeof(void *), \"the handle holds the variant only\");\n"
+                     "static_assert(std::is_trivially_copyable_v<Handle>, \"returned in a register\");\n")
+    _nvcc(root, strings, "-c", str(probe), "-o", str(tmp_path / "handle.o"))

@@ -54,7 +54,11 @@ def test_sharedlib_golden_patch_matches_expected():
     assert "rtc_scale::group_scale_kernel<T, SQUARED>(::sharedlib::g_groups).launch(grid, 256, 0, stream)" in patch
     assert '+__device__ void* rtc_shared_g_groups = &::sharedlib::g_groups;' in patch
     assert "copy_shared(variant.label(), shared, shared_count, stream);" in patch
-    assert "launch_erased(*variant_, shared_.data(), shared_count_, grid, block" in patch
+    # only the factory with shared variables returns a handle that carries them; the others' handle
+    # is the variant's pointer, and its launch passes none
+    assert "RtcKernelShared<Params...> rtc_kernel(" in patch
+    assert "RtcKernelShared::launch_now(*kernel.variant_, kernel.shared_.data(), kernel.shared_count_," in patch
+    assert "launch_now(*variant, nullptr, 0, grid, block, shared_mem_bytes, stream, params...);" in patch
     assert "update_groups_kernel<T><<<1, kMaxGroups, 0, stream>>>(scales, groups);\n" in patch   # the writer stays
 
 
