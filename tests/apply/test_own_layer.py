@@ -60,6 +60,32 @@ def test_created_layer_compiles_as_cxx17_with_every_feature(tmp_path, framework)
         assert "throw std::runtime_error(message)" in header
 
 
+@pytest.mark.skipif(shutil.which("g++") is None or _nvrtc_include() is None, reason="needs g++ and the CUDA wheel")
+def test_stubs_with_every_feature_compile_on_the_created_layer(tmp_path):
+    """rtc_stubs.h with every optional feature over a layer that has them all, both handles'
+    members instantiated: the shared variables' handle with a cooperative launch, which no golden
+    library has together."""
+    from codemod.apply.emit.generate import COPY_HASH_BASE
+    features = dict(occupancy=True, cooperative=True, shared=True)
+    files, _ = _files(tmp_path, "none", features)
+    files["src/rtc/rtc_stubs.h"] = render(
+        "rtc_stubs.h.j2", guard="LIB_RTC_STUBS_H_", layer=dict(LAYER, disable_env=None),
+        features=dict(features, runtime_values=True, copies=False, adl=False), copy_hash_base=COPY_HASH_BASE,
+        spell_macro="LIB_RTC_SPELLING", build_value="LIB_RTC_BUILD_VALUE", layer_header="rtc.h",
+        namespace="lib::rtc::stubs", error_headers=["rtc.h"])
+    files["probe.cpp"] = ('#include "src/rtc/rtc_stubs.h"\n'
+                          "template class lib::rtc::stubs::RtcKernel<const float *, int>;\n"
+                          "template class lib::rtc::stubs::RtcKernelShared<const float *, int>;\n")
+    for path, text in files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    proc = subprocess.run(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-fsyntax-only",
+                           f"-I{_nvrtc_include()}", f"-I{tmp_path}", str(tmp_path / "probe.cpp")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "if (!this->variant_->prepare()) copy_shared(" in files["src/rtc/rtc_stubs.h"]
+
+
 def test_created_layer_has_only_the_features_the_stubs_call(tmp_path):
     files, _ = _files(tmp_path, "none")
     text = "".join(files.values())
