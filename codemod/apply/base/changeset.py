@@ -9,6 +9,11 @@ from dataclasses import dataclass, field
 RTC_GUARD = "__CUDACC_RTC__"
 
 
+def hidden_from_nvrtc(text: str) -> str:
+    """`text` (whole lines) inside `#ifndef __CUDACC_RTC__`, its `#endif` saying so."""
+    return f"#ifndef {RTC_GUARD}\n{text}#endif  // {RTC_GUARD}\n"
+
+
 @dataclass
 class Edit:
     path: str

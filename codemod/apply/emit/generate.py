@@ -21,7 +21,7 @@ from . import device_pass, layer, layer_cache, option_scope, own_layer, prelude_
 from ..plan import framework_types, kernel_api, shared_variables, target_names
 from ..base import source, stacking, stdshim
 from . import launcher_values
-from ..base.changeset import RTC_GUARD, ChangeSet, Edit, relative_include
+from ..base.changeset import RTC_GUARD, ChangeSet, Edit, hidden_from_nvrtc, relative_include
 from .launch_rewrite import matching, rewrite_sites
 from ..plan.names import enum_cast, spelled_id
 from .texts import apply_edits
@@ -438,7 +438,7 @@ def _nvrtc_guards(run: _Run, shipped: dict[str, str]) -> None:
             cs.notes.append(f"{repo_path}:{line}: host-only includes guarded by #ifndef {RTC_GUARD}")
         _respell_includes(repo_path, data, plan.respelled, cs)
         for start, end in source.host_variable_qualifiers(data):
-            cs.edits.append(Edit(repo_path, start, end, f"\n#ifndef {RTC_GUARD}\n__host__\n#endif  // {RTC_GUARD}\n",
+            cs.edits.append(Edit(repo_path, start, end, "\n" + hidden_from_nvrtc("__host__\n"),
                                  "__host__ on a variable hidden from NVRTC"))
             line = data[:start].count(b"\n") + 1
             cs.notes.append(f"{repo_path}:{line}: `__host__` of a `__device__ __host__` variable guarded by "
@@ -1052,8 +1052,8 @@ def _include_section(cs: ChangeSet, header: str, section: str, shipped: bool,
         data = cs.new_files[header].encode()
         at = source.guard_end(data)
         inc = ("" if data[:at].endswith(b"\n\n") else "\n") + (
-               f"#ifndef {RTC_GUARD}\n{source.STUBS_COMMENT} kernels above.\n"
-               f'#include "{relative_include(section, header)}"\n#endif  // {RTC_GUARD}\n')
+               hidden_from_nvrtc(f"{source.STUBS_COMMENT} kernels above.\n"
+                                 f'#include "{relative_include(section, header)}"\n'))
         text = data[:at].decode() + inc + ("\n" if at < len(data) else "") + data[at:].decode()
         # its kernels come before the unit includes kernels.h, whose pragma would silence nvcc's
         # #20280 for them: the header says it itself, after its own includes
@@ -1072,9 +1072,9 @@ def _include_section(cs: ChangeSet, header: str, section: str, shipped: bool,
         closing = "".join(f"}}  // namespace {name}\n".replace("namespace \n", "namespace\n")
                           for _, name in reversed(opened))
         reopening = "".join(text + "\n" for text, _ in opened)
-        inc = f"#ifndef {RTC_GUARD}\n{closing}{inc}{reopening}#endif  // {RTC_GUARD}\n"
+        inc = hidden_from_nvrtc(closing + inc + reopening)
     elif shipped:
-        inc = f"#ifndef {RTC_GUARD}\n{inc}#endif  // {RTC_GUARD}\n"
+        inc = hidden_from_nvrtc(inc)
     lead = "" if data[:at].endswith(b"\n\n") or at == 0 else ("\n" if data[:at].endswith(b"\n") else "\n\n")
     what = "kernels above" if opened else "kernels and types above"
     text = f"{lead}{source.STUBS_COMMENT} {what}.\n{inc}"

@@ -13,7 +13,7 @@ from ...frontend.treesitter import scan_bytes
 from . import explicit_sites, stdnames
 from ..plan import kernel_api
 from ..base import source
-from ..base.changeset import RTC_GUARD, ChangeSet, Edit, relative_include
+from ..base.changeset import ChangeSet, Edit, hidden_from_nvrtc, relative_include
 from ..plan.plan import Plan
 
 
@@ -65,7 +65,7 @@ def _rewrite_helper_calls(root: Path, plan: Plan, cs: ChangeSet, shipped: dict[s
         at = incs[-1].end if incs else 0
         inc = f'#include "{relative_include(header, path)}"\n'
         if path in shipped:
-            inc = f"#ifndef {RTC_GUARD}\n{inc}#endif  // {RTC_GUARD}\n"
+            inc = hidden_from_nvrtc(inc)
         cs.edits.append(Edit(path, at, at, inc, "the stubs' calls of a helper"))
 
 
@@ -221,7 +221,7 @@ def _include_stubs(plan: Plan, cs: ChangeSet, path: str, data: bytes, shipped: b
     at = incs[-1].end if incs else 0
     inc = f'#include "{relative_include(f"{plan.spec.output_dir}/kernels.h", path)}"\n'
     if shipped:
-        inc = f"#ifndef {RTC_GUARD}\n{inc}#endif  // {RTC_GUARD}\n"
+        inc = hidden_from_nvrtc(inc)
     if path in plan.extractions:
         # NOTE: a comment line ends the include block, so the target's clang-format (TE sorts
         # and regroups includes) cannot move the stubs above the header they declare again.

@@ -257,13 +257,11 @@ def _banners_heading_moved_code(data: bytes, items: list[Item], moved: list[Item
             i = j + 1
         else:
             i += 1
+    # not a comment in a definition, or one attached to it
+    banners = [(b0, b1) for b0, b1 in blocks if not any(it.start <= b0 < it.end for it in items)]
     moved_ids = {id(it) for it in moved}
-    inside = [(it.start, it.end) for it in items]
     out = []
-    for n, (b0, b1) in enumerate(blocks):
-        if any(s <= b0 < e for s, e in inside):
-            continue       # a comment in a definition, or attached to one
-        limit = next((s for s, _ in blocks[n + 1:] if not any(a <= s < e for a, e in inside)), len(data))
+    for (b0, b1), limit in zip(banners, [b0 for b0, _ in banners[1:]] + [len(data)]):
         headed = [it for it in items if b1 <= it.start < limit]
         if headed and all(id(it) in moved_ids for it in headed):
             out.append((min(headed, key=lambda it: it.start), b0))
