@@ -49,9 +49,13 @@ def test_switches_whose_constant_only_the_kernel_takes_go():
     # one launcher type for every value, checked where the factory is compiled
     # (runtime::launcher's static_assert): the factory returns it, its type never spelled
     assert "RtcKernelOf" not in section and "Launcher" not in section
-    assert ('return runtime::template launcher<(legacy_build || !stubs::spelled(fixed))>(runtime::slot(kRounding, '
-            'kSaturate), kernel_info, "scale_kernel", "kRounding, kSaturate", axes, static_kernel);') in \
-        re.sub(r"\s+", " ", section).replace("( ", "(")
+    flat = re.sub(r"\s+", " ", section).replace("( ", "(")
+    assert ('return runtime::template launcher<(legacy_build || !stubs::spelled(axes))>(runtime::slot(kRounding, '
+            'kSaturate), kernel_info, "scale_kernel", "kRounding, kSaturate", runtime::filled(axes, kRounding, '
+            'kSaturate).data(), static_kernel);') in flat
+    # one list of the template arguments, the run-time ones by their position among the factory's
+    assert flat.count("stubs::axis_values(") == 1 and "const stubs::AxisValue axes[]" not in flat
+    assert re.search(r'stubs::at_run_time\(0, "static_cast<::flaglib::Rounding>\("\), stubs::at_run_time\(1\)', flat)
     # the values' domains are those the static build instantiated (the switches' cases)
     assert "stubs::Domain<bool, false, true>" in section
     assert re.search(r"stubs::Domain<Rounding, static_cast<::flaglib::Rounding>\(0\),\s*"

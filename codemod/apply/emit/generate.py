@@ -539,13 +539,13 @@ def _runtime_ctx(kp, ctx: dict, runtime: list) -> dict:
         head = _with_shared(head, len(ctx["shared"]))
     enums = {p.name: p.enum for p in kp.kernel.params if p.enum}
     axes = list(ctx["axes"])
-    for r in runtime:
-        axes[r.index] = (f'stubs::enum_value({r.name}, "{enum_cast(enums[r.name])}")' if r.name in enums
-                         else f"stubs::value({r.name})")
+    for n, r in enumerate(runtime):
+        axes[r.index] = (f'stubs::at_run_time({n}, "{enum_cast(enums[r.name])}")' if r.name in enums
+                         else f"stubs::at_run_time({n})")
     return dict(
         runtime=[dict(name=r.name, decl=r.decl, type=r.type, domain=list(r.domain)) for r in runtime],
         factory_params=head, declared_factory_params=kernel_api.without_defaults(head),
-        fixed_axes=[a for i, a in enumerate(ctx["axes"]) if i not in at], runtime_axes=axes,
+        runtime_axes=axes,
         lambda_params=", ".join(f"auto v{n}" for n in range(len(runtime))),
         lambda_args=", ".join(f"decltype(v{at[i]})::value" if i in at else p for i, p in enumerate(ctx["params"])))
 
@@ -1060,7 +1060,8 @@ def _include_section(cs: ChangeSet, header: str, section: str, shipped: bool,
         tops = [i for i in source.includes(data) if not i.nested and i.end < at]
         if tops:
             after = data.index(b"\n", tops[-1].end) + 1       # ASCII before it: offsets are the text's
-            text = text[:after] + _NO_DEFINITION_WARNING + text[after:]
+            after += text[after:after + 1] == "\n"               # after the blank line there, with one of its own
+            text = text[:after] + _NO_DEFINITION_WARNING.lstrip("\n") + "\n" + text[after:]
         cs.new_files[header] = text
         return
     data, at = point         # _section_point: the header's text and where it includes its section

@@ -80,8 +80,10 @@ class TargetStyle:
     warning: str | None = None   # set when the pinned version is not installed
     column_limit: int = 100
 
-    def format(self, text: str, filename: str, lines: list[tuple[int, int]] | None = None) -> str:
-        """`text` formatted as the file `filename`; only `lines` (1-based, inclusive) when given."""
+    def format(self, text: str, filename: str, lines: list[tuple[int, int]] | None = None,
+               theirs: frozenset[str] = frozenset()) -> str:
+        """`text` formatted as the file `filename`; only `lines` (1-based, inclusive) when given.
+        `theirs`: lines (stripped) of the target's own files, whose comments are left as they are."""
         if self.exe is None or not C_FILE.search(filename):
             return text
         cmd = [self.exe, f"--style={self.style}", f"--assume-filename={filename}"]
@@ -99,7 +101,7 @@ def wrap_comments(text: str, limit: int) -> str:
     for line in text.splitlines(keepends=True):
         body = line.rstrip("\n")
         m = re.match(r"(\s*//+ ?)(.*)$", body)
-        if len(body) <= limit or not m or " " not in m.group(2).strip():
+        if len(body) <= limit or not m or " " not in m.group(2).strip() or body.strip() in theirs:
             out.append(line)
             continue
         lead, words = m.group(1), m.group(2).split(" ")
@@ -193,13 +195,14 @@ def format_edits(files: dict[str, tuple[str | None, str]], style: TargetStyle) -
     if style.exe is None or not style.style.startswith("file:"):
         return files
     out = {}
+    theirs = frozenset(line.strip() for old, _ in files.values() if old is not None for line in old.splitlines())
     for path, (old, new) in files.items():
         if old is not None and C_FILE.search(path):
             ranges = changed_lines(old, new)
             if ranges:
                 new = _with_file_alignment(style, old).format(new, path, ranges)
         elif old is None and C_FILE.search(path):
-            new = style.format(new, path)      # a new library file (device code moved out of a unit)
+            new = style.format(new, path, theirs=theirs)   # a new library file (device code moved out of a unit)
         out[path] = (old, new)
     return {p: v for p, v in out.items() if v[0] != v[1]}
 

@@ -3,10 +3,14 @@ and the shared NVRTC layer's part of a migration (--layer-diff)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ...errors import ApplyError
-from ..base.changeset import ChangeSet
+from ..base.changeset import RTC_GUARD, ChangeSet
+
+# an #endif of a block hidden from NVRTC, then (blank lines between) the #ifndef of another
+_GUARDS_MEET = re.compile(rf"#endif  // {RTC_GUARD}\n((?:[ \t]*\n)*)#ifndef {RTC_GUARD}\n".encode())
 
 
 def library_text(data: bytes, path: str) -> str:
@@ -43,20 +47,38 @@ def apply_edits(root: Path, cs: ChangeSet) -> dict[str, tuple[str | None, str]]:
         for a, b in zip(edits, edits[1:]):
             if b.start < a.end:
                 raise ApplyError(f"overlapping edits: '{a.why}' and '{b.why}'", where=path)
-        out, pos = [], 0
+        out, new, pos, size = [], [], 0, 0        # new: the inserted byte ranges of the result
         for e in edits:
-            out.append(data[pos:e.start])
             text = e.text.replace("\r\n", "\n").replace("\n", "\r\n") if crlf else e.text
-            out.append(text.encode())
+            out += [data[pos:e.start], text.encode()]
+            size += e.start - pos
+            new.append((size, size + len(out[-1])))
+            size += len(out[-1])
             pos = e.end
         out.append(data[pos:])
-        result[path] = (old, b"".join(out).decode())
+        result[path] = (old, _merge_guards(b"".join(out), new).decode())
     for path, text in sorted(cs.new_files.items()):
         if path in result:
             raise ApplyError("a generated file would overwrite an edited one", where=path)
         existing = root / path
         result[path] = (library_text(existing.read_bytes(), path) if existing.is_file() else None, text)
     return {p: v for p, v in sorted(result.items()) if v[0] != v[1]}
+
+
+def _merge_guards(text: bytes, new: list[tuple[int, int]]) -> bytes:
+    """Two inserted blocks hidden from NVRTC that meet (nothing but blank lines between them: a
+    section's include before a host-only launcher) become one block: the first one's `#endif` and
+    the second one's `#ifndef` go, when both were inserted (the library's own guards stay)."""
+    def inserted(a: int, b: int) -> bool:
+        return any(s <= a and b <= e for s, e in new)
+
+    out, pos = [], 0
+    for m in _GUARDS_MEET.finditer(text):
+        if inserted(m.start(), m.start(1)) and inserted(m.end(1), m.end()):
+            out += [text[pos:m.start()], m.group(1)]
+            pos = m.end()
+    out.append(text[pos:])
+    return b"".join(out)
 
 
 def layer_part(root: Path, cs: ChangeSet, files: dict[str, tuple[str | None, str]], fmt,

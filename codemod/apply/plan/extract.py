@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import textwrap
 from dataclasses import dataclass, field
 
 from tree_sitter import Node
@@ -268,37 +269,81 @@ def _banners_heading_moved_code(data: bytes, items: list[Item], moved: list[Item
     return out
 
 
+def _blank_lines(data: bytes, a: int, b: int) -> int | None:
+    """Blank lines between offsets `a` and `b` of the unit (both at line starts) when nothing but
+    whitespace lies there (the items are neighbours in the unit), else None."""
+    gap = data[a:b]
+    return gap.count(NEWLINE) if a <= b and not gap.strip() else None
+
+
+def _body_end(data: bytes, it: Item) -> int:
+    """The end of `it`'s text as it moves: through a comment that ends its last line
+    (`constexpr int kN = 8;  // elements per load`), else the item's own end."""
+    end = _line_end(data, it.end - 1)
+    tail = data[it.end:end].strip()
+    if not tail or tail.startswith(b"//") or (tail.startswith(b"/*") and tail.endswith(b"*/")):
+        return end
+    return it.end
+
+
 def _header_text(data: bytes, unit: str, header: str, moved: list[Item], items: list[Item], chains: dict,
                  incs: list[Item], rule_id: str, guard: str) -> str:
-    out = [f"// Device code moved from {posixpath.basename(unit)} for the NVRTC migration of the {rule_id} kernels:",
-           f"// {posixpath.basename(unit)} includes this header for its static kernels and the NVRTC",
-           "// programs include it too. It is the library's source from now on; edit it here.",
-           f"#ifndef {guard}", f"#define {guard}", ""]
-    out += [data[it.node.start_byte:it.node.end_byte].decode().rstrip("\n") for it in incs]
+    name = posixpath.basename(unit)
+    banner = (f"Device code moved from {name} for the NVRTC migration of the {rule_id} kernels: {name} includes "
+              "this header for its static kernels and the NVRTC programs include it too. It is the library's "
+              "source from now on; edit it here.")
+    out = textwrap.wrap(banner, 100, initial_indent="// ", subsequent_indent="// ", break_on_hyphens=False,
+                        break_long_words=False) + [
+           f"#ifndef {guard}", f"#define {guard}"]
     moved_starts = {it.node.start_byte for it in moved}
     # using-directives and declarations in an open container before a moved item are copied
     usings = [it for it in items if it.kind == "using"
               and any(chains[it.node.start_byte] == chains[m.node.start_byte] and it.start < m.start for m in moved)]
     keep = sorted(moved + usings, key=lambda it: it.start)
     opened: list[Node] = []
+    last = None          # the unit's offset where the text written last ends (None: not the unit's)
+    copied = False       # the text written last is a copied using
+
+    def put(start: int, end: int | None, text: str) -> None:
+        """`text`, taken from the unit's [start, end), after the blank lines the unit has before it
+        when it follows the text written last there, else after one."""
+        nonlocal last
+        blanks = _blank_lines(data, last, _line_start(data, start)) if last is not None else None
+        out.extend([""] * (1 if blanks is None else min(blanks, 1)))
+        out.append(text)
+        last = end
+
+    for it in incs:      # the unit's includes, grouped as there
+        put(it.node.start_byte, _line_end(data, it.node.end_byte - 1),
+            data[it.node.start_byte:it.node.end_byte].decode().rstrip("\n"))
+    last = None
     for it in keep:
         chain = chains[it.node.start_byte]
         common = 0
         while common < min(len(opened), len(chain)) and opened[common] == chain[common]:
             common += 1
         for node in reversed(opened[common:]):
-            out += ["", _close(node, data)]
+            put(_close_start(node, data), _line_end(data, node.end_byte - 1), _close(node, data))
         for node in chain[common:]:
-            out += ["", _open(node, data)]
+            put(node.start_byte, _line_end(data, node.start_byte), _open(node, data))
         opened = list(chain)
-        body = data[it.start:it.end].decode()
-        out += ["", body]
-        if it.node.start_byte not in moved_starts:
-            out[-1] = body + "  // (also in " + posixpath.basename(unit) + ")"
+        end = _body_end(data, it)
+        body = data[it.start:end].decode().rstrip("\n")
+        is_copy = it.node.start_byte not in moved_starts
+        if is_copy and not (copied and last is not None and _blank_lines(data, last, it.start) is not None):
+            put(it.start, None, f"// (also in {name})")     # heads the copied declarations below it
+            last = it.start
+        put(it.start, _line_end(data, end - 1), body)
+        copied = is_copy
     for node in reversed(opened):
-        out += ["", _close(node, data)]
+        put(_close_start(node, data), _line_end(data, node.end_byte - 1), _close(node, data))
     out += ["", f"#endif  // {guard}", ""]
     return "\n".join(out)
+
+
+def _close_start(node: Node, data: bytes) -> int:
+    """Where the unit closes `node`: the line of a namespace's closing brace or of an #endif."""
+    return _line_start(data, node.end_byte - 1)
 
 
 def _open(node: Node, data: bytes) -> str:
