@@ -91,12 +91,13 @@ class TargetStyle:
         proc = subprocess.run(cmd, input=text, capture_output=True, text=True)
         if proc.returncode != 0:
             raise ApplyError(f"clang-format failed on {filename}: {proc.stderr.strip()}")
-        return proc.stdout if lines else wrap_comments(proc.stdout, self.column_limit)
+        return proc.stdout if lines else wrap_comments(proc.stdout, self.column_limit, theirs)
 
 
-def wrap_comments(text: str, limit: int) -> str:
+def wrap_comments(text: str, limit: int, theirs: frozenset[str] = frozenset()) -> str:
     """Whole-line `//` comments longer than `limit` columns wrapped at word boundaries (a target
-    style may not reflow comments: TE's `ReflowComments: false`)."""
+    style may not reflow comments: TE's `ReflowComments: false`), except the target's own lines
+    (`theirs`, stripped: moved code stays as the target wrote it)."""
     out = []
     for line in text.splitlines(keepends=True):
         body = line.rstrip("\n")
