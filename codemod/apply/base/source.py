@@ -610,15 +610,26 @@ def _conditioned(text: str, conds: list[str]) -> str:
 
 # the comment opening the block a header includes its stubs section with (generate._include_section)
 STUBS_COMMENT = "// The NVRTC host stubs of the"
+# a header's include of its section: the comment, the guard, the namespaces closed, the include, the
+# namespaces reopened, and the guard's #endif, unless the block goes on with host code (texts.py
+# merges a block with the guard of the host code right after it)
 _STUB_BLOCK = re.compile(re.escape(STUBS_COMMENT.encode()) + rb"[^\n]*\n#ifndef " + RTC_GUARD.encode()
-                         + rb"\n.*?#endif[^\n]*\n", re.S)
+                         + rb"\n((?:\}[^\n]*\n)*#include[^\n]*\n(?:(?:inline )?namespace[^\n]*\{\n)*)(#endif[^\n]*\n)?")
 
 
 def without_stub_blocks(data: bytes) -> bytes:
     """`data` with the blocks including stub sections (another rule's, one before) blanked, offsets
     kept: a block after a header's kernels closes and reopens its namespaces, which no parser of
-    one branch of the preprocessor reads as C++ structure."""
-    return _STUB_BLOCK.sub(lambda m: re.sub(rb"[^\n]", b" ", m.group(0)), data)
+    one branch of the preprocessor reads as C++ structure. A block going on with host code keeps
+    its `#ifndef`, whose `#endif` follows that code."""
+    def blank(m: re.Match) -> bytes:
+        text = re.sub(rb"[^\n]", b" ", m.group(0))
+        if m.group(2) is None:
+            at = m.start(1) - m.start()
+            guard = f"#ifndef {RTC_GUARD}\n".encode()
+            text = text[:at - len(guard)] + guard + text[at:]
+        return text
+    return _STUB_BLOCK.sub(blank, data)
 
 
 def namespaces_at(data: bytes, offset: int) -> list[tuple[str, str]]:
