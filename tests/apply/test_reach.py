@@ -195,7 +195,9 @@ def test_tulib_device_code_lives_in_one_place(tmp_path, capsys):
     # the stubs come after the moved header, a comment line between (no include sorting can swap them)
     assert ('#include "tulib/scaled.h"\n#include "scaled_kernels.cuh"\n'
             '// The host stubs of the kernels the header above defines.\n#include "../rtc/scaled/kernels.h"\n') in unit
-    assert "namespace tulib {\n\nnamespace {\n" in header
+    assert "namespace tulib {\nnamespace {\n" in header          # laid out as the unit has them
+    # the unit's host-only include stays in the unit, which includes it before the header
+    assert '#include "tulib/scaled.h"' not in header and "#ifndef __CUDACC_RTC__\n#include" not in header
     # the NVRTC program is the header itself: no file that only includes it
     assert not (root / "rtc" / "scaled" / "scaled_kernels.cu").exists()
     assert re.search(r'string_code_tu_scaled_kernels_cuh,\s*"tu/scaled_kernels.cuh"',

@@ -870,14 +870,16 @@ def _envvar_block(lines: list[str], name: str) -> tuple[int, int] | None:
 
 def _extracted_header(root: Path, plan: Plan, ex, cs: ChangeSet) -> None:
     """The header a translation unit's device code moves into (a new library file, not
-    reformatted: its text is the unit's), its host-only includes guarded from NVRTC, and the
-    unit's edits: the moved ranges cut, the header included after the unit's own includes."""
+    reformatted: its text is the unit's), without the unit's host-only includes (the unit keeps
+    them, and includes the header after them; NVRTC could not read them), and the unit's edits: the
+    moved ranges cut, the header included after the unit's own includes."""
     data = ex.text.encode()
-    inserts = []
-    for start, end in _host_include_blocks(root, ex.header, data, plan.spec):
-        inserts += [(start, f"#ifndef {RTC_GUARD}\n"), (end, f"#endif  // {RTC_GUARD}\n")]
-    for offset, text in sorted(inserts, key=lambda x: x[0], reverse=True):
-        data = data[:offset] + text.encode() + data[offset:]
+    blocks = _host_include_blocks(root, ex.header, data, plan.spec)
+    for start, end in reversed(blocks):
+        data = data[:start] + data[_line_end(data, end - 1):]
+    if blocks:       # an include group left empty: one blank line where it stood
+        head = _line_end(data, max((i.end for i in source.includes(data)), default=0))
+        data = re.sub(rb"\n\n\n+", b"\n\n", data[:head]) + data[head:]
     cs.new_files[ex.header] = data.decode()
     for start, end in ex.removed:
         cs.edits.append(Edit(ex.unit, start, end, "", f"device code moved to {ex.header}"))
