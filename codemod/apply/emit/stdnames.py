@@ -150,6 +150,9 @@ def additions(header: str, data: bytes, target: str, names: set[str], rule_id: s
         return []
     body = "\n".join(texts)
     usings = "\n".join(f"using std::{n};" for n in host)
+    grown = _grown_block(data, rule_id, body, usings)
+    if grown is not None:       # the rule's own block from an earlier change takes the names
+        return _std_includes(header, data, target, host, rule_id, later) + grown
     if texts:
         block = f"#ifdef __CUDACC_RTC__\n{body}\n" + (f"#else\n{usings}\n" if host else "") + "#endif  // __CUDACC_RTC__"
     else:
@@ -169,6 +172,20 @@ def additions(header: str, data: bytes, target: str, names: set[str], rule_id: s
                          f"{', '.join(_closure(sorted(names), have))} to",
                          where=header, hint="check migrate/kernel_strings/std_names in the rule")
     return _std_includes(header, data, target, host, rule_id, later) + [(start, f"\n{note}\nnamespace {last} {{\n\n{block}\n\n}}  // namespace {last}\n\n")]
+
+
+def _grown_block(data: bytes, rule_id: str, body: str, usings: str) -> list[tuple[int, str]] | None:
+    """Insertions adding definitions (`body`) and using-declarations (`usings`) to the std-names
+    block `rule_id` added before (an earlier change of the same rule: one block per rule), or None
+    when it has none of the form `#ifdef __CUDACC_RTC__ ... #else ... #endif` to take them."""
+    note = f"// std names NVRTC lacks, for device code {stacking.note(rule_id)}.\n#ifdef __CUDACC_RTC__\n".encode()
+    at = data.find(note)
+    end = data.find(b"#endif  // __CUDACC_RTC__\n", at) if at >= 0 else -1
+    els = data.find(b"\n#else\n", at, end) if end >= 0 else -1
+    if els < 0:
+        return None
+    out = [(els + 1, body + "\n")] if body else []
+    return out + ([(end, usings + "\n")] if usings else [])
 
 
 def defined_names(names: set[str], data: bytes, target: str) -> list[str]:
@@ -197,12 +214,16 @@ def _std_includes(header: str, data: bytes, target: str, names: list[str], rule_
         m.group(1).decode() for m in re.finditer(rb"#\s*include\s*<([\w./]+)>", data)})
     if not wanted:
         return []
+    lines = "\n".join(f"#include <{h}>" for h in wanted)
+    own = re.search(rb"#ifndef __CUDACC_RTC__\n// std headers of the names below " + re.escape(stacking.note(rule_id).encode())
+                    + rb"\.\n(?:#include <[\w./]+>\n)*", data)
+    if own:             # the rule's own block from an earlier change takes them
+        return [(own.end(), lines + "\n")]
     at = _before_namespace(header, data, target.split("::")[0])
     # before every rule's <cstdint> block (which each rule puts last before the namespace): a
     # rule's two blocks keep their order whichever rules came before or after it
     at = min([at] + [o for o, _ in stacking.integer_starts(data.decode()) if o <= at])
     at = stacking.before_first(data.decode(), stacking.std_include_starts(data.decode()), at, later)
-    lines = "\n".join(f"#include <{h}>" for h in wanted)
     return [(at, f"#ifndef __CUDACC_RTC__\n// std headers of the names below {stacking.note(rule_id)}.\n{lines}\n"
                  "#endif  // __CUDACC_RTC__\n\n")]
 
