@@ -74,4 +74,5 @@ def test_banner_wrapped_at_100_columns(tmp_path):
     banner = ex.text.split("#ifndef")[0].splitlines()
     assert len(banner) >= 2 and all(line.startswith("// ") and len(line) <= 100 for line in banner)
     assert " ".join(line[3:] for line in banner).startswith(
-        "Device code moved from a_rather_long_unit_name_that_pushes_the_banner_past_the_column.cu for the NVRTC")
+        "Device code of a_rather_long_unit_name_that_pushes_the_banner_past_the_column.cu, which includes this "
+        "header, as do the NVRTC programs of the twice kernels.")

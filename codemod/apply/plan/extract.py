@@ -289,9 +289,8 @@ def _body_end(data: bytes, it: Item) -> int:
 def _header_text(data: bytes, unit: str, header: str, moved: list[Item], items: list[Item], chains: dict,
                  incs: list[Item], rule_id: str, guard: str) -> str:
     name = posixpath.basename(unit)
-    banner = (f"Device code moved from {name} for the NVRTC migration of the {rule_id} kernels: {name} includes "
-              "this header for its static kernels and the NVRTC programs include it too. It is the library's "
-              "source from now on; edit it here.")
+    banner = (f"Device code of {name}, which includes this header, as do the NVRTC programs of the {rule_id} "
+              "kernels.")
     out = textwrap.wrap(banner, 100, initial_indent="// ", subsequent_indent="// ", break_on_hyphens=False,
                         break_long_words=False) + [
            f"#ifndef {guard}", f"#define {guard}"]
