@@ -273,3 +273,38 @@ def test_bare_macro_invocation_lines_are_blanked_for_tree_sitter():
     assert len(masked) == len(data) and b"MAKE_k(float)" not in masked and b"g(1);" in masked
     assert b"#define MAKE_k(T)" in masked
     assert source.template_ids(data, {"k"}) == []          # the macro body's `k<T>` is no handle
+
+
+@pytest.mark.skipif(shutil.which("g++") is None or _nvrtc_include() is None, reason="needs g++ and the CUDA wheel")
+def test_run_time_arguments_fill_their_places_among_the_template_arguments(tmp_path):
+    """A factory's template arguments are one list, the run-time ones `at_run_time(position)` in
+    it (an enumeration's with its cast); RuntimeValues::filled puts each value in its place and
+    slot() numbers the combination: what the variant's name expression is spelled from."""
+    from codemod.apply.emit.generate import COPY_HASH_BASE
+    features = dict(occupancy=False, cooperative=False, shared=False)
+    files, _ = _files(tmp_path, "none", features)
+    files["src/rtc/rtc_stubs.h"] = render(
+        "rtc_stubs.h.j2", guard="LIB_RTC_STUBS_H_", layer=dict(LAYER, disable_env=None),
+        features=dict(features, runtime_values=True, copies=False, adl=False), copy_hash_base=COPY_HASH_BASE,
+        spell_macro="LIB_RTC_SPELLING", build_value="LIB_RTC_BUILD_VALUE", layer_header="rtc.h",
+        namespace="lib::rtc::stubs", error_headers=["rtc.h"])
+    files["probe.cpp"] = (
+        '#include <cstdio>\n#include "src/rtc/rtc_stubs.h"\n'
+        "enum class Mode { A, B, C };\nnamespace s = lib::rtc::stubs;\n"
+        "int main() {\n"
+        "  using runtime = s::RuntimeValues<s::Domain<bool, false, true>, s::Domain<Mode, Mode::A, Mode::B, Mode::C>>;\n"
+        '  static constexpr auto axes = s::axis_values(s::value(4), s::at_run_time(1, "static_cast<::Mode>("),\n'
+        "                                              s::value(true), s::at_run_time(0));\n"
+        "  for (const s::AxisValue &a : runtime::filled(axes, false, Mode::C))\n"
+        '    std::printf("%s %lld %s;", a.text ? a.text : "-", a.number, a.cast ? a.cast : "-");\n'
+        '  std::printf(" slot %ld %ld\\n", runtime::slot(false, Mode::C), runtime::slot(true, static_cast<Mode>(7)));\n'
+        "}\n")
+    for path, text in files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    exe = tmp_path / "probe"
+    proc = subprocess.run(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", f"-I{_nvrtc_include()}", f"-I{tmp_path}",
+                           str(tmp_path / "probe.cpp"), "-o", str(exe)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    assert out == "- 4 -;- 2 static_cast<::Mode>(;true 0 -;false 0 -; slot 2 -1\n"
