@@ -60,19 +60,24 @@ def test_created_layer_compiles_as_cxx17_with_every_feature(tmp_path, framework)
         assert "throw std::runtime_error(message)" in header
 
 
-@pytest.mark.skipif(shutil.which("g++") is None or _nvrtc_include() is None, reason="needs g++ and the CUDA wheel")
-def test_stubs_with_every_feature_compile_on_the_created_layer(tmp_path):
-    """rtc_stubs.h with every optional feature over a layer that has them all, both handles'
-    members instantiated: the shared variables' handle with a cooperative launch, which no golden
-    library has together."""
+def _with_stubs(tmp_path, features: dict) -> dict:
+    """The created layer's files with `features`, and rtc_stubs.h with them and runtime values."""
     from codemod.apply.emit.generate import COPY_HASH_BASE
-    features = dict(occupancy=True, cooperative=True, shared=True)
     files, _ = _files(tmp_path, "none", features)
     files["src/rtc/rtc_stubs.h"] = render(
         "rtc_stubs.h.j2", guard="LIB_RTC_STUBS_H_", layer=dict(LAYER, disable_env=None),
         features=dict(features, runtime_values=True, copies=False, adl=False), copy_hash_base=COPY_HASH_BASE,
         spell_macro="LIB_RTC_SPELLING", build_value="LIB_RTC_BUILD_VALUE", layer_header="rtc.h",
         namespace="lib::rtc::stubs", error_headers=["rtc.h"])
+    return files
+
+
+@pytest.mark.skipif(shutil.which("g++") is None or _nvrtc_include() is None, reason="needs g++ and the CUDA wheel")
+def test_stubs_with_every_feature_compile_on_the_created_layer(tmp_path):
+    """rtc_stubs.h with every optional feature over a layer that has them all, both handles'
+    members instantiated: the shared variables' handle with a cooperative launch, which no golden
+    library has together."""
+    files = _with_stubs(tmp_path, dict(occupancy=True, cooperative=True, shared=True))
     files["probe.cpp"] = ('#include "src/rtc/rtc_stubs.h"\n'
                           "template class lib::rtc::stubs::RtcKernel<const float *, int>;\n"
                           "template class lib::rtc::stubs::RtcKernelShared<const float *, int>;\n")
@@ -280,14 +285,7 @@ def test_run_time_arguments_fill_their_places_among_the_template_arguments(tmp_p
     """A factory's template arguments are one list, the run-time ones `at_run_time(position)` in
     it (an enumeration's with its cast); RuntimeValues::filled puts each value in its place and
     slot() numbers the combination: what the variant's name expression is spelled from."""
-    from codemod.apply.emit.generate import COPY_HASH_BASE
-    features = dict(occupancy=False, cooperative=False, shared=False)
-    files, _ = _files(tmp_path, "none", features)
-    files["src/rtc/rtc_stubs.h"] = render(
-        "rtc_stubs.h.j2", guard="LIB_RTC_STUBS_H_", layer=dict(LAYER, disable_env=None),
-        features=dict(features, runtime_values=True, copies=False, adl=False), copy_hash_base=COPY_HASH_BASE,
-        spell_macro="LIB_RTC_SPELLING", build_value="LIB_RTC_BUILD_VALUE", layer_header="rtc.h",
-        namespace="lib::rtc::stubs", error_headers=["rtc.h"])
+    files = _with_stubs(tmp_path, dict(occupancy=False, cooperative=False, shared=False))
     files["probe.cpp"] = (
         '#include <cstdio>\n#include "src/rtc/rtc_stubs.h"\n'
         "enum class Mode { A, B, C };\nnamespace s = lib::rtc::stubs;\n"
