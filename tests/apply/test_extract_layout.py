@@ -76,3 +76,15 @@ def test_banner_wrapped_at_100_columns(tmp_path):
     assert " ".join(line[3:] for line in banner).startswith(
         "Device code of a_rather_long_unit_name_that_pushes_the_banner_past_the_column.cu, which includes this "
         "header, as do the NVRTC programs of the twice kernels.")
+
+
+def test_a_declaration_sharing_its_line_with_other_code_is_refused(tmp_path):
+    """Whole lines move: a moved declaration with another one on its line would take that one
+    along (out of the unit, into the header): refused, naming it, nothing moved."""
+    import pytest
+
+    for shared in ("constexpr int kTile = 128; constexpr int kSpare = 1;\n",
+                   "constexpr int kSpare = 1; constexpr int kTile = 128;\n"):
+        (tmp_path / "u.cu").write_text(UNIT.replace("constexpr int kTile = 128;\n", shared))
+        with pytest.raises(extract.Refused, match=r"kTile at u\.cu:11 shares its line with other code"):
+            extract.extract(tmp_path, "u.cu", {"twice_kernel"}, "twice", "LIB_TWICE_KERNELS_CUH_")

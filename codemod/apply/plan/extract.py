@@ -220,6 +220,11 @@ def extract(root, unit: str, kernels: set[str], rule_id: str, guard: str,
     include_at = _line_end(data, incs[-1].end - 1)
     if any(it.start < include_at for it in moved):
         raise Refused(f"device code of {unit} starts before its last #include; move the includes up")
+    for it in moved:       # whole lines move: code sharing a line with a moved declaration would go too
+        before = data[_line_start(data, it.node.start_byte):it.node.start_byte]
+        if before.strip() or _body_end(data, it) != _line_end(data, it.end - 1):
+            raise Refused(f"{it.name or 'a declaration'} at {where(it)} shares its line with other code; put it "
+                          "on a line of its own")
     for it, banner in _banners_heading_moved_code(data, items, moved, include_at):
         it.start = banner      # the banner goes with the code it heads
     text = _header_text(data, unit, header, moved, items, chains, incs, rule_id, guard)
