@@ -7,11 +7,14 @@ import posixpath
 from dataclasses import dataclass, field
 
 RTC_GUARD = "__CUDACC_RTC__"
+# the lines opening and closing a block hidden from NVRTC, as every stage writes (and finds) them
+RTC_IFNDEF = f"#ifndef {RTC_GUARD}\n"
+RTC_ENDIF = f"#endif  // {RTC_GUARD}\n"
 
 
 def hidden_from_nvrtc(text: str) -> str:
     """`text` (whole lines) inside `#ifndef __CUDACC_RTC__`, its `#endif` saying so."""
-    return f"#ifndef {RTC_GUARD}\n{text}#endif  // {RTC_GUARD}\n"
+    return f"{RTC_IFNDEF}{text}{RTC_ENDIF}"
 
 
 @dataclass

@@ -11,7 +11,7 @@ from functools import lru_cache
 import tree_sitter_cuda
 from tree_sitter import Language, Node, Parser
 
-from .changeset import RTC_GUARD
+from .changeset import RTC_GUARD, RTC_IFNDEF
 
 
 @lru_cache(maxsize=1)
@@ -613,8 +613,8 @@ STUBS_COMMENT = "// The NVRTC host stubs of the"
 # a header's include of its section: the comment, the guard, the namespaces closed, the include, the
 # namespaces reopened, and the guard's #endif, unless the block goes on with host code (texts.py
 # merges a block with the guard of the host code right after it)
-_STUB_BLOCK = re.compile(re.escape(STUBS_COMMENT.encode()) + rb"[^\n]*\n#ifndef " + RTC_GUARD.encode()
-                         + rb"\n((?:\}[^\n]*\n)*#include[^\n]*\n(?:(?:inline )?namespace[^\n]*\{\n)*)(#endif[^\n]*\n)?")
+_STUB_BLOCK = re.compile(re.escape(STUBS_COMMENT.encode()) + rb"[^\n]*\n" + re.escape(RTC_IFNDEF.encode())
+                         + rb"((?:\}[^\n]*\n)*#include[^\n]*\n(?:(?:inline )?namespace[^\n]*\{\n)*)(#endif[^\n]*\n)?")
 
 
 def without_stub_blocks(data: bytes) -> bytes:
@@ -625,8 +625,7 @@ def without_stub_blocks(data: bytes) -> bytes:
     def blank(m: re.Match) -> bytes:
         text = re.sub(rb"[^\n]", b" ", m.group(0))
         if m.group(2) is None:
-            at = m.start(1) - m.start()
-            guard = f"#ifndef {RTC_GUARD}\n".encode()
+            at, guard = m.start(1) - m.start(), RTC_IFNDEF.encode()
             text = text[:at - len(guard)] + guard + text[at:]
         return text
     return _STUB_BLOCK.sub(blank, data)

@@ -21,7 +21,7 @@ from . import device_pass, layer, layer_cache, option_scope, own_layer, prelude_
 from ..plan import framework_types, kernel_api, shared_variables, target_names
 from ..base import source, stacking, stdshim
 from . import launcher_values
-from ..base.changeset import RTC_GUARD, ChangeSet, Edit, hidden_from_nvrtc, relative_include
+from ..base.changeset import RTC_ENDIF, RTC_GUARD, RTC_IFNDEF, ChangeSet, Edit, hidden_from_nvrtc, relative_include
 from .launch_rewrite import matching, rewrite_sites
 from ..plan.names import enum_cast, spelled_id
 from .texts import apply_edits
@@ -432,8 +432,8 @@ def _nvrtc_guards(run: _Run, shipped: dict[str, str]) -> None:
             continue
         data = (root / repo_path).read_bytes()
         for start, end in _host_include_blocks(root, repo_path, data, plan.spec):
-            cs.edits.append(Edit(repo_path, start, start, f"#ifndef {RTC_GUARD}\n", "host-only include hidden from NVRTC"))
-            cs.edits.append(Edit(repo_path, end, end, f"#endif  // {RTC_GUARD}\n", "host-only include hidden from NVRTC"))
+            cs.edits.append(Edit(repo_path, start, start, RTC_IFNDEF, "host-only include hidden from NVRTC"))
+            cs.edits.append(Edit(repo_path, end, end, RTC_ENDIF, "host-only include hidden from NVRTC"))
             line = data[:start].count(b"\n") + 1
             cs.notes.append(f"{repo_path}:{line}: host-only includes guarded by #ifndef {RTC_GUARD}")
         _respell_includes(repo_path, data, plan.respelled, cs)
@@ -449,8 +449,8 @@ def _nvrtc_guards(run: _Run, shipped: dict[str, str]) -> None:
             # NOTE: a file whose last line has no newline (mamba's selective_scan_bwd_kernel.cuh)
             # gets one before the #endif, else the directive ends that line's code
             nl = "\n" if e == len(data) and not data.endswith(b"\n") else ""
-            cs.edits.append(Edit(repo_path, s, s, f"#ifndef {RTC_GUARD}\n", "host-only code hidden from NVRTC"))
-            cs.edits.append(Edit(repo_path, e, e, f"{nl}#endif  // {RTC_GUARD}\n", "host-only code hidden from NVRTC"))
+            cs.edits.append(Edit(repo_path, s, s, RTC_IFNDEF, "host-only code hidden from NVRTC"))
+            cs.edits.append(Edit(repo_path, e, e, nl + RTC_ENDIF, "host-only code hidden from NVRTC"))
             line = data[:start].count(b"\n") + 1
             cs.notes.append(f"{repo_path}:{line}: host-only definitions guarded by #ifndef {RTC_GUARD}")
 
@@ -545,7 +545,7 @@ def _runtime_ctx(kp, ctx: dict, runtime: list) -> dict:
     return dict(
         runtime=[dict(name=r.name, decl=r.decl, type=r.type, domain=list(r.domain)) for r in runtime],
         factory_params=head, declared_factory_params=kernel_api.without_defaults(head),
-        runtime_axes=axes,
+        runtime_axes=axes,       # every template argument, the run-time ones stubs::at_run_time(n)
         lambda_params=", ".join(f"auto v{n}" for n in range(len(runtime))),
         lambda_args=", ".join(f"decltype(v{at[i]})::value" if i in at else p for i, p in enumerate(ctx["params"])))
 

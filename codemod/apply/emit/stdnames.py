@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ...errors import ApplyError
 from ..base import source, stacking, stdshim
+from ..base.changeset import RTC_ENDIF
 
 _USE = re.compile(rb"(::)?\bstd::([A-Za-z_]\w*)")
 _INTEGERS = [n for n in stdshim.DEFINITIONS if re.fullmatch(r"u?int(8|16|32|64|ptr)_t", n)]
@@ -178,9 +179,10 @@ def _grown_block(data: bytes, rule_id: str, body: str, usings: str) -> list[tupl
     """Insertions adding definitions (`body`) and using-declarations (`usings`) to the std-names
     block `rule_id` added before (an earlier change of the same rule: one block per rule), or None
     when it has none of the form `#ifdef __CUDACC_RTC__ ... #else ... #endif` to take them."""
-    note = f"// std names NVRTC lacks, for device code {stacking.note(rule_id)}.\n#ifdef __CUDACC_RTC__\n".encode()
-    at = data.find(note)
-    end = data.find(b"#endif  // __CUDACC_RTC__\n", at) if at >= 0 else -1
+    at = next((at for at, rule in stacking.std_names_starts(data.decode()) if rule == rule_id), -1)
+    if at < 0 or not data[at:].split(b"\n", 3)[2].startswith(b"#ifdef"):
+        return None
+    end = data.find(RTC_ENDIF.encode(), at)
     els = data.find(b"\n#else\n", at, end) if end >= 0 else -1
     if els < 0:
         return None
@@ -215,10 +217,9 @@ def _std_includes(header: str, data: bytes, target: str, names: list[str], rule_
     if not wanted:
         return []
     lines = "\n".join(f"#include <{h}>" for h in wanted)
-    own = re.search(rb"#ifndef __CUDACC_RTC__\n// std headers of the names below " + re.escape(stacking.note(rule_id).encode())
-                    + rb"\.\n(?:#include <[\w./]+>\n)*", data)
-    if own:             # the rule's own block from an earlier change takes them
-        return [(own.end(), lines + "\n")]
+    own = [at for at, rule in stacking.std_include_starts(data.decode()) if rule == rule_id]
+    if own:             # the rule's own block from an earlier change takes them, before its #endif
+        return [(data.find(RTC_ENDIF.encode(), own[0]), lines + "\n")]
     at = _before_namespace(header, data, target.split("::")[0])
     # before every rule's <cstdint> block (which each rule puts last before the namespace): a
     # rule's two blocks keep their order whichever rules came before or after it

@@ -196,7 +196,9 @@ def format_edits(files: dict[str, tuple[str | None, str]], style: TargetStyle) -
     if style.exe is None or not style.style.startswith("file:"):
         return files
     out = {}
-    theirs = frozenset(line.strip() for old, _ in files.values() if old is not None for line in old.splitlines())
+    # a new file's lines the target already has (device code moved out of a unit) keep their wrapping
+    theirs = frozenset(line.strip() for old, _ in files.values() if old is not None for line in old.splitlines()) \
+        if any(old is None and C_FILE.search(p) for p, (old, _) in files.items()) else frozenset()
     for path, (old, new) in files.items():
         if old is not None and C_FILE.search(path):
             ranges = changed_lines(old, new)

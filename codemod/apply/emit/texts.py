@@ -7,10 +7,10 @@ import re
 from pathlib import Path
 
 from ...errors import ApplyError
-from ..base.changeset import RTC_GUARD, ChangeSet
+from ..base.changeset import RTC_ENDIF, RTC_IFNDEF, ChangeSet
 
 # an #endif of a block hidden from NVRTC, then (blank lines between) the #ifndef of another
-_GUARDS_MEET = re.compile(rf"#endif  // {RTC_GUARD}\n((?:[ \t]*\n)*)#ifndef {RTC_GUARD}\n".encode())
+_GUARDS_MEET = re.compile(re.escape(RTC_ENDIF.encode()) + rb"((?:[ \t]*\n)*)" + re.escape(RTC_IFNDEF.encode()))
 
 
 def library_text(data: bytes, path: str) -> str:
