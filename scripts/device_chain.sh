@@ -15,7 +15,9 @@
 # folders written by `codemod parity generate`). Optional: ALONE_CONFIGURE_CMD (and ALONE_SIDE) builds
 # the migrated tree once more with that configure, alone and timed, before anything else (e.g.
 # another arch), its build folder removed after; MIGRATED_ALONE=0 builds the migrated tree beside
-# the original (MIGR_JOBS, nice) instead of alone first; TESTS_TARGETS limits the tests' build;
+# the original (MIGR_JOBS; MIGR_NICE, default "nice -n 10") instead of alone first; ORIG_JOBS the
+# original's jobs; parity starts once both builds are done, beside the tests (TESTS_JOBS, default 4;
+# TESTS_TARGETS limits the tests' build);
 # an empty CTEST_REGEX or OPS_TEST skips that step. Results: $OUT/res.tgz and $OUT/stages.txt after
 # every call (a call can be the last: the machine is given back 30 s after it). The chain runs and
 # is waited for through scripts/device_bg.sh (its log $W/chain.log, status $W/chain.rc; POLL).
@@ -44,7 +46,7 @@ chain() {
     t0=$SECONDS; cmd=${TESTS_CONFIGURE_CMD//\{src\}/$W/migr/$TESTS_SRC}; cmd=${cmd//\{build\}/$W/bt}
     # shellcheck disable=SC2086
     nice -n 10 bash -c "${cmd//\{lib\}/$W/scratch/build-migrated}" > tests-configure.log 2>&1 &&
-      nice -n 10 ninja -C "$W/bt" -j4 ${TESTS_TARGETS:-} > tests-build.log 2>&1
+      nice -n 10 ninja -C "$W/bt" -j"${TESTS_JOBS:-4}" ${TESTS_TARGETS:-} > tests-build.log 2>&1
     rc=$?; st "tests build rc=$rc in $((SECONDS - t0)) s"
     [ $rc = 0 ] || return 1
     ( cd "$(dirname "$W/bt/$UTIL_TEST")" && "$W/bt/$UTIL_TEST" --gtest_output=xml:"$W/util.xml" > "$W/util.log" 2>&1 )
@@ -72,15 +74,16 @@ chain() {
     st "1 migrated build alone (-j$(nproc))"
     timed migrated migr "$(nproc)" || return 1
     st "2 original build beside the tests' build"
-    timed original orig $(( $(nproc) - 2 )) &
+    timed original orig "${ORIG_JOBS:-$(( $(nproc) - 2 ))}" & opid=$!
     ( tests; touch tests.done ) &
   else
     jobs=${MIGR_JOBS:-8}
-    st "1 original build beside the migrated build (nice, -j$jobs), then the tests' build"
-    timed original orig "$(nproc)" &
-    ( NICE="nice -n 10" timed migrated migr "$jobs" && tests; touch tests.done ) &
+    st "1 original build (-j${ORIG_JOBS:-$(nproc)}) beside the migrated build (${MIGR_NICE-nice -n 10} -j$jobs), then the tests' build"
+    timed original orig "${ORIG_JOBS:-$(nproc)}" & opid=$!
+    ( NICE="${MIGR_NICE-nice -n 10}" timed migrated migr "$jobs" && tests; touch tests.done ) &
   fi
-  wait
+  wait $opid   # parity as soon as both builds are done, beside the tests
+  while [ ! -f migrated.rc ]; do sleep 5; done
   if [ "$(cat original.rc)" = 0 ] && [ "$(cat migrated.rc)" = 0 ]; then   # parity needs both builds
     for d in $DRIVERS; do
       name=${d%%=*}; mkdir -p "work_$name"
