@@ -146,7 +146,7 @@ def test_cmake_block_loop_makes_each_string_header_once_under_its_symbol(tmp_pat
 
     paths = ["activation/rtc/kernels-x.cu", "cast/mxfp8/specialized/swizzle.cuh", "util/ptx.cuh"]
     block = render("cmake_block.cmake.j2", marker="NVRTC migration of the r kernels", rule="r", legacy_option="L",
-                   disable_env=None,
+                   disable_env=None, configure_depends=True,
                    function="make_string_header_from_file", strings=[dict(path=p) for p in paths])
     script = tmp_path / "s.cmake"
     script.write_text('function(make_string_header_from_file file_ STRING_NAME)\n'

@@ -50,9 +50,8 @@ def test_switches_whose_constant_only_the_kernel_takes_go():
     # (runtime::launcher's static_assert): the factory returns it, its type never spelled
     assert "RtcKernelOf" not in section and "Launcher" not in section
     flat = re.sub(r"\s+", " ", section).replace("( ", "(")
-    assert ('return runtime::template launcher<(legacy_build || !stubs::spelled(axes))>(runtime::slot(kRounding, '
-            'kSaturate), kernel_info, "scale_kernel", "kRounding, kSaturate", runtime::filled(axes, kRounding, '
-            'kSaturate).data(), static_kernel);') in flat
+    assert ('return runtime::template launcher<(legacy_build || !stubs::spelled(axes))>(runtime::taken(kRounding, '
+            'kSaturate), kernel_info, "scale_kernel", "kRounding, kSaturate", axes, static_kernel);') in flat
     # one list of the template arguments, the run-time ones by their position among the factory's
     assert flat.count("stubs::axis_values(") == flat.count("[[gnu::noinline]] auto") == 2
     assert "const stubs::AxisValue axes[]" not in flat
@@ -145,8 +144,8 @@ def test_a_launch_given_a_value_outside_the_domain_is_refused_in_words(tmp_path)
     stubs = _added(patch, "util/rtc_stubs.h")
     assert re.search(r"\[\[noreturn\]\] inline void not_instantiated\(const KernelInfo ?& ?kernel, const char ?\* ?params\)",
                      stubs)
-    assert "if (combination < 0) not_instantiated(info(name), params);" in stubs
-    assert re.search(r'runtime::template launcher<[^;]*\(\s*runtime::slot\(kRounding, kSaturate\),\s*kernel_info, "scale_kernel", "kRounding, kSaturate",',
+    assert "if (taken.slot < 0) not_instantiated(info(name), params);" in stubs
+    assert re.search(r'runtime::template launcher<[^;]*\(\s*runtime::taken\(kRounding, kSaturate\),\s*kernel_info, "scale_kernel", "kRounding, kSaturate",',
                      _added(patch, "rtc/quant/kernels_kernels.h"))
 
 

@@ -283,8 +283,8 @@ def test_bare_macro_invocation_lines_are_blanked_for_tree_sitter():
 @pytest.mark.skipif(shutil.which("g++") is None or _nvrtc_include() is None, reason="needs g++ and the CUDA wheel")
 def test_run_time_arguments_fill_their_places_among_the_template_arguments(tmp_path):
     """A factory's template arguments are one list, the run-time ones `at_run_time(position)` in
-    it (an enumeration's with its cast); RuntimeValues::filled puts each value in its place and
-    slot() numbers the combination: what the variant's name expression is spelled from."""
+    it (an enumeration's with its cast); RuntimeValues::filled puts each value of a call (taken())
+    in its place and slot() numbers the combination: what the variant's name expression is spelled from."""
     files = _with_stubs(tmp_path, dict(occupancy=False, cooperative=False, shared=False))
     files["probe.cpp"] = (
         '#include <cstdio>\n#include "src/rtc/rtc_stubs.h"\n'
@@ -293,7 +293,7 @@ def test_run_time_arguments_fill_their_places_among_the_template_arguments(tmp_p
         "  using runtime = s::RuntimeValues<s::Domain<bool, false, true>, s::Domain<Mode, Mode::A, Mode::B, Mode::C>>;\n"
         '  static constexpr auto axes = s::axis_values(s::value(4), s::at_run_time(1, "static_cast<::Mode>("),\n'
         "                                              s::value(true), s::at_run_time(0));\n"
-        "  for (const s::AxisValue &a : runtime::filled(axes, false, Mode::C))\n"
+        "  for (const s::AxisValue &a : runtime::filled(axes, runtime::taken(false, Mode::C)))\n"
         '    std::printf("%s %lld %s;", a.text ? a.text : "-", a.number, a.cast ? a.cast : "-");\n'
         '  std::printf(" slot %ld %ld\\n", runtime::slot(false, Mode::C), runtime::slot(true, static_cast<Mode>(7)));\n'
         "}\n")

@@ -271,3 +271,45 @@ def test_a_rule_landed_as_two_pull_requests_checks_clean_from_git_history(tmp_pa
     # an upstream body edit after both still needs no regeneration; a rule change does
     _edit(repo, BODY, BODY + "  // an upstream change of the body only\n")
     assert _check(repo, Path(rule), capsys)[0] == 0
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory) -> tuple[Path, list[Path]]:
+    """normlib in git with the three rules migrated as `apply --write` writes them (the first rule's
+    NVRTC layer in its commit, one commit per rule), manifests stored."""
+    tmp_path = tmp_path_factory.mktemp("written")
+    repo = tmp_path / "repo"
+    shutil.copytree(GOLDEN / "normlib" / "input", repo)
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+    rules = _rules(tmp_path)
+    for rule in rules:
+        assert main(["apply", "--target", str(rule), str(repo), "--write", "--no-precheck", "-q"]) == 0
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-qm", f"migrate {rule.stem}")
+    assert len(manifest_paths(repo)) == 3
+    assert "launch_cooperative(" in _git(repo, "show", "HEAD", "--", "util/rtc_stubs.h")    # ln_fwd grew it
+    return repo, rules
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("manifests", ["kept", "removed"])
+def test_rules_written_one_commit_each_check_clean_under_the_later_ones(written, manifests, tmp_path, capsys):
+    """The first rule's commit brought the NVRTC layer too; the later rules' stubs use it and the last
+    one's grew the shared rtc_stubs.h. `--check` of the first rule keeps the layer in place and
+    regenerates its own part only, with its manifest or from git history alone (before: the manifest
+    named rtc_stubs.h "differs from what apply generated", exit 1; git's record took the layer out
+    from under the later rules' stubs and the units no longer parsed, exit 2)."""
+    repo = tmp_path / "repo"
+    shutil.copytree(written[0], repo, symlinks=True)
+    if manifests == "removed":
+        for path in manifest_paths(repo):
+            path.unlink()
+    for rule in written[1]:
+        code, said = _check(repo, rule, capsys)
+        assert code == 0, (rule.stem, said)
+    first = written[1][0]
+    capsys.readouterr()
+    assert main(["apply", "--target", str(first), str(repo), "--update", "--write", "-q"]) == 0
+    assert _git(repo, "status", "--porcelain", "--untracked-files=no") == ""     # nothing to regenerate

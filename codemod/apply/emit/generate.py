@@ -1270,8 +1270,12 @@ def _cmake(root: Path, plan: Plan, cs: ChangeSet, strings: list[str], cpp: str) 
     # A string header the library (or another rule) already makes is not made twice.
     made = {tuple(data[i + len(fn):cmake_command_end(data, i + len(fn) - 1) - 1].decode().split()[:2]) for i in lines}
     made |= made_in_loops(data, cm["string_header_function"])
+    own_function = "create" in spec.layer and target_line is not None and not lines
+    # the string function makes each file it reads a configure dependency (own_layer's does; the
+    # library's gets the line where it reads the file, a layer edit), else every call of the block
+    refresh = own_function or _strings_refresh(data, path, cm["string_header_function"], cs)
     block = render("cmake_block.cmake.j2", marker=stacking.mark(spec.rule_id), rule=spec.rule_id,
-                   legacy_option=spec.legacy_option,
+                   legacy_option=spec.legacy_option, configure_depends=not refresh,
                    disable_env=spec.layer.get("disable_env"), function=cm["string_header_function"],
                    strings=[dict(path=p, symbol=symbol_for(p)) for p in strings if (p, symbol_for(p)) not in made])
     if lines:
@@ -1282,7 +1286,7 @@ def _cmake(root: Path, plan: Plan, cs: ChangeSet, strings: list[str], cpp: str) 
     defs = render("cmake_defs.cmake.j2", marker=stacking.mark(spec.rule_id), target=cm["target"], defines=defines,
                   cpp=cpp)
     end = stacking.before_first(data.decode(), stacking.cmake_options_starts(data.decode()), len(data), cs.later)
-    if "create" in spec.layer and target_line and not lines:
+    if own_function:
         # a library without a layer: the string function (unless defined), and the layer's block and the
         # stubs' after add_library, at its indentation (inside its if(), when it is inside one)
         indent = re.match(rb"[ \t]*", target_line.group(0)).group(0).decode()
@@ -1296,6 +1300,38 @@ def _cmake(root: Path, plan: Plan, cs: ChangeSet, strings: list[str], cpp: str) 
         block, defs = own_layer.conditional(block, cm["condition"]), own_layer.conditional(defs, cm["condition"])
     cs.edits.append(Edit(path, at, at, "\n" + block if lines else block + "\n", "kernel strings and legacy option"))
     cs.edits.append(Edit(path, end, end, "\n" + defs, "options seen by the stubs"))
+
+
+def _strings_refresh(data: bytes, path: str, function: str, cs: ChangeSet) -> bool:
+    """Whether the library's string function, defined in this CMake file, makes the file it reads
+    a configure dependency, after a layer edit that adds it where needed: the string is read at
+    configure time (`file(READ)`), and without one an edit of an embedded file leaves the old string
+    (TE's make_string_header_from_file, the files TE's own calls embed included). False where the
+    function is elsewhere or reads its file in a way not recognised here: then the block adds the
+    dependency for the files it embeds."""
+    text = data.decode(errors="replace")
+    head = re.search(r"(?mi)^[ \t]*function\(\s*" + re.escape(function) + r"\s+(\w+)[^)]*\)[ \t]*\n", text)
+    if not head:
+        return False
+    end = re.compile(r"(?mi)^[ \t]*endfunction\s*\(").search(text, head.end())
+    if not end:
+        return False
+    body = text[head.end():end.start()]
+    if "CMAKE_CONFIGURE_DEPENDS" in body:
+        return True
+    arg = re.escape(head.group(1))
+    # file(READ "${file}" ...), also with ${CMAKE_CURRENT_SOURCE_DIR}/ before it (the path it reads)
+    read = re.search(r'(?mi)^([ \t]*)file\(\s*READ\s+("?)((?:\$\{CMAKE_CURRENT_SOURCE_DIR\}/)?\$\{' + arg
+                     + r'\})\2\s[^)\n]*\)[ \t]*\n', body)
+    if not read:
+        return False
+    at = len(text[:head.end() + read.end()].encode())
+    indent = read.group(1)
+    cs.edits.append(Edit(path, at, at, f"{indent}# The string is read at configure time: re-run CMake when the file "
+                                       f"changes.\n{indent}set_property(DIRECTORY APPEND PROPERTY "
+                                       f"CMAKE_CONFIGURE_DEPENDS \"{read.group(3)}\")\n",
+                         "kernel strings that refresh", layer=True))
+    return True
 
 
 def _setuptools(run: _Run, strings: list[str], cpp: str) -> None:

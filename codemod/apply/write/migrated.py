@@ -27,11 +27,16 @@ LEGACY_NAME = "codemod_manifest.json"   # in <output_dir>, where codemod before 
 STUBS = "kernels.h"                      # every migration generates <output_dir>/kernels.h
 
 
-def record(files: dict[str, tuple[str | None, str]], manifest: str) -> str:
+def record(files: dict[str, tuple[str | None, str]], manifest: str, layer: dict | None = None) -> str:
     """The manifest with its `files` key filled: path -> {before, after} sha256 (before: null for a
     file the migration creates), and `edited`: path -> {before, after} text of each library file the
-    migration edits (what `apply --update` un-migrates with a three-way merge)."""
+    migration edits (what `apply --update` un-migrates with a three-way merge). `layer`: the shared
+    NVRTC layer's part when this migration brought it (emission.Emission.layer), recorded as `layer`:
+    path -> the text after the layer part (null for a file it creates): what stays when the rule is
+    regenerated under rules stacked on the layer (layer_kept)."""
     doc = json.loads(manifest)
+    if layer:
+        doc["layer"] = {path: None if before is None else after for path, (before, after) in sorted(layer.items())}
     doc["files"] = {path: {"before": sha256(None if before is None else before.encode()),
                            "after": sha256(after.encode())}
                     for path, (before, after) in sorted(files.items())}
@@ -135,6 +140,7 @@ def check(root: Path, doc: dict, where: str) -> tuple[list[str], str]:
         raise ApplyError("the manifest's `files` is not an object", where=where,
                          hint="remove it: `codemod apply --update` regenerates it from the migrated tree")
     problems, later = [], 0
+    stacked = _stacked_edits(root, doc.get("rule"))
     for path, hashes in sorted(recorded.items()):
         if not isinstance(hashes, dict):
             raise ApplyError(f"the manifest's `files` entry {path!r} is malformed", where=where,
@@ -142,6 +148,8 @@ def check(root: Path, doc: dict, where: str) -> tuple[list[str], str]:
         current = file_sha256(_manifest_path(root, path, where))
         if current == hashes.get("after"):
             continue
+        if current is not None and _edited_later(stacked.get(path, {}), hashes.get("after"), current):
+            continue            # a rule applied after this one edited the file from what this one wrote
         if hashes.get("before") is None:
             problems.append(f"{path} (missing)" if current is None else f"{path} (differs from what apply generated)")
         elif current == hashes.get("before"):
@@ -152,6 +160,35 @@ def check(root: Path, doc: dict, where: str) -> tuple[list[str], str]:
             later += 1
     note = f" ({later} edited file(s) changed since the migration: not checked)" if later else ""
     return problems, note
+
+
+def _stacked_edits(root: Path, rule_id) -> dict[str, dict[str, str]]:
+    """path -> {hash before -> hash after} of the files the other stored manifests of this tree
+    record: the edits of the rules stacked on it, to follow a file from one rule's text to the next."""
+    out: dict[str, dict[str, str]] = {}
+    for path in manifest_paths(root):
+        try:
+            other = json.loads(path.read_text())
+        except (OSError, ValueError, RecursionError):
+            continue
+        files = other.get("files") if isinstance(other, dict) else None
+        if not isinstance(files, dict) or other.get("rule") == rule_id:
+            continue
+        for p, h in files.items():
+            if isinstance(h, dict) and isinstance(h.get("before"), str) and isinstance(h.get("after"), str):
+                out.setdefault(p, {})[h["before"]] = h["after"]
+    return out
+
+
+def _edited_later(steps: dict[str, str], written, current: str) -> bool:
+    """Whether `current` is where the stacked rules' edits (_stacked_edits) lead from `written`."""
+    seen = set()
+    while written in steps and written not in seen:
+        seen.add(written)
+        written = steps[written]
+        if written == current:
+            return True
+    return False
 
 
 def untouched(root: Path, doc: dict) -> bool:
@@ -196,7 +233,7 @@ def later_rules(root: Path, rule_id: str) -> frozenset[str]:
     return frozenset(out)
 
 
-def unmigrated(root: Path, spec, doc: dict | None, later: frozenset[str] | None = None
+def unmigrated(root: Path, spec, doc: dict | None, later: frozenset[str] | None = None, layer_of=None
                ) -> tuple[dict[str, str | None], str, frozenset[str]]:
     """(path -> text of the tree as it would be without the migration, None for a file the migration
     created; where the migration's record came from). Each edited file is a three-way merge: the
@@ -206,6 +243,9 @@ def unmigrated(root: Path, spec, doc: dict | None, later: frozenset[str] | None 
     the regenerations committed after it (_from_git), undone last one first.
     `later`: later_rules(root, spec.rule_id) when the caller has it (read here otherwise); without a
     manifest, the rules whose blocks git shows added after the migration's commit (_later_from_git).
+    Where rules are stacked later and this migration brought the shared NVRTC layer (their code
+    uses it), the layer stays (layer_kept): from the manifest's `layer`, or, without one, from
+    `layer_of(first commit)`, the layer part as a migration of that commit's parent writes it.
     Returns (texts, where the record came from, the later rules)."""
     if later is None:
         later = later_rules(root, spec.rule_id)
@@ -237,9 +277,48 @@ def unmigrated(root: Path, spec, doc: dict | None, later: frozenset[str] | None 
         for original, written in reversed(steps):    # the last regeneration undone first
             text = original if text == written else _merge(path, text, written, original, stacked)
         out[path] = text
+    if stacked:
+        layer = doc.get("layer") if commit is None else (layer_of(commit[0]) if layer_of and any(
+            p in created for p in _shared_runtime(spec)) else None)
+        layer_kept(root, layer, out, edited)
     _moved_back(root, out, created, doc, commit)
     _moved_back(root, out, created, doc, commit, pairs=dict(spec.kernel_strings.get("move_to", {})))
     return out, source, frozenset(later)
+
+
+def layer_kept(root: Path, layer, out: dict[str, str | None], edited: dict[str, list[tuple[str, str]]]) -> None:
+    """The un-migrated texts `out` with the shared NVRTC layer's part left in place: the rules
+    stacked later build on it (their stubs call what it adds). A file the layer part created keeps
+    its text now (another rule may have grown it since: rtc_stubs.h); a file it edited is un-migrated
+    to its text after the layer part (`layer`: path -> that text, None for a created file) instead
+    of its text before the migration: the regeneration then finds the layer as a tree whose layer
+    landed first does, and adds only the rule's own part."""
+    if not isinstance(layer, dict):
+        return
+    for path, after_layer in layer.items():
+        if path not in out:
+            continue
+        if after_layer is None:
+            if out[path] is None and (root / path).is_file():
+                out[path] = library_text((root / path).read_bytes(), path)
+        elif isinstance(after_layer, str) and path in edited and out[path] is not None:
+            steps = edited[path]
+            text = library_text((root / path).read_bytes(), path)
+            for i, (original, written) in reversed(list(enumerate(steps))):
+                to = after_layer if i == 0 else original
+                text = to if text == written else _merge(path, text, written, to, True)
+            out[path] = text
+
+
+def _shared_runtime(spec) -> tuple[str, ...]:
+    """The stubs' runtime every rule of a library shares (rtc_stubs.h, rtc_kernel_calls.h): a
+    migration that creates it brought the layer."""
+    from ..emit.generate import kernel_calls_location, stubs_location
+
+    try:
+        return stubs_location(spec)[0], kernel_calls_location(spec)
+    except (ApplyError, KeyError, TypeError):
+        return ()
 
 
 def _moved_back(root: Path, out: dict[str, str | None], created: list[str], doc: dict | None,
@@ -293,6 +372,18 @@ def _git(root: Path, *args: str) -> str:
     if proc.returncode != 0:
         raise ApplyError(f"git {' '.join(args[:2])} failed: {proc.stderr.strip().splitlines()[-1:] or ''}")
     return proc.stdout
+
+
+def changed_since(root: Path, rev: str) -> dict[str, str | None]:
+    """Every file git shows changed between `rev` and the work tree (committed or not), by its path
+    relative to root (`../..` for one above it): its text at `rev`, None where `rev` lacks it."""
+    top = Path(_git(root, "rev-parse", "--show-toplevel").strip())
+    out: dict[str, str | None] = {}
+    for line in _git(root, "diff", "--no-renames", "--name-status", rev, "--", ":/").splitlines():
+        status, _, repo_path = line.partition("\t")
+        rel = Path(os.path.relpath(top / repo_path, root.resolve())).as_posix()
+        out[rel] = None if status.startswith("A") else _git(top, "show", f"{rev}:{repo_path}")
+    return out
 
 
 def _from_git(root: Path, spec) -> tuple[list[str], dict[str, list[tuple[str, str]]], str, list[str]]:
