@@ -312,7 +312,8 @@ def _layer_before(root: Path, target: str, spec, commit: str, kwargs: dict) -> d
             else:
                 at.parent.mkdir(parents=True, exist_ok=True)
                 at.write_bytes(text.encode())
-        _, _, migration = compute(scratch, target, **dict(kwargs, later=frozenset(), progress=None))
+        _, _, migration = compute(scratch, target, **dict(kwargs, later=frozenset(), progress=None, build_log=None,
+                                                          nvcc_times=()))
     layer = migration.layer if migration is not None else {}
     return {path: None if before is None else after for path, (before, after) in layer.items()}
 

@@ -30,7 +30,8 @@ def golden_patch(case: str) -> tuple[str, str, str]:
     doc = json.loads(migration.manifest)
     doc.pop("edited", None)
     # the layer part's texts are the patch's too: which files it touches, and a hash of each text
-    doc["layer"] = {p: t if t is None else hashlib.sha256(t.encode()).hexdigest() for p, t in doc.get("layer", {}).items()}
+    doc["layer"] = {p: t if t is None else hashlib.sha256(t.encode()).hexdigest()
+                    for p, t in doc.get("layer", {}).items()}
     return unified_diff(files), report, strict_json.dumps(doc, "manifest", indent=1) + "\n"
 
 

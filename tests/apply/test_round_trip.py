@@ -213,6 +213,34 @@ def test_te_rules_merged_as_pull_requests_check_clean_without_a_manifest(tmp_pat
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not TE, reason="TE_SOURCE_DIR not set")
+def test_te_rules_written_one_commit_each_check_clean_with_and_without_manifests(tmp_path, capsys):
+    """TE with its five rules written by `apply --write` in turn, one commit each (activation's brings
+    the NVRTC layer; fused_router's grows rtc_stubs.h): `--check` of every rule exits 0 with the
+    stored manifests, then from git history alone (before: activation's exited 1 and 2)."""
+    repo = tmp_path / "te"
+    shutil.copytree(TE, repo, ignore=shutil.ignore_patterns(".git", "build", "*.so"))
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+    lib = repo / "transformer_engine" / "common"
+    rules = ["activation", "scaled_activation", "fused_router", "fp4_transpose", "transpose"]
+    for rule in rules:
+        assert main(["apply", "--target", rule, str(lib), "--write", "--no-precheck", "-q"]) == 0, rule
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-qm", f"migrate {rule}")
+    for manifests in ("kept", "removed"):
+        if manifests == "removed":
+            for path in manifest_paths(lib):
+                path.unlink()
+        for rule in rules:
+            capsys.readouterr()
+            code = main(["apply", "--target", rule, str(lib), "--check", "-q"])
+            out, err = capsys.readouterr()
+            assert code == 0, (manifests, rule, out, err)
+
+
+@pytest.mark.slow
 def test_an_edit_of_a_moved_definition_is_kept_by_every_stacked_rule(stacked, capsys):
     """The parameter structs moved out of src/common.h into src/kernel_params.h (move_to) are the
     library's own after the merge: a field added there needs no regeneration, and `--update` keeps
