@@ -189,6 +189,17 @@ def test_an_edit_in_an_extracted_header_is_kept_by_update(tmp_path, capsys):
 
 
 TE = os.environ.get("TE_SOURCE_DIR")
+TE_RULES = ["activation", "scaled_activation", "fused_router", "fp4_transpose", "transpose"]
+
+
+def _te_repo(tmp_path: Path) -> tuple[Path, Path]:
+    """(repository, library root) of a copy of $TE_SOURCE_DIR committed as one base commit."""
+    repo = tmp_path / "te"
+    shutil.copytree(TE, repo, ignore=shutil.ignore_patterns(".git", "build", "*.so"))
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+    return repo, repo / "transformer_engine" / "common"
 
 
 @pytest.mark.slow
@@ -197,13 +208,8 @@ def test_te_rules_merged_as_pull_requests_check_clean_without_a_manifest(tmp_pat
     """TE with its five rules (the four of issue 29 and transpose, stacked on them), each merged as its layer and kernel pull requests (`git apply` from the
     root, one commit each), no manifest anywhere: `--check` of every rule exits 0 from git history
     (before: CMakeLists.txt could not be un-migrated from under the later rules' blocks)."""
-    repo = tmp_path / "te"
-    shutil.copytree(TE, repo, ignore=shutil.ignore_patterns(".git", "build", "*.so"))
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "base")
-    lib = repo / "transformer_engine" / "common"
-    rules = ["activation", "scaled_activation", "fused_router", "fp4_transpose", "transpose"]
+    repo, lib = _te_repo(tmp_path)
+    rules = TE_RULES
     assert "fused_router" in _merge_as_pull_requests(repo, lib, rules, tmp_path)
     for rule in rules:
         capsys.readouterr()
@@ -218,13 +224,8 @@ def test_te_rules_written_one_commit_each_check_clean_with_and_without_manifests
     """TE with its five rules written by `apply --write` in turn, one commit each (activation's brings
     the NVRTC layer; fused_router's grows rtc_stubs.h): `--check` of every rule exits 0 with the
     stored manifests, then from git history alone (before: activation's exited 1 and 2)."""
-    repo = tmp_path / "te"
-    shutil.copytree(TE, repo, ignore=shutil.ignore_patterns(".git", "build", "*.so"))
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "base")
-    lib = repo / "transformer_engine" / "common"
-    rules = ["activation", "scaled_activation", "fused_router", "fp4_transpose", "transpose"]
+    repo, lib = _te_repo(tmp_path)
+    rules = TE_RULES
     for rule in rules:
         assert main(["apply", "--target", rule, str(lib), "--write", "--no-precheck", "-q"]) == 0, rule
         _git(repo, "add", "-A")

@@ -162,17 +162,25 @@ def check(root: Path, doc: dict, where: str) -> tuple[list[str], str]:
     return problems, note
 
 
+def other_manifests(root: Path, rule_id):
+    """The stored manifests of this tree's other rules, each a dict with its `rule` (unreadable ones
+    skipped: the rule they record checks them)."""
+    for path in manifest_paths(root):
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError, RecursionError):
+            continue
+        if isinstance(doc, dict) and isinstance(doc.get("rule"), str) and doc["rule"] != rule_id:
+            yield doc
+
+
 def _stacked_edits(root: Path, rule_id) -> dict[str, dict[str, str]]:
     """path -> {hash before -> hash after} of the files the other stored manifests of this tree
     record: the edits of the rules stacked on it, to follow a file from one rule's text to the next."""
     out: dict[str, dict[str, str]] = {}
-    for path in manifest_paths(root):
-        try:
-            other = json.loads(path.read_text())
-        except (OSError, ValueError, RecursionError):
-            continue
-        files = other.get("files") if isinstance(other, dict) else None
-        if not isinstance(files, dict) or other.get("rule") == rule_id:
+    for other in other_manifests(root, rule_id):
+        files = other.get("files")
+        if not isinstance(files, dict):
             continue
         for p, h in files.items():
             if isinstance(h, dict) and isinstance(h.get("before"), str) and isinstance(h.get("after"), str):
@@ -218,14 +226,9 @@ def later_rules(root: Path, rule_id: str) -> frozenset[str]:
 
     marks = (stacking.mark(rule_id),)
     out = set()
-    for path in manifest_paths(root):
-        try:
-            doc = json.loads(path.read_text())
-        except (OSError, ValueError, RecursionError):
-            continue
-        other = doc.get("rule") if isinstance(doc, dict) else None
-        edited = doc.get("edited") if isinstance(doc, dict) else None
-        if not isinstance(other, str) or other == rule_id or not isinstance(edited, dict):
+    for doc in other_manifests(root, rule_id):
+        other, edited = doc["rule"], doc.get("edited")
+        if not isinstance(edited, dict):
             continue
         if any(isinstance(e, dict) and isinstance(e.get("before"), str) and any(m in e["before"] for m in marks)
                for e in edited.values()):
