@@ -36,6 +36,15 @@ def _git(root: Path, *args: str) -> str:
                           capture_output=True, text=True).stdout
 
 
+def _committed(source: Path, repo: Path) -> Path:
+    """A copy of `source` at `repo`, committed as one base commit."""
+    shutil.copytree(source, repo, ignore=shutil.ignore_patterns(".git", "build", "*.so"))
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+    return repo
+
+
 def _rules(folder: Path) -> list[Path]:
     base = yaml.safe_load((GOLDEN / "normlib" / "rule.yaml").read_text())
     out = []
@@ -77,11 +86,7 @@ def _merge_as_pull_requests(repo: Path, lib: Path, rules: list[str], folder: Pat
 def merged(tmp_path_factory) -> tuple[Path, list[Path]]:
     """normlib in git with the three rules merged as ordinary commits; no manifest kept."""
     tmp_path = tmp_path_factory.mktemp("merged")
-    repo = tmp_path / "repo"
-    shutil.copytree(GOLDEN / "normlib" / "input", repo)
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "base")
+    repo = _committed(GOLDEN / "normlib" / "input", tmp_path / "repo")
     rules = _rules(tmp_path)
     layers_with_stubs = _merge_as_pull_requests(repo, repo, [str(r) for r in rules], tmp_path)
     assert "ln_fwd" in layers_with_stubs                 # the last rule's layer part edits the shared stubs
@@ -194,11 +199,7 @@ TE_RULES = ["activation", "scaled_activation", "fused_router", "fp4_transpose", 
 
 def _te_repo(tmp_path: Path) -> tuple[Path, Path]:
     """(repository, library root) of a copy of $TE_SOURCE_DIR committed as one base commit."""
-    repo = tmp_path / "te"
-    shutil.copytree(TE, repo, ignore=shutil.ignore_patterns(".git", "build", "*.so"))
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "base")
+    repo = _committed(Path(TE), tmp_path / "te")
     return repo, repo / "transformer_engine" / "common"
 
 
@@ -270,11 +271,7 @@ def test_a_rule_landed_as_two_pull_requests_checks_clean_from_git_history(tmp_pa
     migration as the first commit and the regeneration after it (before: the first commit only, so
     the second one's rewrite of the lines the first wrote, e.g. the kernels the legacy option's
     documentation lists, was a change "since the migration" and --check refused, exit 2)."""
-    repo = tmp_path / "repo"
-    shutil.copytree(GOLDEN / "normlib" / "input", repo)
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "base")
+    repo = _committed(GOLDEN / "normlib" / "input", tmp_path / "repo")
     rule = str(_rules(tmp_path)[1])                       # ln_bwd: two kernels
     first, layer = tmp_path / "first.diff", tmp_path / "layer.diff"
     assert main(["apply", "--target", rule, str(repo), "--only", "normlib::ln_bwd_kernel", "--diff", str(first),
@@ -307,11 +304,7 @@ def written(tmp_path_factory) -> tuple[Path, list[Path]]:
     """normlib in git with the three rules migrated as `apply --write` writes them (the first rule's
     NVRTC layer in its commit, one commit per rule), manifests stored."""
     tmp_path = tmp_path_factory.mktemp("written")
-    repo = tmp_path / "repo"
-    shutil.copytree(GOLDEN / "normlib" / "input", repo)
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "base")
+    repo = _committed(GOLDEN / "normlib" / "input", tmp_path / "repo")
     rules = _rules(tmp_path)
     for rule in rules:
         assert main(["apply", "--target", str(rule), str(repo), "--write", "--no-precheck", "-q"]) == 0
