@@ -81,7 +81,7 @@ MIGRATED_ALONE=0; MIGR_JOBS=3; TESTS_TARGETS=x""")
     steps = [s.split(" rc=")[0].split(" in ")[0] for s in stages]
     jobs = len(os.sched_getaffinity(0))
     assert steps[:3] == [f"0 other build alone (-j{jobs})", "build other",
-                         "1 original build beside the migrated build (nice, -j3), then the tests' build"]
+                         f"1 original build (-j{jobs}) beside the migrated build (nice -n 10 -j3), then the tests' build"]
     assert steps.index("build migrated") < steps.index("tests build") < steps.index("util tests")
     assert "build original" in steps and steps[-1] == "chain done"
     assert not any(s.startswith(("ctest", "operator tests")) for s in stages)  # both left empty
@@ -102,3 +102,16 @@ BUILD_CMD='case {src} in */migr/*) exit 1;; esac; echo {jobs} > {build}/jobs'"""
     assert any(s.startswith("build migrated rc=") and s != "build migrated rc=0" for s in steps)
     assert "build original rc=0" in steps and steps[-1] == "chain done"
     assert not any(s.startswith(("tests build", "util tests", "parity")) for s in stages)
+
+
+def test_parity_runs_once_both_builds_are_done_beside_the_tests(tmp_path):
+    """Parity needs the two builds only: it starts when they are done, while the tests still run
+    (before, it waited for the operator tests, and a device session ran out of time before it)."""
+    w, out, stages = _run_chain(tmp_path, ops="CTEST_REGEX=; OPS_TEST=", extra=f"""MIGRATED_ALONE=0; ORIG_JOBS=2; MIGR_NICE=
+UTIL_TEST=slow.sh; TESTS_CONFIGURE_CMD="$TESTS_CONFIGURE_CMD && (echo sleep 4; cat {{src}}/util.sh) > {{build}}/slow.sh && chmod +x {{build}}/slow.sh"
+""")
+    steps = [s.split(" rc=")[0].split(" in ")[0] for s in stages]
+    assert steps[0] == "1 original build (-j2) beside the migrated build ( -j8), then the tests' build"
+    assert steps.index("parity g") < steps.index("util tests"), steps
+    assert any(s.startswith("util tests rc=0 [  PASSED  ] 3 tests.") for s in stages)   # the slow one ran
+    assert (w / "scratch/build-original/jobs").read_text().strip() == "2"
