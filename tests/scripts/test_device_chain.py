@@ -106,9 +106,10 @@ BUILD_CMD='case {src} in */migr/*) exit 1;; esac; echo {jobs} > {build}/jobs'"""
 
 def test_parity_runs_once_both_builds_are_done_beside_the_tests(tmp_path):
     """Parity needs the two builds only: it starts when they are done, while the tests still run
-    (before, it waited for the operator tests, and a device session ran out of time before it)."""
+    (before, it waited for the operator tests, and a device session ran out of time before it).
+    The util test here waits (30 s at most) until parity has ended."""
     w, out, stages = _run_chain(tmp_path, ops="CTEST_REGEX=; OPS_TEST=", extra=f"""MIGRATED_ALONE=0; ORIG_JOBS=2; MIGR_NICE=
-UTIL_TEST=slow.sh; TESTS_CONFIGURE_CMD="$TESTS_CONFIGURE_CMD && (echo sleep 4; cat {{src}}/util.sh) > {{build}}/slow.sh && chmod +x {{build}}/slow.sh"
+UTIL_TEST=slow.sh; TESTS_CONFIGURE_CMD="$TESTS_CONFIGURE_CMD && (echo 'for i in \\$(seq 150); do grep -q \\"parity g\\" {tmp_path}/W/stages.txt && break; sleep 0.2; done'; cat {{src}}/util.sh) > {{build}}/slow.sh && chmod +x {{build}}/slow.sh"
 """)
     steps = [s.split(" rc=")[0].split(" in ")[0] for s in stages]
     assert steps[0] == "1 original build (-j2) beside the migrated build ( -j8), then the tests' build"
