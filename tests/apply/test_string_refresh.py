@@ -91,9 +91,11 @@ def test_an_embedded_file_edit_rebuilds_its_string_with_plain_ninja(actlib_git, 
     assert EMBEDDED in block
     assert "CMAKE_CONFIGURE_DEPENDS" not in block and "CMAKE_CONFIGURE_DEPENDS" in _function(migrated)
     # a CMake project of its own around apply's function and block: the string headers, no compiler needed
+    own = "make_string_header_from_file(rtc/transpose.cu string_code_rtc_transpose_cu)\n"   # the library's own call
+    assert own in migrated
     (actlib_git / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.18)\nproject(strings LANGUAGES NONE)\n"
-        + _function(migrated) + block + "add_custom_target(strings ALL)\n")
+        + _function(migrated) + own + block + "add_custom_target(strings ALL)\n")
     build = tmp_path / "build"
     run = lambda *cmd: subprocess.run(cmd, cwd=actlib_git, check=True, capture_output=True, text=True)
     run("cmake", "-S", ".", "-B", str(build), "-G", "Ninja")
@@ -103,3 +105,8 @@ def test_an_embedded_file_edit_rebuilds_its_string_with_plain_ninja(actlib_git, 
     source.write_text(source.read_text() + "// edited after the migration\n")
     run("ninja", "-C", str(build))
     assert "edited after the migration" in header.read_text()
+    # a string of the library's own call refreshes too (TE's utils.cuh, util/math.h)
+    own_source, own_header = actlib_git / "rtc/transpose.cu", build / "string_headers/string_code_rtc_transpose_cu.h"
+    own_source.write_text(own_source.read_text() + "// edited after the migration\n")
+    run("ninja", "-C", str(build))
+    assert "edited after the migration" in own_header.read_text()
