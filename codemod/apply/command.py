@@ -115,9 +115,11 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
     if update and review is not None:
         raise UsageError("--update regenerates the whole migration; --interactive chooses a new one",
                          hint="use --update alone (or with --only/--exclude)")
+    # the other rules' manifests, read once for the hash check and the regeneration
+    others = migrated.other_manifests(root, spec.rule_id) if found or stubs else []
     if found:
         _, where, doc = found
-        problems, note = migrated.check(root, doc, where)
+        problems, note = migrated.check(root, doc, where, others)
         if problems:
             raise PartlyMigrated(
                 f"partly migrated: {where} records the migration of rule {spec.rule_id}, but {len(problems)} "
@@ -129,7 +131,7 @@ def compute(root: Path, target: str, only=None, exclude=None, version: str | Non
             return {}, done + "\n", None
     if found or stubs:
         try:
-            return _regenerate(root, target, spec, found[2] if found else None, update, stubs,
+            return _regenerate(root, target, spec, found[2] if found else None, update, stubs, others,
                                dict(only=only, exclude=exclude, version=version, progress=progress,
                                     formatted=formatted, build_log=build_log, nvcc_times=nvcc_times, jobs=jobs,
                                     policy=policy, compile_db=compile_db))
@@ -221,12 +223,12 @@ def _check_units_read(analysis, spec) -> None:
                           "its errors), or leave it out of migrate.translation_units")
 
 
-def _regenerate(root: Path, target: str, spec, doc: dict | None, update: bool, stubs: str | None, kwargs: dict):
+def _regenerate(root: Path, target: str, spec, doc: dict | None, update: bool, stubs: str | None,
+                others: list[dict], kwargs: dict):
     """The migration of a migrated tree, regenerated: the tree un-migrated (migrated.unmigrated: the
     manifest's record, else git's), copied to a scratch folder, migrated there as a fresh tree would
     be. Files: what differs from the tree now (`update`: to write; else PartlyMigrated names them,
     or nothing when the tree holds exactly the regenerated migration)."""
-    import os
     import tempfile
 
     from .write import migrated
@@ -237,7 +239,7 @@ def _regenerate(root: Path, target: str, spec, doc: dict | None, update: bool, s
     # .clang-format or pre-commit pin, and would be formatted otherwise than `--write` formatted it
     kwargs = dict(kwargs, formatted=target_style(root, kwargs.get("formatted", True)))
     # every stored manifest read once; without a manifest, git's record adds the rules stacked later
-    overlay, source, later = migrated.unmigrated(root, spec, doc, migrated.later_rules(root, spec.rule_id),
+    overlay, source, later = migrated.unmigrated(root, spec, doc, migrated.later_rules(root, spec.rule_id, others),
                                                  layer_of=lambda commit: _layer_before(root, target, spec, commit,
                                                                                        kwargs))
     kwargs = dict(kwargs, later=later)
@@ -245,17 +247,8 @@ def _regenerate(root: Path, target: str, spec, doc: dict | None, update: bool, s
     if progress:
         progress(f"apply: regenerating the migration of rule {spec.rule_id} from the tree un-migrated ({source})")
     with tempfile.TemporaryDirectory(prefix="codemod-update-") as tmp:
-        scratch = _scratch(root, spec, Path(tmp) / "tree")
-        for path, text in overlay.items():
-            target_path = scratch / path
-            # the overlay's paths were checked against the tree (migrated.unmigrated); and stay in the copy
-            if not Path(os.path.normpath(target_path)).is_relative_to(Path(tmp) / "tree"):
-                raise ApplyError("the migration's record names a file outside the tree; nothing done", where=path)
-            if text is None:
-                target_path.unlink(missing_ok=True)
-            else:
-                target_path.parent.mkdir(parents=True, exist_ok=True)
-                target_path.write_bytes(text.encode())
+        # the overlay's paths were checked against the tree (migrated.unmigrated); and stay in the copy
+        scratch = _scratch(root, spec, Path(tmp) / "tree", overlay)
         fresh, report, migration = compute(scratch, target, **kwargs)
     desired = {path: new for path, (_, new) in fresh.items()}
     dropped = sorted(p for p, text in overlay.items() if text is None and p not in desired and (root / p).exists())
@@ -291,9 +284,8 @@ def _regenerate(root: Path, target: str, spec, doc: dict | None, update: bool, s
 def _layer_before(root: Path, target: str, spec, commit: str, kwargs: dict) -> dict[str, str | None]:
     """The shared NVRTC layer's part of the migration that git's `commit` holds, as a migration of
     that commit's parent writes it: path -> text after the layer part, None for a file it creates
-    (migrated.layer_kept; the manifest records it as `layer`). The tree of the parent is a scratch
+    (migrated.unmigrated keeps it; the manifest records it as `layer`). The tree of the parent is a scratch
     copy with every file git changed since put back as it was then."""
-    import os
     import tempfile
 
     from .write import migrated
@@ -302,26 +294,19 @@ def _layer_before(root: Path, target: str, spec, commit: str, kwargs: dict) -> d
     if progress:
         progress(f"apply: the NVRTC layer's part of rule {spec.rule_id}'s commit {commit[:12]}, from its parent")
     with tempfile.TemporaryDirectory(prefix="codemod-layer-") as tmp:
-        scratch = _scratch(root, spec, Path(tmp) / "tree")
-        for path, text in migrated.changed_since(root, f"{commit}^").items():
-            at = Path(os.path.normpath(scratch / path))
-            if not at.is_relative_to(Path(tmp) / "tree"):
-                continue                    # outside what the regeneration reads
-            if text is None:
-                at.unlink(missing_ok=True)
-            else:
-                at.parent.mkdir(parents=True, exist_ok=True)
-                at.write_bytes(text.encode())
+        # files git changed outside what a migration reads stay out of the copy
+        scratch = _scratch(root, spec, Path(tmp) / "tree", migrated.changed_since(root, f"{commit}^"), outside=False)
         _, _, migration = compute(scratch, target, **dict(kwargs, later=frozenset(), progress=None, build_log=None,
                                                           nvcc_times=()))
     layer = migration.layer if migration is not None else {}
     return {path: None if before is None else after for path, (before, after) in layer.items()}
 
 
-def _scratch(root: Path, spec, copy: Path) -> Path:
+def _scratch(root: Path, spec, copy: Path, texts: dict[str, str | None] | None = None, outside: bool = True) -> Path:
     """A copy of what a migration reads, for a regeneration: the folder holding the root and every
     include folder of the rule, and the files above it the rule edits (migrate.docs), at their places
-    below `copy`; the root's path in the copy."""
+    below `copy`; then `texts` (path from the root -> text, None: removed) written over it, a path
+    leaving the copy an ApplyError (`outside`) or passed over. The root's path in the copy."""
     import os
     import shutil
 
@@ -339,7 +324,19 @@ def _scratch(root: Path, spec, copy: Path) -> Path:
         if f.is_file() and not f.is_relative_to(base):
             (copy / f.relative_to(anchor)).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(f, copy / f.relative_to(anchor))
-    return copy / top.relative_to(anchor)
+    scratch = copy / top.relative_to(anchor)
+    for path, text in (texts or {}).items():
+        at = Path(os.path.normpath(scratch / path))
+        if not at.is_relative_to(copy):
+            if outside:
+                raise ApplyError("the migration's record names a file outside the tree; nothing done", where=path)
+            continue
+        if text is None:
+            at.unlink(missing_ok=True)
+        else:
+            at.parent.mkdir(parents=True, exist_ok=True)
+            at.write_bytes(text.encode())
+    return scratch
 
 
 def write_migration(root: Path, files: dict, migration, force: bool = False) -> Path | None:

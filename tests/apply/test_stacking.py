@@ -111,13 +111,13 @@ def test_later_rules_come_from_the_other_manifests(actlib_git):
 
 
 def test_a_regeneration_reads_the_other_manifests_once(actlib_git, monkeypatch, capsys):
-    """`--check` un-migrates and regenerates: both need the later rules, read from every stored
-    manifest (with their full edited texts) once, not once each."""
+    """`--check` checks the manifest's hashes, un-migrates and regenerates: all three need the other
+    rules' stored manifests (with their full edited texts), read once, not once each."""
     rule = str(Path(__file__).resolve().parents[2] / "golden" / "actlib" / "activation.yaml")
     assert main(["apply", "--target", rule, str(actlib_git), "--write", "--no-precheck", "-q"]) == 0
     calls = []
-    real = migrated.later_rules
-    monkeypatch.setattr(migrated, "later_rules", lambda root, rule_id: calls.append(rule_id) or real(root, rule_id))
+    real = migrated.other_manifests
+    monkeypatch.setattr(migrated, "other_manifests", lambda root, rule_id: calls.append(rule_id) or real(root, rule_id))
     assert main(["apply", "--target", rule, str(actlib_git), "--check", "-q"]) == 0, capsys.readouterr().err
     assert len(calls) == 1
 

@@ -33,7 +33,7 @@ def record(files: dict[str, tuple[str | None, str]], manifest: str, layer: dict 
     migration edits (what `apply --update` un-migrates with a three-way merge). `layer`: the shared
     NVRTC layer's part when this migration brought it (emission.Emission.layer), recorded as `layer`:
     path -> the text after the layer part (null for a file it creates): what stays when the rule is
-    regenerated under rules stacked on the layer (layer_kept)."""
+    regenerated under rules stacked on the layer (unmigrated)."""
     doc = json.loads(manifest)
     if layer:
         doc["layer"] = {path: None if before is None else after for path, (before, after) in sorted(layer.items())}
@@ -128,11 +128,13 @@ def read_manifest(path: Path, where: str) -> dict:
     return doc
 
 
-def check(root: Path, doc: dict, where: str) -> tuple[list[str], str]:
+def check(root: Path, doc: dict, where: str, others: list[dict] | None = None) -> tuple[list[str], str]:
     """(problems, note) of a migrated tree: a generated file missing or not holding what apply wrote,
     an edited file (launch sites, CMake, guards) still holding its original content. An edited file
-    changed since the migration is fine (normal development); the note counts those. A manifest
-    without `files` (written before they were recorded) cannot be checked: the note says so."""
+    changed since the migration is fine (normal development); the note counts those, and a file a
+    rule stacked later (`others`: other_manifests, read here when not given) edited from what this
+    one wrote is fine too. A manifest without `files` (written before they were recorded) cannot be
+    checked: the note says so."""
     recorded = doc.get("files")
     if recorded is None:
         return [], " (written by an older codemod: no file hashes, content not checked)"
@@ -140,7 +142,7 @@ def check(root: Path, doc: dict, where: str) -> tuple[list[str], str]:
         raise ApplyError("the manifest's `files` is not an object", where=where,
                          hint="remove it: `codemod apply --update` regenerates it from the migrated tree")
     problems, later = [], 0
-    stacked = _stacked_edits(root, doc.get("rule"))
+    stacked = _stacked_edits(other_manifests(root, doc.get("rule")) if others is None else others)
     for path, hashes in sorted(recorded.items()):
         if not isinstance(hashes, dict):
             raise ApplyError(f"the manifest's `files` entry {path!r} is malformed", where=where,
@@ -162,23 +164,26 @@ def check(root: Path, doc: dict, where: str) -> tuple[list[str], str]:
     return problems, note
 
 
-def other_manifests(root: Path, rule_id):
+def other_manifests(root: Path, rule_id) -> list[dict]:
     """The stored manifests of this tree's other rules, each a dict with its `rule` (unreadable ones
-    skipped: the rule they record checks them)."""
+    skipped: the rule they record checks them). Read once per apply: check() and later_rules()
+    take them."""
+    out = []
     for path in manifest_paths(root):
         try:
             doc = json.loads(path.read_text())
         except (OSError, ValueError, RecursionError):
             continue
         if isinstance(doc, dict) and isinstance(doc.get("rule"), str) and doc["rule"] != rule_id:
-            yield doc
+            out.append(doc)
+    return out
 
 
-def _stacked_edits(root: Path, rule_id) -> dict[str, dict[str, str]]:
-    """path -> {hash before -> hash after} of the files the other stored manifests of this tree
-    record: the edits of the rules stacked on it, to follow a file from one rule's text to the next."""
+def _stacked_edits(others: list[dict]) -> dict[str, dict[str, str]]:
+    """path -> {hash before -> hash after} of the files the other rules' manifests record: the edits
+    of the rules stacked on this one, to follow a file from one rule's text to the next."""
     out: dict[str, dict[str, str]] = {}
-    for other in other_manifests(root, rule_id):
+    for other in others:
         files = other.get("files")
         if not isinstance(files, dict):
             continue
@@ -218,7 +223,7 @@ def untouched(root: Path, doc: dict) -> bool:
 
 # --- un-migrating (apply --update) ------------------------------------------------------------------
 
-def later_rules(root: Path, rule_id: str) -> frozenset[str]:
+def later_rules(root: Path, rule_id: str, others: list[dict] | None = None) -> frozenset[str]:
     """The rules migrated on this tree after `rule_id`: those whose stored manifest records, as the
     text a file had before their edit, `rule_id`'s block in it (its mark, stacking.MARK). What
     a regeneration of `rule_id` needs to put its blocks back among theirs (stacking.py)."""
@@ -226,7 +231,7 @@ def later_rules(root: Path, rule_id: str) -> frozenset[str]:
 
     marks = (stacking.mark(rule_id),)
     out = set()
-    for doc in other_manifests(root, rule_id):
+    for doc in other_manifests(root, rule_id) if others is None else others:
         other, edited = doc["rule"], doc.get("edited")
         if not isinstance(edited, dict):
             continue
@@ -246,9 +251,12 @@ def unmigrated(root: Path, spec, doc: dict | None, later: frozenset[str] | None 
     the regenerations committed after it (_from_git), undone last one first.
     `later`: later_rules(root, spec.rule_id) when the caller has it (read here otherwise); without a
     manifest, the rules whose blocks git shows added after the migration's commit (_later_from_git).
-    Where rules are stacked later and this migration brought the shared NVRTC layer (their code
-    uses it), the layer stays (layer_kept): from the manifest's `layer`, or, without one, from
-    `layer_of(first commit)`, the layer part as a migration of that commit's parent writes it.
+    Where rules are stacked later and this migration brought the shared NVRTC layer (their stubs
+    call what it adds), the layer stays, as a tree whose layer landed first: a file the layer part
+    created keeps its text now (a later rule may have grown it: rtc_stubs.h), a file it edited goes
+    back to its text after the layer part, not before it. The layer part comes from the manifest's
+    `layer`, or, without one, from `layer_of(first commit)`, as a migration of that commit's parent
+    writes it.
     Returns (texts, where the record came from, the later rules)."""
     if later is None:
         later = later_rules(root, spec.rule_id)
@@ -270,6 +278,12 @@ def unmigrated(root: Path, spec, doc: dict | None, later: frozenset[str] | None 
         _manifest_path(root, p, where)      # written to the scratch copy, read from the tree: no way out
     # the hunk-by-hunk replay is for edits other rules stacked next to this one's (_merge)
     stacked = bool(later)
+    # the NVRTC layer's part this migration brought, kept under the rules stacked on it
+    layer = {}
+    if stacked:
+        layer = doc.get("layer") if commit is None else (layer_of(commit[0]) if layer_of and any(
+            p in created for p in _shared_runtime(spec)) else None)
+        layer = layer if isinstance(layer, dict) else {}
     out: dict[str, str | None] = {p: None for p in created}
     for path, steps in sorted(edited.items()):
         target = root / path
@@ -277,40 +291,17 @@ def unmigrated(root: Path, spec, doc: dict | None, later: frozenset[str] | None 
             raise ApplyError("the migration edited this file, but it is gone", where=path,
                              hint="restore it, then run `codemod apply --update` again")
         text = library_text(target.read_bytes(), path)      # CRLF kept: the recorded texts have it
-        for original, written in reversed(steps):    # the last regeneration undone first
+        for i, (original, written) in reversed(list(enumerate(steps))):    # the last regeneration undone first
+            if i == 0 and isinstance(layer.get(path), str):
+                original = layer[path]      # back to the text after the layer part, not before it
             text = original if text == written else _merge(path, text, written, original, stacked)
         out[path] = text
-    if stacked:
-        layer = doc.get("layer") if commit is None else (layer_of(commit[0]) if layer_of and any(
-            p in created for p in _shared_runtime(spec)) else None)
-        layer_kept(root, layer, out, edited)
+    for path, after_layer in layer.items():
+        if after_layer is None and out.get(path, "") is None and (root / path).is_file():
+            out[path] = library_text((root / path).read_bytes(), path)     # created by the layer part: kept
     _moved_back(root, out, created, doc, commit)
     _moved_back(root, out, created, doc, commit, pairs=dict(spec.kernel_strings.get("move_to", {})))
     return out, source, frozenset(later)
-
-
-def layer_kept(root: Path, layer, out: dict[str, str | None], edited: dict[str, list[tuple[str, str]]]) -> None:
-    """The un-migrated texts `out` with the shared NVRTC layer's part left in place: the rules
-    stacked later build on it (their stubs call what it adds). A file the layer part created keeps
-    its text now (another rule may have grown it since: rtc_stubs.h); a file it edited is un-migrated
-    to its text after the layer part (`layer`: path -> that text, None for a created file) instead
-    of its text before the migration: the regeneration then finds the layer as a tree whose layer
-    landed first does, and adds only the rule's own part."""
-    if not isinstance(layer, dict):
-        return
-    for path, after_layer in layer.items():
-        if path not in out:
-            continue
-        if after_layer is None:
-            if out[path] is None and (root / path).is_file():
-                out[path] = library_text((root / path).read_bytes(), path)
-        elif isinstance(after_layer, str) and path in edited and out[path] is not None:
-            steps = edited[path]
-            text = library_text((root / path).read_bytes(), path)
-            for i, (original, written) in reversed(list(enumerate(steps))):
-                to = after_layer if i == 0 else original
-                text = to if text == written else _merge(path, text, written, to, True)
-            out[path] = text
 
 
 def _shared_runtime(spec) -> tuple[str, ...]:
