@@ -38,11 +38,12 @@ def put(field: bytes | str) -> bytes:
 
 def nvrtc_identity(library: str | os.PathLike, version: tuple[int, int]) -> str:
     """As the header's nvrtc_identity: NVRTC's major.minor, and the size and modification time of the
-    library file (the one the process loaded), "13.0 109338064 1764728049.123456789"."""
+    library file (the one the process loaded), "13.0 109338064 1764728049.123456789"; "" when the
+    file cannot be read (the header then leaves the cache off)."""
     try:
         st = os.stat(library)
     except OSError:
-        return f"{version[0]}.{version[1]}"
+        return ""
     return f"{version[0]}.{version[1]} {st.st_size} {st.st_mtime_ns // 10**9}.{st.st_mtime_ns % 10**9:09d}"
 
 

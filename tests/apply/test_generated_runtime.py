@@ -107,6 +107,15 @@ def test_cuda_error_of_a_driver_api_layer_is_labelled_cuda(mock):
     assert counters["compiles"] == 2                    # not remembered: CUDA errors may pass
 
 
+def test_cuda_error_message_from_a_path_naming_nvrtc_is_still_cuda(mock):
+    """The message's file path (the layer's error macro puts __FILE__ first) names nvrtc: the CUDA
+    error it reports is still CUDA's, so not remembered as a failed compile."""
+    calls, counters = mock("cuda_driver_nvrtc_path")
+    error = _error(calls[0])
+    assert "CUDA error" in error and "out of memory" in error and "NVRTC failed" not in error
+    assert counters["compiles"] == 2
+
+
 def test_pending_error_of_the_caller_is_kept_and_not_blamed(mock):
     calls, counters = mock("pending")
     error = _error(calls[0])
@@ -177,6 +186,20 @@ def test_arch_specific_target_an_old_nvrtc_lacks_is_refused_by_name(mock):
     assert got["sm_100"].startswith("error ")
     assert "NVRTC 13.0 cannot compile actlib::reduce_dbias_kernel for sm_100a, the target of device 0 (sm_100)" \
         in got["sm_100"]
+    assert got["sm_90"] == "ok - 0"
+
+
+def test_a_target_suffix_an_older_nvrtc_lacks_is_refused_by_name(mock):
+    """NVRTC 12.8 lists sm_120 but rejects sm_120f (family targets came with 12.9): sm_120 itself gets
+    sm_120a, as TE's CMake chooses with a toolkit before 12.9; a later minor of the family has no
+    target that NVRTC takes, and the stubs say so naming kernel, target and device, instead of
+    leaving NVRTC an option it fails on."""
+    got = _arch_lines(mock, "nvrtc_12_8")
+    assert got["sm_120"] == "ok --gpu-architecture=sm_120a 1"
+    assert got["sm_121"].startswith("error ")
+    assert ("NVRTC 12.8 cannot compile actlib::reduce_dbias_kernel for sm_120f, the target of device 0 (sm_121): "
+            "family targets need NVRTC 12.9 or newer") in got["sm_121"]
+    assert got["sm_100"] == "ok --gpu-architecture=sm_100a 1"
     assert got["sm_90"] == "ok - 0"
 
 

@@ -99,29 +99,22 @@ _COMPILE_PROGRAM_DRIVER = r'''
 #include <nvrtc.h>
 
 #include <cstdio>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
-#define ERROR(message) throw std::runtime_error(message)
-
 %(helper)s
 
-// argv[1]: a source; the options follow. Prints "ok <log>" or "error <what>" (newlines as '|').
+// argv[1]: a source; the options follow. Prints "ok <log>" or "failed <log>" (newlines as '|').
 int main(int argc, char **argv) {
   nvrtcProgram program = nullptr;
   if (nvrtcCreateProgram(&program, argv[1], "t.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS) return 2;
   std::string out;
-  try {
-    compile_program_or_throw(program, argc - 2, argv + 2);
-    std::size_t size = 0;
-    nvrtcGetProgramLogSize(program, &size);
-    std::string log(size, '\0');
-    nvrtcGetProgramLog(program, &log[0]);
-    out = "ok " + std::string(log.c_str());
-  } catch (const std::exception &e) {
-    out = std::string("error ") + e.what();
-  }
+  const nvrtcResult result = compile_program_one_target(program, argc - 2, argv + 2);
+  std::size_t size = 0;
+  nvrtcGetProgramLogSize(program, &size);
+  std::string log(size, '\0');
+  nvrtcGetProgramLog(program, &log[0]);
+  out = (result == NVRTC_SUCCESS ? "ok " : "failed ") + std::string(log.c_str());
   for (char &c : out) c = c == '\n' ? '|' : c;
   std::printf("%%s\n", out.c_str());
   return 0;
@@ -131,7 +124,7 @@ int main(int argc, char **argv) {
 
 @pytest.fixture(scope="module")
 def compile_program(tmp_path_factory):
-    """The layer's compile_program_or_throw (as extend renders it) over the real NVRTC: run(source,
+    """The layer's compile_program_one_target (as extend renders it) over the real NVRTC: run(source,
     *options) -> its one output line."""
     from codemod.verify import nvrtc
 
@@ -175,7 +168,53 @@ def test_one_gpu_architecture_reaches_nvrtc_the_callers(compile_program):
 
 
 @pytest.mark.slow
-def test_failed_compile_carries_the_nvrtc_log(compile_program):
+def test_a_failed_compile_returns_nvrtcs_result_and_log(compile_program):
+    """The helper only picks the target: a failed compile is the layer's own failure branch's to
+    report (with its log: test_failure_branch_throws_with_the_log)."""
     out = compile_program("__global__ void k() { undefined_name = 1; }\n", "--gpu-architecture=sm_90")
-    assert out.startswith("error NVRTC compile failed (NVRTC_ERROR_COMPILATION, --gpu-architecture=sm_90):|")
-    assert "undefined_name" in out and "t.cu" in out
+    assert out.startswith("failed ") and "undefined_name" in out and "t.cu" in out
+
+
+_PRINTING_LAYER = b"""
+void Manager::compile(const std::string &label, const std::string &name, const std::string &code) {
+  nvrtcProgram program;
+  CHECK_NVRTC(nvrtcCreateProgram(&program, code.c_str(), "k.cu", 0, nullptr, nullptr));
+  const nvrtcResult compile_result = nvrtcCompileProgram(program, 0, nullptr);
+  if (compile_result != NVRTC_SUCCESS) {
+    std::string log = "versions\\n";
+    log += read_log(program);
+    // Show the log, then fail
+    std::cerr << log;
+    CHECK_NVRTC(compile_result);
+  }
+  keep(label, program);
+}
+"""
+
+
+def test_failure_branch_throws_with_the_log():
+    """A layer whose failure branch prints NVRTC's log to std::cerr, then checks the result (TE's
+    shape): the two lines, and the comment saying so, become the error macro with the log, so the
+    error carries what was printed; the rest of the branch (the versions it adds) stays."""
+    from codemod.apply.base import source
+    from codemod.apply.emit.layer import _compile_call, _log_in_error
+
+    root = source.parse(_PRINTING_LAYER)
+    definition, call = _compile_call("rtc.cpp", _PRINTING_LAYER, root, "Manager")
+    (edit,) = _log_in_error("rtc.cpp", _PRINTING_LAYER, definition, call, "LIB_ERROR")
+    out = _PRINTING_LAYER[:edit.start] + edit.text.encode() + _PRINTING_LAYER[edit.end:]
+    assert b"    // Throw with the log\n    LIB_ERROR(log);\n  }\n" in out
+    assert b"std::cerr" not in out and b"CHECK_NVRTC(compile_result)" not in out
+    assert b'log += read_log(program);' in out
+
+
+def test_a_failure_branch_of_another_shape_is_left_alone():
+    """Golden layers throw with the log themselves: nothing to edit."""
+    from codemod.apply.base import source
+    from codemod.apply.emit.layer import _compile_call, _log_in_error
+
+    data = _PRINTING_LAYER.replace(b"    std::cerr << log;\n    CHECK_NVRTC(compile_result);\n",
+                                   b"    LIB_ERROR(\"failed: \" + log);\n")
+    root = source.parse(data)
+    definition, call = _compile_call("rtc.cpp", data, root, "Manager")
+    assert _log_in_error("rtc.cpp", data, definition, call, "LIB_ERROR") == []

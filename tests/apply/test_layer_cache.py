@@ -137,7 +137,7 @@ def test_a_call_another_feature_replaces_is_refused():
         _edits(others=[(at, at + len(b"nvrtcCreateProgram("), "create_program_with_headers(extra_headers, ")])
     # compile_program's helper takes NVRTC's arguments as they are: the key is the same
     at = LAYER.index(b"nvrtcCompileProgram(")
-    assert _edits(others=[(at, at + len(b"nvrtcCompileProgram"), "compile_program_or_throw")])
+    assert _edits(others=[(at, at + len(b"nvrtcCompileProgram"), "compile_program_one_target")])
 
 
 def test_entry_round_trip_and_damage():

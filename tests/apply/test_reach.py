@@ -499,7 +499,7 @@ def test_arch_targets_reach_the_stubs_the_manifest_and_verify(tmp_path, capsys):
     table = (out / "kernels.cpp").read_text()
     assert re.search(r'\{\s*100,\s*"sm_100a"\s*\},\s*\{\s*120,\s*"sm_120f"\s*\},\s*\{\s*121,\s*"sm_120f"\s*\}', table)
     runtime = (root / "util" / "rtc_stubs.h").read_text()
-    assert "compile_options(kernel_, options_)" in runtime and 'std::string("--gpu-architecture=") + target' in runtime
+    assert "compile_options(kernel_, options_)" in runtime and '"--gpu-architecture=" + chosen' in runtime
     from codemod.tool_state import manifest_path
 
     path = manifest_path(root, "activation")

@@ -195,13 +195,41 @@ def test_folder_of_another_user_refused(real, tmp_path):
     _refused(real, tmp_path, folder, "belongs to another user")
 
 
-def test_symlinked_folder_refused(real, tmp_path):
+@pytest.mark.parametrize("spelled", ["link", "link/", "link//"])
+def test_symlinked_folder_refused(real, tmp_path, spelled):
+    """A link to a private folder of this user, however the variable spells it: a trailing slash
+    makes lstat and open follow the link, so the layer strips it before opening the folder."""
     target = tmp_path / "real_cache"
     _planted(real, tmp_path, target)
     os.chmod(target, 0o700)
     link = tmp_path / "cache"
     link.symlink_to(target)
-    _refused(real, tmp_path, link, "is a symbolic link")
+    p = run(real, tmp_path, ACTLIB_RTC_CACHE_DIR=str(link) + spelled[4:])
+    assert len(warning_lines(p)) == 1 and "is a symbolic link" in p.stderr, p.stderr
+    assert events(tmp_path / "events.log", "compile") == 1
+
+
+def test_folder_moved_after_the_check_is_not_followed(real, tmp_path):
+    """The folder is opened once and its files reached through that descriptor: in a process that
+    checked and used the folder (`a`), the folder renamed away and a link to elsewhere put at its
+    path; the next program (`b`) is stored in the folder that was checked, and nothing is written
+    where the path now leads."""
+    folder = tmp_path / "cache"
+    exe, lib = real
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("ACTLIB_RTC_CACHE")},
+           "LD_LIBRARY_PATH": str(lib.parent), "MOCK_NVRTC_LOG": str(tmp_path / "events.log"),
+           "ACTLIB_RTC_CACHE_DIR": str(folder)}
+    proc = subprocess.Popen([str(exe), "pause", "a", "b"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout.readline().split() == ["a", "ok"]          # `a` compiled and stored; folder open
+    moved, elsewhere = tmp_path / "moved", tmp_path / "elsewhere"
+    folder.rename(moved)
+    elsewhere.mkdir(mode=0o700)
+    folder.symlink_to(elsewhere)
+    out, err = proc.communicate("\n", timeout=TIMEOUT)            # now `b`
+    assert proc.returncode == 0 and out.split() == ["b", "ok"], err
+    assert list(elsewhere.iterdir()) == []
+    assert len(entries(moved)) == 2
 
 
 # ---- entries and locks ------------------------------------------------------------------------------

@@ -21,6 +21,23 @@ def test_no_added_line_names_the_tool(case):
     assert not named, f"{len(named)} added line(s) name the tool:\n" + "\n".join(named[:20])
 
 
+# The rule's own vocabulary: its keys (migrate.shared_variables, kernel_strings.include_first), the
+# rule and its analysis. A comment in the target explains the code, not how the tool made it.
+RULE_WORDS = ("migrate.", "kernel_strings.", "rule's", "the rule", "rule schema", "analysed", "analyzed")
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_no_added_line_speaks_the_rules_language(case):
+    patch, _, _ = golden_patch(case)
+    said, path = [], None
+    for line in patch.splitlines():
+        if line.startswith("+++ "):
+            path = line[4:]
+        elif line.startswith("+") and any(w in line.lower() for w in RULE_WORDS):
+            said.append(f"{path}: {line[1:].strip()}")
+    assert not said, f"{len(said)} added line(s) speak of the rule:\n" + "\n".join(said[:20])
+
+
 def test_guards_follow_the_convention_most_headers_use(tmp_path):
     from codemod.apply.plan.target_names import guard_convention
 

@@ -714,10 +714,38 @@ def _layer_cache(root: Path, spec, cs: ChangeSet, guard: Callable[[str], str], f
         cs.edits[-1].layer = cs.edits[-1].cache = True
         cs.layer_files.add(path)
         cs.cache_files.add(path)
+    _cache_docs(root, spec, cfg, cs)
     env = cfg["env"]
     cs.notes.append(f"{cfg['source']}: NVRTC layer with per-label compiles and an opt-in disk cache shared by "
                     f"the processes of a machine ({cfg['header']}); off unless {env['dir']}=FOLDER or "
                     f"{env['prefix']}=1 (default folder $XDG_CACHE_HOME/{cfg['default_dir']})")
+
+
+def _cache_docs(root: Path, spec, cfg: dict, cs: ChangeSet) -> None:
+    """The disk cache's two environment variables in the target's envvar page (migrate.docs.envvars),
+    after the layer's disable switch (else after the rule's `after` entry): what turns it on, where
+    it keeps kernels, which folders it refuses. Nothing when the page documents them already."""
+    docs = spec.docs.get("envvars")
+    if not docs:
+        return
+    path = spec.repo_path(docs["file"])
+    try:
+        text = (root / path).read_bytes().decode()
+    except (OSError, UnicodeDecodeError):
+        return                                      # _docs reports the page
+    lines = text.splitlines(keepends=True)
+    if _envvar_block(lines, cfg["env"]["prefix"]) is not None:
+        return
+    disable = spec.layer.get("disable_env")
+    block = (_envvar_block(lines, disable) if disable else None) or _envvar_block(lines, docs["after"])
+    if block is None:
+        return                                      # _docs reports the missing entry
+    at = sum(len(line) for line in lines[:block[1]])
+    entries = render("envvar_cache.rst.j2", env=cfg["env"], default_dir=cfg["default_dir"]).rstrip("\n") + "\n"
+    lead = "" if block[1] == 0 or not lines[block[1] - 1].strip() else "\n"
+    tail = "\n" if block[1] < len(lines) else ""
+    cs.edits.append(Edit(path, at, at, lead + entries + tail, "the disk cache's environment variables",
+                         layer=True, cache=True))
 
 
 def _same_cache(root: Path, header: str, text: str, rule_id: str) -> None:
@@ -779,6 +807,21 @@ def _docs(root: Path, plan: Plan, cs: ChangeSet) -> None:
     if disable and switch is None:
         entry += "\n" + render("envvar_disable.rst.j2", new_entry=True, **ctx)
     cs.edits.append(Edit(path, at, at, entry + "\n", "documentation of the legacy option"))
+    drops = cfg.get("drops")
+    if drops and switch is None:
+        raise ApplyError(f"{path} has no `.. envvar:: {disable}` entry to drop a sentence from ({where}/drops)",
+                         where=path)
+    if drops:
+        start = sum(len(line) for line in lines[:switch[0]])
+        block = "".join(lines[switch[0]:switch[1]])
+        found = block.find(drops)
+        if found < 0:
+            raise ApplyError(f"{path}: the `{disable}` entry does not say \"{drops}\" ({where}/drops)", where=path,
+                             hint="the page changed: drop the key, or give the sentence as the page has it now")
+        end = found + len(drops)
+        end += len(block[end:]) - len(block[end:].lstrip(" "))      # the space before the next sentence
+        cs.edits.append(Edit(path, start + found, start + end, "",
+                             "a sentence on the disable switch the migrated kernels make untrue"))
     if switch is not None:
         last = max(i for i in range(switch[0], switch[1]) if lines[i].strip())
         start = sum(len(line) for line in lines[:last])

@@ -9,10 +9,13 @@ by `nvrtc_layer.manager`) holding its compiled kernels in `kernel_cache_`, keyed
 `get_function(device)`, guarded by the class's one standard mutex member (the lookups added here
 take it at the lookup); a `compile(label, name, code, filename)` member defined in the layer's
 source whose body calls `nvrtcCreateProgram` and `nvrtcCompileProgram` once each (the latter
-becomes `compile_program_or_throw`: one --gpu-architecture, a failure carrying NVRTC's log)."""
+becomes `compile_program_one_target`: one --gpu-architecture; where the failure branch after it
+prints NVRTC's log to std::cerr and then checks the result, as TE's does, the error carries the log
+instead)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -41,8 +44,9 @@ FEATURES: dict[str, Feature] = {f.name: f for f in [
     Feature("compile_headers", "", (), None, None,
             "compile(label, name, code, filename, options, headers): NVRTC options and in-memory headers per program"),
     Feature("compile_program", "", (), None, None,
-            "compile's NVRTC compile through compile_program_or_throw: one --gpu-architecture (a target in the "
-            "extra options replaces the layer's own) and a failure that carries NVRTC's log"),
+            "compile's NVRTC compile through compile_program_one_target: one --gpu-architecture (a target in the "
+            "extra options replaces the layer's own); a failure branch that prints NVRTC's log then checks the "
+            "result throws with the log"),
     Feature("function_for", "rtc_function", (), "layer/function_for.h.j2", "layer/function_for.cpp.j2",
             "the CUfunction of a compiled kernel on the current device (for the features below)", "private"),
     Feature("set_function_attribute", "set_function_attribute", ("function_for",),
@@ -62,7 +66,7 @@ FEATURES: dict[str, Feature] = {f.name: f for f in [
 
 REQUIRED_MEMBERS = ("kernel_cache_", "get_kernel_cache_key", "compile", "is_compiled")
 # The helper the compile_program feature defines in the layer source: its name means "present".
-COMPILE_PROGRAM = "compile_program_or_throw"
+COMPILE_PROGRAM = "compile_program_one_target"
 # The manager's mutex (the one guarding kernel_cache_) -> the lock a reader of the map takes.
 READ_LOCKS = {"std::shared_mutex": "std::shared_lock<std::shared_mutex>",
               "std::shared_timed_mutex": "std::shared_lock<std::shared_timed_mutex>",
@@ -298,21 +302,71 @@ def _compile_call(src, sdata, sroot, cls_name):
 
 
 def _compile_program(src, sdata, sroot, cls_name, ctx, render) -> list[LayerEdit]:
-    """compile's nvrtcCompileProgram call becomes compile_program_or_throw (same parameters and
-    result), defined above compile."""
+    """compile's nvrtcCompileProgram call becomes compile_program_one_target (same parameters and
+    result), defined above compile; the failure branch's log goes into its error (_log_in_error)."""
     definition, call = _compile_call(src, sdata, sroot, cls_name)
     at = _before_comments(sdata, definition)
     fn = call.child_by_field_name("function")
-    why = "one --gpu-architecture, and a failure carrying NVRTC's log"
+    why = "one --gpu-architecture"
     return [LayerEdit(src, at, at, render("layer/compile_program.cpp.j2", namespaced=True, **ctx), why),
-            LayerEdit(src, fn.start_byte, fn.end_byte, COMPILE_PROGRAM, why)]
+            LayerEdit(src, fn.start_byte, fn.end_byte, COMPILE_PROGRAM, why),
+            *_log_in_error(src, sdata, definition, call, ctx["error_macro"])]
+
+
+_PRINTED_LOG = re.compile(rb"std::cerr\s*<<\s*(\w+)\s*;")
+
+
+def _log_in_error(src, sdata, definition, call, error_macro: str) -> list[LayerEdit]:
+    """In the branch compile takes when the compile's result is not NVRTC_SUCCESS: `std::cerr <<
+    log;` then a check of the result (`NVTE_CHECK_NVRTC(compile_result);`, TE's) become
+    `<error_macro>(log);`: the error carries what the branch printed. No edit when compile's
+    failure path has another shape (it throws with the log already, say)."""
+    holder = call
+    while holder is not None and holder.type not in ("declaration", "init_declarator"):
+        holder = holder.parent
+    if holder is None or holder.type != "init_declarator":
+        return []
+    result = source.node_text(sdata, holder.child_by_field_name("declarator"))
+    for branch in _walk_type(definition, "if_statement"):
+        condition = source.node_text(sdata, branch.child_by_field_name("condition"))
+        if result not in condition or "NVRTC_SUCCESS" not in condition:
+            continue
+        body = branch.child_by_field_name("consequence")
+        stmts = [s for s in (body.named_children if body is not None else []) if s.type != "comment"]
+        for printed, check in zip(stmts, stmts[1:]):
+            m = _PRINTED_LOG.fullmatch(source.node_text(sdata, printed).encode())
+            call_node = check.named_children[0] if check.type == "expression_statement" and check.named_children \
+                else None
+            if m is None or call_node is None or call_node.type != "call_expression":
+                continue
+            args = call_node.child_by_field_name("arguments").named_children
+            if len(args) == 1 and source.node_text(sdata, args[0]) == result:
+                log, start, text = m.group(1).decode(), printed.start_byte, ""
+                above = printed.prev_sibling
+                if above is not None and above.type == "comment" and above.end_point[0] + 1 == printed.start_point[0]:
+                    # its comment ("Display log and throw error") said what the two lines did
+                    start = above.start_byte
+                    text = "// Throw with the log\n" + " " * printed.start_point[1]
+                return [LayerEdit(src, start, check.end_byte, f"{text}{error_macro}({log});",
+                                  "a failed compile's error carries NVRTC's log (printed to stderr before)")]
+    return []
+
+
+def _walk_type(node, kind: str):
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type == kind:
+            yield n
+        stack.extend(reversed(n.children))
 
 
 def _compile_headers(header, hdata, hroot, cls, decl, src, sdata, sroot, cls_name, ctx, render,
                      with_compile_program: bool = False) -> list[LayerEdit]:
     """`compile` gains `extra_options` and `extra_headers` (defaulted in the declaration); its body's
     nvrtcCreateProgram / nvrtcCompileProgram calls go through helpers that append them (the latter
-    then calls compile_program_or_throw when `with_compile_program`)."""
+    then calls compile_program_one_target when `with_compile_program`, and the failure branch's
+    log goes into its error: _log_in_error)."""
     where = f"{header}: {cls_name}::compile"
     if _class(hroot, hdata, ctx["header_type"]) is not None:
         raise ApplyError(f"the layer declares {ctx['header_type']} but compile does not take it", where=header,
@@ -348,6 +402,8 @@ def _compile_headers(header, hdata, hroot, cls, decl, src, sdata, sroot, cls_nam
         edits.append(LayerEdit(src, fn.start_byte, fn.end_byte, helper, f"{callee} with the extra {first}"))
         edits.append(LayerEdit(src, args.start_byte + 1, args.start_byte + 1, f"{first}, ",
                                f"{callee} with the extra {first}"))
+    if with_compile_program:
+        edits += _log_in_error(src, sdata, definition, calls["nvrtcCompileProgram"][0], ctx["error_macro"])
     return edits
 
 

@@ -468,6 +468,7 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
                                 dict(sorted(headers.items())), deduced_at, source_file, extra, copied, first,
                                 declared_in.get(kid)))
     plans = _whole_lambdas(plans, skipped)
+    _one_factory_per_name(plans)
     removed = sum(kp.kernel.instantiations for kp in plans)
     used = {kp.kernel.file for kp in plans}
     shipped = {p for kp in plans for p in [kp.source_file, *kp.headers.values()]}
@@ -476,6 +477,23 @@ def build_plan(root: Path, analysis: Analysis, spec: MigrateSpec, only: list[str
                 entry_points=list(analysis.entry_points),
                 respelled={k: v for k, v in sorted(respelled.items()) if k[0] in shipped},
                 build_defines=build_defines.defaults(root, spec) if plans else {})
+
+
+def _one_factory_per_name(plans: list[KernelPlan]) -> None:
+    """A kernel's stub factory is named after the kernel (its last name) in the rule's namespace,
+    and the launch sites and kernels.cpp find it by that name: two migrated kernels of one name in
+    different namespaces would be two factories of one name (one kept by the linker) and one
+    kernel found for both. Refused, naming them, before anything is generated."""
+    by_name: dict[str, list[str]] = {}
+    for kp in plans:
+        by_name.setdefault(kp.name, []).append(kp.kernel.id)
+    twins = {name: ids for name, ids in by_name.items() if len(ids) > 1}
+    if twins:
+        name, ids = sorted(twins.items())[0]
+        raise ApplyError(f"migrate.kernels lists {len(ids)} kernels named `{name}` ({', '.join(sorted(ids))}); their "
+                         "host stubs would be one factory of that name in the rule's namespace",
+                         hint="migrate one of them in this rule (the other in a rule of its own namespace, or "
+                              "left static)")
 
 
 def _whole_lambdas(plans: list[KernelPlan], skipped: list[Skipped]) -> list[KernelPlan]:
