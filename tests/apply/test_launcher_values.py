@@ -185,6 +185,16 @@ def test_a_block_alone_in_a_block_loses_its_braces(tmp_path):
     assert _collapsed(tmp_path, text) == "void f() {\n  int x = 0;\n  {\n    auto k = g<A, B, C>();\n    k(x);\n  }\n}\n"
 
 
+def test_a_block_alone_in_a_case_before_its_break_loses_its_braces(tmp_path):
+    """TE's MXFP8 quantize launcher: `case X: { SWITCH(c, C, { ... }); break; }`: the arm's lines
+    join the case's block (no `{ {`), one level out; the break stays."""
+    text = ("void f(int s) {\n  switch (s) {\n    case 1: {\n      SWITCH(c, C, {\n        auto k = g<C>();\n"
+            "        k();\n      });\n      break;\n    }\n  }\n}\n")
+    assert _collapsed(tmp_path, text) == (
+        "void f(int s) {\n  switch (s) {\n    case 1: {\n      auto k = g<C>();\n      k();\n      break;\n    }\n"
+        "  }\n}\n")
+
+
 def test_a_comment_naming_the_constant_is_no_use(tmp_path):
     """TE's NVFP4 launcher names RETURN_ROWWISE in a comment inside the switch: not a use."""
     from codemod.apply.emit.launcher_values import Switch, _other_use

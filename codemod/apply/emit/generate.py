@@ -220,6 +220,7 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
     else:
         _cmake(root, plan, cs, strings, _stub_paths(plan.spec)[1])
     _docs(root, plan, cs)
+    _api_docs(root, plan, cs)
     _operator_test(root, plan, cs, run.fmt)
     _license_headers(root, plan.spec, cs)
     if style.warning:
@@ -828,6 +829,36 @@ def _docs(root: Path, plan: Plan, cs: ChangeSet) -> None:
         end = start + stacking.sentence_at(lines[last], len(lines[last].rstrip("\r\n")), cs.later)
         cs.edits.append(Edit(path, end, end, render("envvar_disable.rst.j2", new_entry=False, **ctx).rstrip("\n"),
                              "the disable switch's effect on the migrated kernels"))
+
+
+def _api_docs(root: Path, plan: Plan, cs: ChangeSet) -> None:
+    """`migrate.docs.api` (Sphinx pages rendering headers with Breathe's `.. doxygenfile::`): a header
+    the migration creates for definitions it moves out of a documented header (kernel_strings.move_to:
+    TE's C API enums into transformer_engine_device.h) is rendered on the same page, after it, so the
+    moved definitions stay in the API reference."""
+    spec = plan.spec
+    pages = []
+    for rel in spec.docs.get("api", []):
+        page = root / spec.repo_path(rel)
+        if not page.is_file():
+            raise ApplyError(f"{spec.repo_path(rel)}: no such page (migrate/docs/api)", where=spec.repo_path(rel),
+                             hint="name the pages that render the headers move_to takes definitions from")
+        pages.append((spec.repo_path(rel), page))
+    for replaced, to in sorted(spec.kernel_strings.get("move_to", {}).items()):
+        if to not in cs.new_files or (root / to).exists():
+            continue                                    # not created by this rule: documented before, or not at all
+        origin, new = posixpath.basename(replaced), posixpath.basename(to)
+        for path, page in pages:
+            text = page.read_bytes().decode()
+            lines = text.splitlines(keepends=True)
+            at = next((i for i, line in enumerate(lines) if line.strip() == f".. doxygenfile:: {origin}"), None)
+            if at is None or any(line.strip() == f".. doxygenfile:: {new}" for line in lines):
+                continue
+            end = sum(len(line) for line in lines[:at + 1])
+            lead = "" if lines[at].endswith("\n") else "\n"
+            cs.edits.append(Edit(path, end, end, f"{lead}\n.. doxygenfile:: {new}\n",
+                                 f"{new}, which holds definitions moved out of {origin}, in the API reference"))
+            break
 
 
 def _operator_test(root: Path, plan: Plan, cs: ChangeSet, fmt) -> None:

@@ -417,7 +417,7 @@ def _single_call(data: bytes, start: int, end: int) -> bool:
 def _mode(data: bytes, s: Switch, unbraced: set[int]) -> str:
     """What removing the switch leaves: `block` (its brace block), `unbrace` (the block's content: a
     single call, or everything of an enclosing block that stays, `unbraced` holding the opening
-    braces that go), `call` (its body, one call), `statements`."""
+    braces that go; a case's `break;` may follow it), `call` (its body, one call), `statements`."""
     if data[s.body:s.body + 1] == b"{":
         brace = data.rindex(b"}", s.body, s.close)
         if _single_call(data, s.body + 1, brace):
@@ -425,7 +425,10 @@ def _mode(data: bytes, s: Switch, unbraced: set[int]) -> str:
         before = data[:s.start].rstrip()
         _, end = _after_close(data, s)
         after = re.sub(rb"^\s*//\s*NOLINT[^\n]*", b"", data[end:]).lstrip()
-        if before.endswith(b"{") and after.startswith(b"}") and len(before) - 1 not in unbraced:
+        # alone in its block, or followed there only by the `break;` of the case it is (TE's MXFP8
+        # quantize launcher): the block's names cannot meet another declaration of that block
+        alone = after.startswith(b"}") or re.match(rb"break\s*;\s*}", after) is not None
+        if before.endswith(b"{") and alone and len(before) - 1 not in unbraced:
             return "unbrace"
         return "block"
     return "call" if _single_call(data, s.body, s.close) else "statements"

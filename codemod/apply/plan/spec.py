@@ -51,7 +51,8 @@ class MigrateSpec:
         test = self.raw.get("tests", {}).get("operator")
         setup = self.raw.get("setuptools")
         return ([self.repo_path(envvars["file"])] if envvars else []) + \
-            ([self.repo_path(test["cmake"])] if test else []) + ([self.repo_path(setup["file"])] if setup else [])
+            ([self.repo_path(test["cmake"])] if test else []) + ([self.repo_path(setup["file"])] if setup else []) + \
+            [self.repo_path(page) for page in self.docs.get("api", [])]
 
     @property
     def legacy_option(self) -> str:
