@@ -39,6 +39,17 @@ def test_an_earlier_rule_is_taken_out_from_under_a_later_one():
         migrated._merge("docs/envvars.rst", current, written, ORIGINAL)
 
 
+def test_an_earlier_rule_is_taken_out_after_a_later_one_dropped_a_sentence_of_its_line():
+    """TE's transpose rule drops "Existing transpose operations select their static fallback
+    automatically." from the switch's line that activation appended its sentence to: the line's
+    start is no longer activation's context; the sentence before activation's is."""
+    original = ORIGINAL.replace("Disable NVRTC. ", "Disable NVRTC. Transposes fall back. Others do not.")
+    written = _rule(original, "activation")
+    dropped = _rule(written, "transpose").replace("Transposes fall back. ", "")
+    assert migrated._merge("docs/envvars.rst", dropped, written, original, stacked=True) == \
+        _rule(original, "transpose").replace("Transposes fall back. ", "")
+
+
 def test_git_merge_file_alone_refuses_the_stacked_edits(tmp_path):
     """The case the hunk replay exists for: git merge-file conflicts on it."""
     import subprocess

@@ -520,12 +520,16 @@ def _hunks(written: str, original: str) -> list[tuple[str, str, str, str]]:
 
 def _replay_hunks(current: str, written: str, original: str) -> str | None:
     """Each hunk of written -> original applied to `current` where its written text occurs exactly
-    once with its context (both sides, else all of the context before it, else all after it); None
-    when a hunk is found nowhere or more than once, or two hunks overlap."""
+    once with its context (both sides, else all of the context before it, else all after it, else
+    the sentence before it on its line: a later rule may have dropped an earlier sentence of the line
+    the hunk's sentence was appended to); None when a hunk is found nowhere or more than once, or two
+    hunks overlap."""
     edits = []
     for before, old, new, after in _hunks(written, original):
         at = None
-        for prefix, suffix in ((before, after), (before, ""), ("", after)):
+        line = before[before.rfind("\n") + 1:]
+        sentence = line[line.rfind(". ") + 2:] if ". " in line else line
+        for prefix, suffix in ((before, after), (before, ""), ("", after), (sentence, "")):
             needle = prefix + old + suffix
             if not needle or (not prefix and not suffix and not old):
                 continue
