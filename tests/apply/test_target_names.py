@@ -9,15 +9,21 @@ CASES = sorted(p.name for p in GOLDEN.iterdir()
                if (p / "rule.yaml").is_file() or (p / "activation.yaml").is_file())
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_no_added_line_names_the_tool(case):
+def _added_lines_saying(case: str, words: tuple[str, ...]) -> list[str]:
+    """`path: line` of each line the case's golden patch adds that holds one of `words` (any case)."""
     patch, _, _ = golden_patch(case)
-    named, path = [], None
+    said, path = [], None
     for line in patch.splitlines():
         if line.startswith("+++ "):
             path = line[4:]
-        elif line.startswith("+") and "codemod" in line.lower():
-            named.append(f"{path}: {line[1:].strip()}")
+        elif line.startswith("+") and any(w in line.lower() for w in words):
+            said.append(f"{path}: {line[1:].strip()}")
+    return said
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_no_added_line_names_the_tool(case):
+    named = _added_lines_saying(case, ("codemod",))
     assert not named, f"{len(named)} added line(s) name the tool:\n" + "\n".join(named[:20])
 
 
@@ -28,13 +34,7 @@ RULE_WORDS = ("migrate.", "kernel_strings.", "rule's", "the rule", "rule schema"
 
 @pytest.mark.parametrize("case", CASES)
 def test_no_added_line_speaks_the_rules_language(case):
-    patch, _, _ = golden_patch(case)
-    said, path = [], None
-    for line in patch.splitlines():
-        if line.startswith("+++ "):
-            path = line[4:]
-        elif line.startswith("+") and any(w in line.lower() for w in RULE_WORDS):
-            said.append(f"{path}: {line[1:].strip()}")
+    said = _added_lines_saying(case, RULE_WORDS)
     assert not said, f"{len(said)} added line(s) speak of the rule:\n" + "\n".join(said[:20])
 
 
