@@ -529,7 +529,9 @@ def _replay_hunks(current: str, written: str, original: str) -> str | None:
         at = None
         line = before[before.rfind("\n") + 1:]
         sentence = line[line.rfind(". ") + 2:] if ". " in line else line
-        for prefix, suffix in ((before, after), (before, ""), ("", after), (sentence, "")):
+        # the sentence only inside a line: an empty one would place the hunk by its own text alone
+        tries = ((before, after), (before, ""), ("", after)) + (((sentence, ""),) if sentence.strip() else ())
+        for prefix, suffix in tries:
             needle = prefix + old + suffix
             if not needle or (not prefix and not suffix and not old):
                 continue
