@@ -843,14 +843,12 @@ def _api_docs(root: Path, plan: Plan, cs: ChangeSet) -> None:
         if not page.is_file():
             raise ApplyError(f"{spec.repo_path(rel)}: no such page (migrate/docs/api)", where=spec.repo_path(rel),
                              hint="name the pages that render the headers move_to takes definitions from")
-        pages.append((spec.repo_path(rel), page))
+        pages.append((spec.repo_path(rel), page.read_bytes().decode().splitlines(keepends=True)))
     for replaced, to in sorted(spec.kernel_strings.get("move_to", {}).items()):
         if to not in cs.new_files or (root / to).exists():
             continue                                    # not created by this rule: documented before, or not at all
         origin, new = posixpath.basename(replaced), posixpath.basename(to)
-        for path, page in pages:
-            text = page.read_bytes().decode()
-            lines = text.splitlines(keepends=True)
+        for path, lines in pages:
             at = next((i for i, line in enumerate(lines) if line.strip() == f".. doxygenfile:: {origin}"), None)
             if at is None or any(line.strip() == f".. doxygenfile:: {new}" for line in lines):
                 continue

@@ -327,7 +327,7 @@ def _log_in_error(src, sdata, definition, call, error_macro: str) -> list[LayerE
     if holder is None or holder.type != "init_declarator":
         return []
     result = source.node_text(sdata, holder.child_by_field_name("declarator"))
-    for branch in _walk_type(definition, "if_statement"):
+    for branch in (n for n in source._walk(definition) if n.type == "if_statement"):
         condition = source.node_text(sdata, branch.child_by_field_name("condition"))
         if result not in condition or "NVRTC_SUCCESS" not in condition:
             continue
@@ -350,15 +350,6 @@ def _log_in_error(src, sdata, definition, call, error_macro: str) -> list[LayerE
                 return [LayerEdit(src, start, check.end_byte, f"{text}{error_macro}({log});",
                                   "a failed compile's error carries NVRTC's log (printed to stderr before)")]
     return []
-
-
-def _walk_type(node, kind: str):
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n.type == kind:
-            yield n
-        stack.extend(reversed(n.children))
 
 
 def _compile_headers(header, hdata, hroot, cls, decl, src, sdata, sroot, cls_name, ctx, render,
