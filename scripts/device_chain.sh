@@ -15,7 +15,8 @@
 # folders written by `codemod parity generate`). Optional: ALONE_CONFIGURE_CMD (and ALONE_SIDE) builds
 # the migrated tree once more with that configure, alone and timed, before anything else (e.g.
 # another arch), its build folder removed after; MIGRATED_ALONE=0 builds the migrated tree beside
-# the original (MIGR_JOBS; MIGR_NICE, default "nice -n 10") instead of alone first; ORIG_JOBS the
+# the original (MIGR_JOBS; MIGR_NICE, default "nice -n 10") instead of alone first; OPS_FILTER a
+# --gtest_filter for the operator tests (default: all); ORIG_JOBS the
 # original's jobs; parity starts once both builds are done, beside the tests (TESTS_JOBS, default 4;
 # TESTS_TARGETS limits the tests' build);
 # an empty CTEST_REGEX or OPS_TEST skips that step. Results: $OUT/res.tgz and $OUT/stages.txt after
@@ -59,7 +60,7 @@ chain() {
     t1=$SECONDS
     for i in $(seq 0 $((OPS_SHARDS - 1))); do
       ( cd "$(dirname "$W/bt/$OPS_TEST")" && OMP_NUM_THREADS=2 GTEST_TOTAL_SHARDS=$OPS_SHARDS GTEST_SHARD_INDEX=$i \
-          nice -n 5 "$W/bt/$OPS_TEST" --gtest_output=xml:"$W/ops-$i.xml" > "$W/ops-$i.log" 2>&1; echo $? > "$W/ops-$i.rc" ) &
+          nice -n 5 "$W/bt/$OPS_TEST" ${OPS_FILTER:+--gtest_filter="$OPS_FILTER"} --gtest_output=xml:"$W/ops-$i.xml" > "$W/ops-$i.log" 2>&1; echo $? > "$W/ops-$i.rc" ) &
     done
     wait
     st "operator tests ($OPS_SHARDS shards) in $((SECONDS - t1)) s: rc $(echo $(cat ops-*.rc))"
