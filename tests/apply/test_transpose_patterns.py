@@ -1,6 +1,7 @@
 """The patterns of TE's transpose units (golden/ctlib): a carveout set with cudaFuncSetAttribute on
-the kernel's template-id, vector widths from `FLAG ? kA : kB` over namespace-scope constants, and a
-data header included inside a namespace before the kernels."""
+the kernel's template-id, vector widths from `FLAG ? kA : kB` over namespace-scope constants, a
+data header included inside a namespace before the kernels, and a comment calling the kernel
+statically compiled (migrate.comments)."""
 
 from __future__ import annotations
 
@@ -66,6 +67,37 @@ def test_attribute_on_a_template_id_goes_to_the_stub(tmp_path, capsys):
     header = (root / "tu" / "transpose_kernels.cuh").read_text()
     assert "constexpr size_t kLoadBytes = 8;" in unit and "kLoadBytes" not in header
     assert "constexpr int kTransposeThreads = 128;" in header and "float dgelu(float x)" in header
+
+
+STATIC = "// Statically-compiled kernel: one instantiation per vector width, DACT and type pair."
+
+
+def test_a_comment_the_migration_makes_untrue_is_rewritten_in_comments_only(tmp_path, capsys):
+    """migrate.comments: the launcher's comment loses "Statically-compiled"; the same words in code
+    (a string here) stay."""
+    root = tmp_path / "input"
+    shutil.copytree(CASE / "input", root)
+    unit = root / "tu" / "transpose.cu"
+    text = unit.read_text()
+    assert text.count(STATIC) == 1
+    text = text.replace('  if (n == 0) return;', '  if (n == 0) return;\n  (void)"Statically-compiled kernel";', 1)
+    unit.write_text(text)
+    assert main(["apply", "--target", str(RULE), str(root), "--write", "-q", "--no-precheck"]) == 0, \
+        capsys.readouterr().err
+    after = unit.read_text()
+    assert "    // Kernel: one instantiation per vector width, DACT and type pair.\n" in after
+    assert "// Statically" not in after and '(void)"Statically-compiled kernel";' in after
+
+
+def test_a_comment_no_longer_there_stops_apply(tmp_path, capsys):
+    root = tmp_path / "input"
+    shutil.copytree(CASE / "input", root)
+    unit = root / "tu" / "transpose.cu"
+    unit.write_text(unit.read_text().replace(STATIC, "// One instantiation per vector width, DACT and type pair."))
+    code = main(["apply", "--target", str(RULE), str(root), "--write", "-q", "--no-precheck"])
+    err = capsys.readouterr().err
+    assert code != 0 and 'no comment of migrate/translation_units says "Statically-compiled kernel"' in err, err
+    assert "rtc_transpose" not in unit.read_text()      # nothing written
 
 
 def test_attribute_on_a_larger_first_argument_leaves_the_kernel_static(tmp_path, capsys):

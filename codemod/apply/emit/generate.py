@@ -16,8 +16,8 @@ import jinja2
 
 from ... import __version__, strict_json
 from ...errors import ApplyError
-from . import device_pass, layer, layer_cache, option_scope, own_layer, prelude_copies, sections, setuptools_build, \
-    shared_header, stdnames, zero_length
+from . import comments, device_pass, layer, layer_cache, option_scope, own_layer, prelude_copies, sections, \
+    setuptools_build, shared_header, stdnames, zero_length
 from ..plan import framework_types, kernel_api, shared_variables, target_names
 from ..base import source, stacking, stdshim
 from . import launcher_values
@@ -214,6 +214,7 @@ def generate(root: Path, plan: Plan, version: str = __version__, formatted: bool
     _kernels_cpp(run, stubs, shipped, copies.checks)
     _nvrtc_layer(run, features)
     device_pass.edits(root, plan.spec, cs)
+    comments.edits(root, plan.spec, cs)
     strings = sorted(set(shipped) | set(programs.values()) | {c["file"] for c in copies.checks})   # string headers
     if "setuptools" in plan.spec.raw:
         _setuptools(run, strings, _stub_paths(plan.spec)[1])

@@ -49,6 +49,7 @@ void launch_cast_transpose(const CtlibTensor *in, const CtlibTensor *act_in, Ctl
     constexpr size_t load_bytes = DACT ? kLoadBytesDact : kLoadBytes;
     constexpr int nvec = load_bytes / sizeof(IType);
     const unsigned blocks = static_cast<unsigned>((n / nvec + kTransposeThreads) / kTransposeThreads);
+    // Statically-compiled kernel: one instantiation per vector width, DACT and type pair.
     CTLIB_CHECK_CUDA(cudaFuncSetAttribute(cast_transpose_kernel<nvec, DACT, IType, OType>,
                                           cudaFuncAttributePreferredSharedMemoryCarveout, 100));
     cast_transpose_kernel<nvec, DACT, IType, OType><<<blocks, kTransposeThreads, 0, stream>>>(
