@@ -14,7 +14,8 @@
 # the tests' build), CTEST_REGEX, OPS_TEST (binary) and OPS_SHARDS, DRIVERS ("NAME=FOLDER ...",
 # folders written by `codemod parity generate`). Optional: ALONE_CONFIGURE_CMD (and ALONE_SIDE) builds
 # the migrated tree once more with that configure, alone and timed, before anything else (e.g.
-# another arch), its build folder removed after; MIGRATED_ALONE=0 builds the migrated tree beside
+# another arch), its build folder removed after; ORIGINAL=0 builds no original and runs no parity:
+# the migrated build alone, its tests, then ALONE_CONFIGURE_CMD's build; MIGRATED_ALONE=0 builds the migrated tree beside
 # the original (MIGR_JOBS; MIGR_NICE, default "nice -n 10") instead of alone first; OPS_FILTER a
 # --gtest_filter for the operator tests (default: all); ORIG_JOBS the
 # original's jobs; parity starts once both builds are done, beside the tests (TESTS_JOBS, default 4;
@@ -65,12 +66,21 @@ chain() {
     wait
     st "operator tests ($OPS_SHARDS shards) in $((SECONDS - t1)) s: rc $(echo $(cat ops-*.rc))"
   }
-  if [ -n "${ALONE_CONFIGURE_CMD:-}" ]; then
+  alone() {
     side=${ALONE_SIDE:-migrated-alone}
-    st "0 $side build alone (-j$(nproc))"
+    st "$1 $side build alone (-j$(nproc))"
     timed "$side" migr "$(nproc)" "$ALONE_CONFIGURE_CMD"
     rm -rf "$W/scratch/build-$side"
+  }
+  if [ "${ORIGINAL:-1}" = 0 ]; then   # no original, no parity: the migrated build, its tests, then ALONE
+    st "1 migrated build alone (-j$(nproc))"
+    timed migrated migr "$(nproc)" || return 1
+    st "2 the tests' build alone"
+    tests
+    if [ -n "${ALONE_CONFIGURE_CMD:-}" ]; then alone 3; fi
+    return 0
   fi
+  if [ -n "${ALONE_CONFIGURE_CMD:-}" ]; then alone 0; fi
   if [ "${MIGRATED_ALONE:-1}" = 1 ]; then
     st "1 migrated build alone (-j$(nproc))"
     timed migrated migr "$(nproc)" || return 1
