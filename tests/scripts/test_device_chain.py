@@ -19,6 +19,7 @@ pytestmark = pytest.mark.skipif(not all(shutil.which(t) for t in ("ninja", "ctes
                                 reason="needs ninja, ctest, setsid")
 
 UTIL = "#!/bin/bash\necho '[  PASSED  ] 3 tests.'\n"
+OPS = "#!/bin/bash\necho \"$@\" >> args.txt\necho '[  PASSED  ] 1 tests.'\n"   # keeps its arguments
 
 
 def _tgz(folder: Path, out: Path) -> Path:
@@ -31,8 +32,9 @@ def _run_chain(tmp_path, extra: str = "", ops: str = "CTEST_REGEX=none; OPS_TEST
     tree = tmp_path / "tree"
     (tree / "lib").mkdir(parents=True)
     (tree / "tests").mkdir()
-    (tree / "tests/util.sh").write_text(UTIL)
-    (tree / "tests/util.sh").chmod(0o755)
+    for name, text in (("util.sh", UTIL), ("ops.sh", OPS)):
+        (tree / "tests" / name).write_text(text)
+        (tree / "tests" / name).chmod(0o755)
     (tmp_path / "extra/gen").mkdir(parents=True)
     (tmp_path / "extra/gen/plan.json").write_text("{}")
     w = tmp_path / "W"
@@ -41,7 +43,7 @@ def _run_chain(tmp_path, extra: str = "", ops: str = "CTEST_REGEX=none; OPS_TEST
 EXTRA_TGZ={_tgz(tmp_path / 'extra', tmp_path / 'e.tgz')}; LIB=lib; COMMIT=abc
 CONFIGURE_CMD="mkdir -p {{build}}"; BUILD_CMD="echo {{jobs}} > {{build}}/jobs"
 TESTS_SRC=tests
-TESTS_CONFIGURE_CMD="mkdir -p {{build}} && cp {{src}}/util.sh {{build}}/ && printf 'rule r\\n  command = touch \\$out\\nbuild x: r\\nbuild y: r\\n' > {{build}}/build.ninja && echo {{lib}} > {{build}}/lib.txt"
+TESTS_CONFIGURE_CMD="mkdir -p {{build}} && cp {{src}}/*.sh {{build}}/ && printf 'rule r\\n  command = touch \\$out\\nbuild x: r\\nbuild y: r\\n' > {{build}}/build.ninja && echo {{lib}} > {{build}}/lib.txt"
 UTIL_TEST=util.sh; {ops}; DRIVERS="g=gen"
 {extra}
 """)
@@ -116,3 +118,21 @@ UTIL_TEST=slow.sh; TESTS_CONFIGURE_CMD="$TESTS_CONFIGURE_CMD && (echo 'for i in 
     assert steps.index("parity g") < steps.index("util tests"), steps
     assert any(s.startswith("util tests rc=0 [  PASSED  ] 3 tests.") for s in stages)   # the slow one ran
     assert (w / "scratch/build-original/jobs").read_text().strip() == "2"
+
+
+def test_without_the_original_the_tests_run_then_the_alone_build_and_no_parity(tmp_path):
+    """ORIGINAL=0 (a device session's time fits neither the original's build nor parity): the
+    migrated build alone, its tests, then ALONE_CONFIGURE_CMD's build; OPS_FILTER reaches every
+    operator test shard as --gtest_filter."""
+    w, out, stages = _run_chain(tmp_path, ops="CTEST_REGEX=; OPS_TEST=ops.sh; OPS_SHARDS=2", extra="""ORIGINAL=0
+ALONE_CONFIGURE_CMD="mkdir -p {build} && touch {build}/other"; ALONE_SIDE=other
+OPS_FILTER='*ActTestSuite*:*CTTestSuite*'""")
+    steps = [s.split(" rc=")[0].split(" in ")[0] for s in stages]
+    jobs = len(os.sched_getaffinity(0))
+    assert steps == [f"1 migrated build alone (-j{jobs})", "build migrated", "2 the tests' build alone",
+                     "tests build", "util tests", "operator tests (2 shards)", f"3 other build alone (-j{jobs})",
+                     "build other", "chain done"], steps
+    assert not (w / "scratch/build-original").exists() and not (w / "scratch/build-other").exists()
+    args = (w / "bt/args.txt").read_text().splitlines()
+    assert len(args) == 2 and all(a.startswith("--gtest_filter=*ActTestSuite*:*CTTestSuite* --gtest_output=xml:")
+                                  for a in args), args
