@@ -15,12 +15,11 @@
 # folders written by `codemod parity generate`). Optional: ALONE_CONFIGURE_CMD (and ALONE_SIDE) builds
 # the migrated tree once more with that configure, alone and timed, before anything else (e.g.
 # another arch), its build folder removed after; ORIGINAL=0 builds no original and runs no parity:
-# the migrated build alone, its tests, then ALONE_CONFIGURE_CMD's build; MIGRATED_ALONE=0 builds the migrated tree beside
-# the original (MIGR_JOBS; MIGR_NICE, default "nice -n 10") instead of alone first; OPS_FILTER a
-# --gtest_filter for the operator tests (default: all); ORIG_JOBS the
-# original's jobs; parity starts once both builds are done, beside the tests (TESTS_JOBS, default 4;
-# TESTS_TARGETS limits the tests' build);
-# an empty CTEST_REGEX or OPS_TEST skips that step. Results: $OUT/res.tgz and $OUT/stages.txt after
+# the migrated build alone, its tests, then ALONE_CONFIGURE_CMD's build (last, not first);
+# MIGRATED_ALONE=0 builds the migrated tree beside the original (MIGR_JOBS; MIGR_NICE, default
+# "nice -n 10") instead of alone first; OPS_FILTER a --gtest_filter for the operator tests (default:
+# all); ORIG_JOBS the original's jobs; parity starts once both builds are done, beside the tests
+# (TESTS_JOBS, default 4; TESTS_TARGETS limits the tests' build); an empty CTEST_REGEX or OPS_TEST skips that step. Results: $OUT/res.tgz and $OUT/stages.txt after
 # every call (a call can be the last: the machine is given back 30 s after it). The chain runs and
 # is waited for through scripts/device_bg.sh (its log $W/chain.log, status $W/chain.rc; POLL).
 set -u

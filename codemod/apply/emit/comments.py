@@ -33,6 +33,7 @@ def edits(root: Path, spec, cs: ChangeSet) -> None:
                     at = text.find(old, at + len(old))
     missing = [old.decode() for old, count in found.items() if not count]
     if missing:
-        raise ApplyError(f"no comment of migrate/translation_units says \"{missing[0]}\" (migrate/comments)",
+        said = ", ".join(f'"{text}"' for text in missing)
+        raise ApplyError(f"no comment of migrate/translation_units says {said} (migrate/comments)",
                          where=", ".join(spec.translation_units),
                          hint="the units changed: drop the key, or give the text as the comment has it now")
