@@ -17,6 +17,8 @@ WHY = "a comment the migration makes untrue"
 def edits(root: Path, spec, cs: ChangeSet) -> None:
     """One edit per occurrence of each text inside a comment (never in code or a string)."""
     wanted = {old.encode(): new for old, new in (spec.raw.get("comments") or {}).items()}
+    if not wanted:
+        return                                          # no unit read or walked for a rule without the key
     found = dict.fromkeys(wanted, 0)
     for unit in spec.translation_units:
         data = (root / unit).read_bytes()

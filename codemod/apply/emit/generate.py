@@ -838,16 +838,17 @@ def _api_docs(root: Path, plan: Plan, cs: ChangeSet) -> None:
     TE's C API enums into transformer_engine_device.h) is rendered on the same page, after it, so the
     moved definitions stay in the API reference."""
     spec = plan.spec
+    created = [(replaced, to) for replaced, to in sorted(spec.kernel_strings.get("move_to", {}).items())
+               if to in cs.new_files and not (root / to).exists()]   # else documented before, or not at all
     pages = []
     for rel in spec.docs.get("api", []):
         page = root / spec.repo_path(rel)
         if not page.is_file():
             raise ApplyError(f"{spec.repo_path(rel)}: no such page (migrate/docs/api)", where=spec.repo_path(rel),
                              hint="name the pages that render the headers move_to takes definitions from")
-        pages.append((spec.repo_path(rel), page.read_bytes().decode().splitlines(keepends=True)))
-    for replaced, to in sorted(spec.kernel_strings.get("move_to", {}).items()):
-        if to not in cs.new_files or (root / to).exists():
-            continue                                    # not created by this rule: documented before, or not at all
+        if created:                                     # read only when a header is to be rendered
+            pages.append((spec.repo_path(rel), page.read_bytes().decode().splitlines(keepends=True)))
+    for replaced, to in created:
         origin, new = posixpath.basename(replaced), posixpath.basename(to)
         for path, lines in pages:
             at = next((i for i, line in enumerate(lines) if line.strip() == f".. doxygenfile:: {origin}"), None)
